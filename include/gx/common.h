@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * common.h - error codes, attributes, clocks and the "why" buffer shared by
+ * every module. No allocation happens here.
+ */
+#ifndef GX_COMMON_H
+#define GX_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GX_WUR __attribute__((warn_unused_result))
+#define GX_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define GX_UNUSED __attribute__((unused))
+#define GX_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/** Result of every fallible call: 0 or a negative code. */
+enum gx_err {
+    GX_OK = 0,
+    GX_ENOMEM = -1,
+    GX_EINVAL = -2,
+    GX_EPARSE = -3,
+    GX_ETOOBIG = -4,
+    GX_ENOTFOUND = -5,
+    GX_ECONFLICT = -6,
+    GX_ETIMEDOUT = -7,
+    GX_EUPSTREAM = -8,
+    GX_EIO = -9,
+};
+
+/** Short lowercase text for @err; never NULL. */
+const char *gx_strerror(enum gx_err err);
+
+/**
+ * A fixed buffer a parser fills with the reason it failed ("key 'x': must be
+ * a number"); it becomes an HTTP 400 body or a rejected-reload log line.
+ */
+struct gx_why {
+    char text[256];
+};
+
+/** Format a reason into @why (may be NULL: then nothing happens). */
+void gx_why_set(struct gx_why *why, const char *fmt, ...) GX_PRINTF(2, 3);
+
+/** Prefix the existing reason in @why with "prefix: ". */
+void gx_why_prefix(struct gx_why *why, const char *fmt, ...) GX_PRINTF(2, 3);
+
+/** Monotonic milliseconds, for intervals and timeouts. */
+int64_t gx_mono_ms(void);
+
+/** Wall-clock milliseconds since the epoch, for sample ages. */
+int64_t gx_wall_ms(void);
+
+/** Duplicate @len bytes of @s as a NUL-terminated heap string; NULL on ENOMEM. */
+char *gx_strndup(const char *s, size_t len);
+
+/** Read a whole file of at most @cap bytes; you own *out (NUL-terminated). */
+enum gx_err gx_read_file(const char *path, size_t cap, char **out, size_t *len) GX_WUR;
+
+/** 64-bit FNV-1a of @len bytes. */
+uint64_t gx_hash(const void *data, size_t len);
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.h - the extender's configuration: one JSON document (the ConfigMap's
+ * config.json), parsed and validated into an immutable struct gx_config.
+ * Unknown keys and out-of-range values are errors naming the key. Every key
+ * is documented in docs/configuration.md; gx_config_keys() lists them so a
+ * test can compare the two.
+ *
+ * A config is never changed after gx_config_parse() returns it; a reload
+ * parses a new one and swaps the pointer (the old one is freed when no
+ * request uses it any more).
+ */
+#ifndef GX_CONFIG_H
+#define GX_CONFIG_H
+
+#include "gx/common.h"
+
+enum gx_policy { GX_POLICY_BINPACK, GX_POLICY_SPREAD };
+enum gx_on_stale { GX_STALE_IGNORE, GX_STALE_REJECT };
+
+/** The live GPU signals, one Prometheus query / dcgm family each. */
+enum gx_signal {
+    GX_SIG_UTIL,     /* utilization %, 0..100 */
+    GX_SIG_MEM_USED, /* framebuffer used, MiB */
+    GX_SIG_MEM_FREE, /* framebuffer free, MiB */
+    GX_SIG_TEMP,     /* GPU temperature, C */
+    GX_SIG_POWER,    /* power draw, W */
+    GX_SIG_XID,      /* last XID error code, 0 = none */
+    GX_SIG_COUNT
+};
+
+/** Lowercase name of a signal ("util", "mem_used", ...), as used in config keys. */
+const char *gx_signal_name(enum gx_signal sig);
+
+enum gx_rule_op { GX_OP_IN, GX_OP_NOT_IN, GX_OP_EXISTS, GX_OP_DOES_NOT_EXIST, GX_OP_GT, GX_OP_LT };
+
+/** A node label preference for prioritize: matching nodes earn @weight points. */
+struct gx_label_rule {
+    char *label;
+    enum gx_rule_op op;
+    char **values; /* In/NotIn */
+    size_t n_values;
+    double number; /* Gt/Lt: compared with the label value parsed as a number */
+    int weight;    /* -100..100; negative weights express dislike */
+};
+
+/** Time slots per card for one GPU product (overrides sharing.default_slots). */
+struct gx_product_slots {
+    char *product;
+    int slots;
+};
+
+struct gx_config {
+    /* server: restart-only except max_body_bytes and max_json_depth */
+    char *listen_address;  /* "0.0.0.0" */
+    int port;              /* 8888 */
+    char *url_prefix;      /* "/gpu-extender" (no trailing slash, may be "") */
+    size_t max_body_bytes; /* 64 MiB */
+    int max_json_depth;    /* 64 */
+    int connection_timeout_s; /* idle connection timeout, 30 */
+    int shutdown_grace_s;     /* drain in-flight requests on SIGTERM, 10 */
+    bool debug_endpoints;     /* /debug/explain, default false */
+    char *tls_cert_file;      /* NULL: plain HTTP */
+    char *tls_key_file;
+
+    /* log */
+    int log_level; /* enum gx_log_level */
+
+    /* names (all configurable, DESIGN.md section 3) */
+    char *res_gpu;        /* "nvidia.com/gpu" */
+    char *res_shared;     /* "nvidia.com/gpu.shared" */
+    char *res_time_slice; /* "gpu-extender.io/time-slice" (virtual resource) */
+    char *ann_slices;     /* "gpu-extender.io/time-slices" */
+    char *ann_memory;     /* "gpu-extender.io/gpu-memory" */
+    char *ann_util;       /* "gpu-extender.io/gpu-util" */
+    char *ann_uuids;      /* output: "gpu-extender.io/gpu-uuids" */
+    char *ann_index;      /* output: "gpu-extender.io/gpu-index" */
+    char *managed_label;  /* "gpu-extender.io/managed" */
+
+    /* sources.files: the embedded default (paths relative to the config file) */
+    char *nodes_file;       /* NodeList JSON, NULL when nodes come from the API server */
+    char **metrics_files;   /* dcgm-exporter pages */
+    size_t n_metrics_files;
+    int files_refresh_s;    /* re-read changed files, 5 */
+
+    /* metrics: mapping and staleness */
+    char **node_labels;     /* labels naming the node: ["Hostname", "hostname"] */
+    size_t n_node_labels;
+    bool strip_port;        /* strip ":port" from the node label value (instance) */
+    char *metric_names[GX_SIG_COUNT]; /* dcgm family names per signal */
+    enum gx_on_stale on_stale;
+    int max_age_s[GX_SIG_COUNT]; /* default 60 each */
+
+    /* health and filter */
+    double max_temperature_c;  /* 85 */
+    int *ignored_xids;         /* XIDs that do not make a card unhealthy */
+    size_t n_ignored_xids;
+    double max_utilization_pct; /* a card above this is busy: 90 */
+
+    /* sharing */
+    int default_slots;            /* slots per card when replicas <= 1: 4 */
+    double oversubscription;      /* 1.0 .. 4.0 */
+    int64_t memory_reserve_mib;   /* per card: 512 */
+    double util_ceiling_pct;      /* shared: measured + expected <= this: 100 */
+    int default_slices;           /* slices for a shared pod without annotation: 1 */
+    struct gx_product_slots *product_slots;
+    size_t n_product_slots;
+    int reservation_ttl_s;        /* unbound reservations expire: 300 */
+
+    /* score */
+    enum gx_policy policy;
+    int w_util, w_memory, w_temp, w_labels, w_fit; /* 0..100 each */
+    struct gx_label_rule *label_rules;
+    size_t n_label_rules;
+    bool prefer_cpu_nodes_for_cpu_pods; /* true */
+
+    /* bookkeeping */
+    char *path;        /* file it came from, NULL if from a string */
+    char *base_dir;    /* directory relative paths are resolved against */
+    uint64_t hash;     /* FNV-1a of the source text, shown in /version */
+};
+
+/**
+ * Parse and validate @len bytes of JSON. Missing keys take their defaults.
+ * On error returns GX_EPARSE/GX_EINVAL and fills @why with "key: reason".
+ * @base_dir (may be NULL: ".") resolves relative file paths.
+ * On success you own *out (free with gx_config_free).
+ */
+enum gx_err gx_config_parse(const char *text, size_t len, const char *base_dir,
+                            struct gx_config **out, struct gx_why *why) GX_WUR;
+
+/** Read, parse and validate a file (see gx_config_parse). */
+enum gx_err gx_config_load(const char *path, struct gx_config **out, struct gx_why *why) GX_WUR;
+
+/** A config with every default (no file sources). You own it. */
+enum gx_err gx_config_default(struct gx_config **out) GX_WUR;
+
+/** Free a config; NULL is a no-op. */
+void gx_config_free(struct gx_config *cfg);
+
+/**
+ * Every accepted key as a dotted path ("server.port", "score.label_rules[].op"),
+ * NULL-terminated. Static storage.
+ */
+const char *const *gx_config_keys(void);
+
+/**
+ * Names of restart-only keys whose value differs between @a and @b, written
+ * comma-separated into @out (size @n); returns true if any differ.
+ */
+bool gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config *b,
+                                    char *out, size_t n);
+
+/** Slots of one card of @product on a node advertising @replicas. */
+int gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas);
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * extender.h - the kube-scheduler extender wire codec (see
+ * docs/architecture.md and the upstream extender/v1 types): ExtenderArgs,
+ * ExtenderFilterResult, HostPriorityList, ExtenderBindingArgs/Result.
+ * Keys are PascalCase (matched case-insensitively on input, as Go does).
+ * In full Nodes mode the kept Node objects are echoed back byte-for-byte
+ * from the request body, so the codec keeps spans into the body rather than
+ * decoding nodes. No I/O.
+ */
+#ifndef GX_EXTENDER_H
+#define GX_EXTENDER_H
+
+#include "gx/arena.h"
+#include "gx/buf.h"
+#include "gx/common.h"
+#include "gx/kobj.h"
+
+enum gx_args_mode { GX_ARGS_NAMES, GX_ARGS_NODES };
+
+struct gx_ext_node {
+    const char *name; /* decoded, NUL-terminated */
+    size_t name_len;
+    size_t item_off; /* Nodes mode: the item's raw JSON in the body */
+    size_t item_len;
+};
+
+/** Decoded ExtenderArgs. All memory lives in .arena. */
+struct gx_ext_args {
+    struct gx_arena arena;
+    struct gx_pod pod;
+    enum gx_args_mode mode;
+    struct gx_ext_node *nodes;
+    size_t n_nodes;
+};
+
+/**
+ * Decode ExtenderArgs from @body (not NUL-terminated, borrowed: keep it alive
+ * while you use the spans). Errors (GX_EPARSE, GX_EINVAL, GX_ETOOBIG) fill
+ * @why: malformed JSON, wrong types, missing Pod, both or neither of
+ * Nodes/NodeNames non-null, a node item without metadata.name.
+ * On success release with gx_ext_args_release even if you fail later.
+ */
+enum gx_err gx_ext_decode_args(const char *body, size_t len, int max_depth,
+                               struct gx_ext_args *out, struct gx_why *why) GX_WUR;
+
+/** Free the arena of decoded args. */
+void gx_ext_args_release(struct gx_ext_args *args);
+
+/** Per-node filter outcome handed to the encoder. */
+struct gx_ext_filter_verdict {
+    bool keep;
+    bool unresolvable; /* goes to FailedAndUnresolvableNodes */
+    const char *reason; /* when !keep: short, node-independent, no '%' */
+};
+
+/**
+ * Encode ExtenderFilterResult for @args with one verdict per args->nodes[i].
+ * NodeNames mode: {"Nodes":null,"NodeNames":[..],"FailedNodes":{..},
+ * "FailedAndUnresolvableNodes":{..},"Error":""}. Nodes mode: "Nodes" holds
+ * {"metadata":{},"items":[kept items verbatim from @body]} and NodeNames null.
+ */
+enum gx_err gx_ext_encode_filter(struct gx_buf *out, const char *body,
+                                 const struct gx_ext_args *args,
+                                 const struct gx_ext_filter_verdict *v) GX_WUR;
+
+/** Encode a filter result that fails the whole call: {"...","Error":"msg"}. */
+enum gx_err gx_ext_encode_filter_error(struct gx_buf *out, const char *msg) GX_WUR;
+
+/** Encode HostPriorityList: [{"Host":"n","Score":7},...], scores clamped to 0..10. */
+enum gx_err gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args,
+                                     const int *scores) GX_WUR;
+
+struct gx_ext_bind_args {
+    struct gx_arena arena;
+    const char *pod_name, *pod_namespace, *pod_uid, *node;
+};
+
+/** Decode ExtenderBindingArgs; every field must be a non-empty string. */
+enum gx_err gx_ext_decode_bind(const char *body, size_t len, int max_depth,
+                               struct gx_ext_bind_args *out, struct gx_why *why) GX_WUR;
+
+/** Free decoded bind args. */
+void gx_ext_bind_args_release(struct gx_ext_bind_args *args);
+
+/** Encode ExtenderBindingResult: {"Error":""} or {"Error":"msg"} ('%' replaced). */
+enum gx_err gx_ext_encode_bind_result(struct gx_buf *out, const char *error) GX_WUR;
+
+/** Encode an HTTP error body: {"error":"msg","status":code}. */
+enum gx_err gx_ext_encode_http_error(struct gx_buf *out, int status, const char *msg) GX_WUR;
+
+#endif

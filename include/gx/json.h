@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * json.h - a small validating JSON scanner for hot paths where building a
+ * cJSON tree would cost too much (ExtenderArgs with thousands of nodes):
+ * skip a value and know where it ended, walk object members and array
+ * elements, decode a string. It never allocates except in gx_json_string.
+ * Strict RFC 8259 syntax, nesting capped by @max_depth.
+ */
+#ifndef GX_JSON_H
+#define GX_JSON_H
+
+#include "gx/arena.h"
+#include "gx/common.h"
+
+struct gx_json {
+    const char *p;   /* input */
+    size_t len;
+    size_t pos;      /* cursor */
+    int max_depth;
+    struct gx_why *why; /* may be NULL */
+};
+
+/** Start scanning @len bytes of @p. */
+void gx_json_init(struct gx_json *j, const char *p, size_t len, int max_depth, struct gx_why *why);
+
+/** Skip whitespace; return the next byte without consuming it, or 0 at end. */
+char gx_json_peek(struct gx_json *j);
+
+/** Skip one complete value (validating it); GX_EPARSE or GX_ETOOBIG (depth). */
+enum gx_err gx_json_skip(struct gx_json *j) GX_WUR;
+
+/** Expect '{'. Then call gx_json_next_member until it returns false. */
+enum gx_err gx_json_enter_object(struct gx_json *j) GX_WUR;
+
+/**
+ * Advance to the next member of the current object: on true, *key/*klen is
+ * the raw (still escaped) key and the cursor is at its value, which the
+ * caller must consume (scan or skip). False at '}' (consumed) or on error
+ * (then *rc is set).
+ */
+bool gx_json_next_member(struct gx_json *j, const char **key, size_t *klen, enum gx_err *rc);
+
+/** Expect '['. Then call gx_json_next_element until it returns false. */
+enum gx_err gx_json_enter_array(struct gx_json *j) GX_WUR;
+
+/** True with the cursor at the next element; false at ']' (consumed) or error (*rc). */
+bool gx_json_next_element(struct gx_json *j, enum gx_err *rc);
+
+/** Consume "null" if it is next; true if it was. */
+bool gx_json_take_null(struct gx_json *j);
+
+/** Decode a string value (escapes, \u surrogate pairs) into arena memory. */
+enum gx_err gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out,
+                           size_t *outlen) GX_WUR;
+
+/** Case-insensitive compare of a raw key with @name (keys are ASCII). */
+bool gx_json_key_is(const char *key, size_t klen, const char *name);
+
+#endif

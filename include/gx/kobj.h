@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kobj.h - Kubernetes objects (Pod, Node, NodeList, PodList, watch events)
+ * decoded from JSON into plain structs. Only the fields the extender uses
+ * are kept. Every string and array of a decoded object is allocated from an
+ * arena the caller passes in and dies with it. Input is peer data: every
+ * field is type-checked; wrong types are errors with the field path in @why.
+ * No I/O.
+ */
+#ifndef GX_KOBJ_H
+#define GX_KOBJ_H
+
+#include "gx/arena.h"
+#include "gx/common.h"
+
+struct gx_kv {
+    const char *key;
+    const char *value;
+};
+
+/** Value of @key in @kv[0..n), or NULL. Linear scan. */
+const char *gx_kv_get(const struct gx_kv *kv, size_t n, const char *key);
+
+struct gx_container {
+    const char *name;
+    struct gx_kv *requests; /* resource name -> quantity string */
+    size_t n_requests;
+    struct gx_kv *limits;
+    size_t n_limits;
+    bool restartable; /* init container with restartPolicy: Always (a sidecar) */
+};
+
+struct gx_pod {
+    const char *name, *namespace, *uid; /* "" when absent */
+    const char *node_name;              /* spec.nodeName, NULL while pending */
+    const char *phase;                  /* status.phase, "" when absent */
+    const char *resource_version;
+    bool deleting; /* metadata.deletionTimestamp set */
+    struct gx_kv *labels;
+    size_t n_labels;
+    struct gx_kv *annotations;
+    size_t n_annotations;
+    struct gx_container *containers;
+    size_t n_containers;
+    struct gx_container *init_containers;
+    size_t n_init_containers;
+    struct gx_kv *overhead; /* spec.overhead */
+    size_t n_overhead;
+};
+
+struct gx_taint {
+    const char *key, *value, *effect;
+};
+
+struct gx_node_info {
+    const char *name;
+    const char *resource_version;
+    struct gx_kv *labels; /* sorted by key */
+    size_t n_labels;
+    struct gx_kv *allocatable;
+    size_t n_allocatable;
+    struct gx_kv *capacity;
+    size_t n_capacity;
+    struct gx_taint *taints;
+    size_t n_taints;
+    bool ready;         /* Ready condition is "True" */
+    bool unschedulable; /* spec.unschedulable */
+};
+
+/** Decode one Pod object. */
+enum gx_err gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                               struct gx_pod *out, struct gx_why *why) GX_WUR;
+
+/** Decode one Node object. */
+enum gx_err gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                                struct gx_node_info *out, struct gx_why *why) GX_WUR;
+
+/**
+ * Decode a NodeList ({"items":[...],"metadata":{"resourceVersion":..}}).
+ * *nodes is an arena array of *n nodes; *resource_version may be NULL.
+ */
+enum gx_err gx_kobj_decode_node_list(const char *json, size_t len, int max_depth,
+                                     struct gx_arena *a, struct gx_node_info **nodes, size_t *n,
+                                     const char **resource_version, struct gx_why *why) GX_WUR;
+
+/** Decode a PodList the same way. */
+enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth,
+                                    struct gx_arena *a, struct gx_pod **pods, size_t *n,
+                                    const char **resource_version, struct gx_why *why) GX_WUR;
+
+enum gx_watch_type {
+    GX_WATCH_ADDED,
+    GX_WATCH_MODIFIED,
+    GX_WATCH_DELETED,
+    GX_WATCH_BOOKMARK,
+    GX_WATCH_ERROR
+};
+
+enum gx_kind { GX_KIND_NODE, GX_KIND_POD };
+
+/** One decoded watch event. For ERROR, code/message come from the Status. */
+struct gx_watch_event {
+    enum gx_watch_type type;
+    const char *resource_version; /* of the object (BOOKMARK: the new RV) */
+    int code;                     /* ERROR: Status.code, e.g. 410 */
+    const char *message;          /* ERROR: Status.message */
+    union {
+        struct gx_node_info node;
+        struct gx_pod pod;
+    } obj;
+};
+
+/** Decode one watch event line ({"type":..,"object":{..}}) of @kind. */
+enum gx_err gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_depth,
+                                 struct gx_arena *a, struct gx_watch_event *out,
+                                 struct gx_why *why) GX_WUR;
+
+#endif

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ledger.h - who holds which GPU card: per node, per card, time-slice
+ * tenants and exclusive holders. Pure bookkeeping (no I/O); the durable
+ * copy lives in one Lease per node in the API server (kube module), and
+ * gx_ledger_node_encode/decode are that Lease annotation's codec.
+ *
+ * Invariants kept by every mutating call: a card never has more slices
+ * than its slots, never an exclusive holder together with shared tenants,
+ * and a pod UID appears on at most one node.
+ */
+#ifndef GX_LEDGER_H
+#define GX_LEDGER_H
+
+#include "gx/buf.h"
+#include "gx/common.h"
+
+enum gx_tenant_state { GX_TENANT_RESERVED, GX_TENANT_BOUND };
+
+#define GX_UID_MAX 64
+
+struct gx_tenant {
+    char uid[GX_UID_MAX];   /* pod UID */
+    char pod[256];          /* "namespace/name" for humans */
+    int card;               /* card index on the node */
+    bool exclusive;         /* holds the whole card */
+    int slices;             /* shared: slots held */
+    int64_t memory_mib;     /* shared: declared reservation, 0 none */
+    double util_pct;        /* shared: declared expectation, -1 none */
+    enum gx_tenant_state state;
+    int64_t since_ms;       /* wall ms of reservation/bind */
+};
+
+struct gx_ledger_node {
+    char *node;
+    struct gx_tenant *tenants;
+    size_t n_tenants;
+    size_t cap;
+    char *resource_version; /* of the Lease this came from, NULL if none */
+};
+
+struct gx_ledger;
+
+/** New empty ledger; NULL on ENOMEM. */
+struct gx_ledger *gx_ledger_new(void);
+
+/** Free; NULL is a no-op. */
+void gx_ledger_free(struct gx_ledger *l);
+
+/** Ledger entry of @node or NULL. Borrowed until the next mutation. */
+const struct gx_ledger_node *gx_ledger_node(const struct gx_ledger *l, const char *node);
+
+/** Usage of one card: slices held, memory booked, tenant count, exclusive holder. */
+struct gx_card_usage {
+    int slices;
+    int64_t memory_mib;
+    double util_pct; /* sum of declared expectations */
+    int tenants;
+    bool exclusive;
+};
+
+/** Fill @u for (@node, @card); all zero when unknown. Cannot fail. */
+void gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card,
+                          struct gx_card_usage *u);
+
+/** Find the tenants of pod @uid: returns its node entry (or NULL). */
+const struct gx_ledger_node *gx_ledger_find_pod(const struct gx_ledger *l, const char *uid);
+
+/**
+ * Add tenants @t[0..n) (one per card, same uid) on @node. Checks the
+ * invariants against @slots_per_card (slots of each card, n_cards entries):
+ * GX_ECONFLICT if a card would exceed its slots or mix exclusive and
+ * shared, or the uid is already on another node; GX_EINVAL for bad input.
+ */
+enum gx_err gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t,
+                          size_t n, const int *slots_per_card, size_t n_cards) GX_WUR;
+
+/** Mark every tenant of @uid bound. GX_ENOTFOUND. */
+enum gx_err gx_ledger_mark_bound(struct gx_ledger *l, const char *uid) GX_WUR;
+
+/** Remove every tenant of @uid; returns how many were removed. */
+size_t gx_ledger_release(struct gx_ledger *l, const char *uid);
+
+/** Remove reservations older than @ttl_ms at @now_ms; returns how many. */
+size_t gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms);
+
+/** Replace the whole entry of @node (e.g. from a Lease); tenants copied. */
+enum gx_err gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant *t,
+                               size_t n, const char *resource_version) GX_WUR;
+
+/** Sum of slices held and number of nodes, for /metrics. */
+void gx_ledger_totals(const struct gx_ledger *l, int64_t *slices, int64_t *tenants);
+
+/** Call @cb for every node entry (iteration order unspecified). */
+void gx_ledger_each(const struct gx_ledger *l, void (*cb)(void *ctx, const struct gx_ledger_node *n),
+                    void *ctx);
+
+/** Encode a node's tenants as the JSON stored in the Lease annotation. */
+enum gx_err gx_ledger_node_encode(const struct gx_ledger_node *n, struct gx_buf *out) GX_WUR;
+
+/**
+ * Decode that JSON into a heap array of tenants (*t, *n; you own *t).
+ * GX_EPARSE with @why on malformed input.
+ */
+enum gx_err gx_ledger_node_decode(const char *json, size_t len, struct gx_tenant **t, size_t *n,
+                                  struct gx_why *why) GX_WUR;
+
+#endif

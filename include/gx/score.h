@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * score.h - the decisions: filter (can this node take the pod now, and if
+ * not, why), prioritize (0..10 and its parts) and the card choice bind
+ * uses. Pure functions of config x snapshot x ledger x pod request x time;
+ * no I/O, no allocation.
+ */
+#ifndef GX_SCORE_H
+#define GX_SCORE_H
+
+#include "gx/config.h"
+#include "gx/ledger.h"
+#include "gx/podreq.h"
+#include "gx/snapshot.h"
+
+/** Why a node was rejected. The strings are short and node-independent. */
+enum gx_reason {
+    GX_REASON_NONE,
+    GX_REASON_UNKNOWN_NODE,    /* "node unknown to gpu-extender" */
+    GX_REASON_NOT_READY,       /* "node not ready" */
+    GX_REASON_NO_GPUS,         /* "node has no GPUs" */
+    GX_REASON_TOO_FEW_GPUS,    /* "too few usable GPUs" */
+    GX_REASON_UNHEALTHY,       /* "GPU unhealthy" */
+    GX_REASON_BUSY,            /* "GPU utilization above limit" */
+    GX_REASON_NO_SLOT,         /* "no GPU time slot available" */
+    GX_REASON_NO_MEMORY,       /* "insufficient GPU memory" */
+    GX_REASON_STALE,           /* "GPU metrics stale" */
+    GX_REASON_SHARING_MISMATCH,/* "GPU sharing mode does not match the request" */
+    GX_REASON_BAD_REQUEST,     /* "invalid GPU request" */
+    GX_REASON_COUNT
+};
+
+/** The user-facing text of @r ("" for NONE). Static. */
+const char *gx_reason_text(enum gx_reason r);
+
+/** Snake-case name for metrics labels ("no_slot"). Static. */
+const char *gx_reason_name(enum gx_reason r);
+
+/** True when preemption cannot help (goes to FailedAndUnresolvableNodes). */
+bool gx_reason_unresolvable(enum gx_reason r);
+
+#define GX_MAX_PICK 16
+
+/** Parts of a score, each 0..1 before weighting, for explain. */
+struct gx_score_parts {
+    double util;   /* headroom of the chosen card(s) */
+    double memory; /* free memory of the chosen card(s) */
+    double temp;   /* thermal headroom */
+    double labels; /* label rules: 0..1 (0.5 neutral) */
+    double fit;    /* policy fit: binpack prefers used cards, spread empty ones; multi-GPU fit */
+    bool metrics_neutral; /* stale/missing metrics scored neutral */
+};
+
+struct gx_verdict {
+    bool keep;
+    enum gx_reason reason;
+    int score; /* 0..10, only when keep */
+    struct gx_score_parts parts;
+    int cards[GX_MAX_PICK]; /* chosen card indexes (bind) */
+    int n_cards;
+    bool device_plugin;     /* cards are chosen by the device plugin, not us */
+    int usable_cards;       /* healthy, free cards considered */
+};
+
+struct gx_decide_ctx {
+    const struct gx_config *cfg;
+    const struct gx_snapshot *snap;
+    const struct gx_ledger *ledger; /* may be NULL: nothing booked */
+    int64_t now_ms;                 /* wall ms, for staleness */
+};
+
+/**
+ * Decide for one node: filter verdict, score and card choice. @node may be
+ * NULL (unknown node). Cannot fail.
+ */
+void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+                   const struct gx_node *node, struct gx_verdict *out);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* buf.c - capped growable buffer and JSON string escaping. */
+#include "gx/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+gx_buf_init(struct gx_buf *b, size_t limit)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->limit = limit;
+}
+
+void
+gx_buf_release(struct gx_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void
+gx_buf_reset(struct gx_buf *b)
+{
+    b->len = 0;
+    if (b->data != NULL)
+        b->data[0] = '\0';
+}
+
+/* Make room for @extra more bytes plus the terminating NUL. */
+static enum gx_err
+buf_reserve(struct gx_buf *b, size_t extra)
+{
+    size_t need, ncap;
+    char *p;
+
+    if (extra > b->limit || b->len > b->limit - extra)
+        return GX_ETOOBIG;
+    need = b->len + extra + 1;
+    if (need <= b->cap)
+        return GX_OK;
+    ncap = b->cap ? b->cap : 256;
+    while (ncap < need)
+        ncap *= 2;
+    p = realloc(b->data, ncap);
+    if (p == NULL)
+        return GX_ENOMEM;
+    b->data = p;
+    b->cap = ncap;
+    return GX_OK;
+}
+
+enum gx_err
+gx_buf_add(struct gx_buf *b, const void *data, size_t len)
+{
+    enum gx_err rc = buf_reserve(b, len);
+
+    if (rc != GX_OK)
+        return rc;
+    if (len > 0)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return GX_OK;
+}
+
+enum gx_err
+gx_buf_adds(struct gx_buf *b, const char *s)
+{
+    return gx_buf_add(b, s, strlen(s));
+}
+
+enum gx_err
+gx_buf_vaddf(struct gx_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    int n;
+    enum gx_err rc;
+
+    va_copy(ap2, ap);
+    n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return GX_EINVAL;
+    rc = buf_reserve(b, (size_t)n);
+    if (rc != GX_OK)
+        return rc;
+    (void)vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return GX_OK;
+}
+
+enum gx_err
+gx_buf_addf(struct gx_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    enum gx_err rc;
+
+    va_start(ap, fmt);
+    rc = gx_buf_vaddf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Length of the valid UTF-8 sequence at @s (at most @n bytes), 0 if invalid. */
+static size_t
+utf8_seq_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1f;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, cp = s[0] & 0x0f;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+enum gx_err
+gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    enum gx_err rc;
+
+    if ((rc = gx_buf_add(b, "\"", 1)) != GX_OK)
+        return rc;
+    while (i < len) {
+        unsigned char c = p[i];
+        size_t seq;
+        char esc[8];
+        size_t elen = 0;
+
+        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' &&
+            c < 0x80) {
+            run++;
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            seq = utf8_seq_len(p + i, len - i);
+            if (seq > 0) {
+                run += seq;
+                i += seq;
+                continue;
+            }
+        }
+        if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK)
+            return rc;
+        run = 0;
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c, elen = 2;
+        } else if (c == '\n') {
+            memcpy(esc, "\\n", 2), elen = 2;
+        } else if (c == '\t') {
+            memcpy(esc, "\\t", 2), elen = 2;
+        } else if (c == '\r') {
+            memcpy(esc, "\\r", 2), elen = 2;
+        } else if (c >= 0x80) {
+            memcpy(esc, "\\ufffd", 6), elen = 6;
+        } else {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        if ((rc = gx_buf_add(b, esc, elen)) != GX_OK)
+            return rc;
+        i++;
+    }
+    if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK)
+        return rc;
+    return gx_buf_add(b, "\"", 1);
+}
+
+char *
+gx_buf_take(struct gx_buf *b, size_t *len)
+{
+    char *p = b->data;
+
+    if (len != NULL)
+        *len = b->len;
+    if (p == NULL) {
+        p = calloc(1, 1);
+    }
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return p;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common.c - error strings, clocks, small string and file helpers. */
+#include "gx/common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+const char *
+gx_strerror(enum gx_err err)
+{
+    switch (err) {
+    case GX_OK:
+        return "ok";
+    case GX_ENOMEM:
+        return "out of memory";
+    case GX_EINVAL:
+        return "invalid argument";
+    case GX_EPARSE:
+        return "parse error";
+    case GX_ETOOBIG:
+        return "too big";
+    case GX_ENOTFOUND:
+        return "not found";
+    case GX_ECONFLICT:
+        return "conflict";
+    case GX_ETIMEDOUT:
+        return "timed out";
+    case GX_EUPSTREAM:
+        return "upstream error";
+    case GX_EIO:
+        return "i/o error";
+    }
+    return "unknown error";
+}
+
+void
+gx_why_set(struct gx_why *why, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (why == NULL)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(why->text, sizeof(why->text), fmt, ap);
+    va_end(ap);
+}
+
+void
+gx_why_prefix(struct gx_why *why, const char *fmt, ...)
+{
+    char prefix[128], old[sizeof(why->text)];
+    size_t n, rest;
+    va_list ap;
+
+    if (why == NULL)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    memcpy(old, why->text, sizeof(old));
+    n = strlen(prefix);
+    if (n + 2 >= sizeof(why->text))
+        n = sizeof(why->text) - 3;
+    memcpy(why->text, prefix, n);
+    memcpy(why->text + n, ": ", 2);
+    rest = sizeof(why->text) - n - 3;
+    old[rest < sizeof(old) ? rest : sizeof(old) - 1] = '\0';
+    memcpy(why->text + n + 2, old, strlen(old) + 1);
+}
+
+static int64_t
+clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+gx_mono_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t
+gx_wall_ms(void)
+{
+    return clock_ms(CLOCK_REALTIME);
+}
+
+char *
+gx_strndup(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+
+    if (p == NULL)
+        return NULL;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+enum gx_err
+gx_read_file(const char *path, size_t cap, char **out, size_t *len)
+{
+    FILE *f = NULL;
+    char *data = NULL;
+    struct stat st;
+    size_t n;
+    enum gx_err rc = GX_EIO;
+
+    f = fopen(path, "rb");
+    if (f == NULL)
+        return errno == ENOENT ? GX_ENOTFOUND : GX_EIO;
+    if (fstat(fileno(f), &st) != 0)
+        goto out;
+    if ((uint64_t)st.st_size > cap) {
+        rc = GX_ETOOBIG;
+        goto out;
+    }
+    data = malloc((size_t)st.st_size + 1);
+    if (data == NULL) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    n = fread(data, 1, (size_t)st.st_size, f);
+    if (n != (size_t)st.st_size || ferror(f))
+        goto out;
+    data[n] = '\0';
+    *out = data;
+    *len = n;
+    data = NULL;
+    rc = GX_OK;
+out:
+    free(data);
+    (void)fclose(f);
+    return rc;
+}
+
+uint64_t
+gx_hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}

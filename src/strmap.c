@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* strmap.c - linear-probing hash map, load factor <= 1/2. */
+#include "gx/strmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void
+gx_strmap_init(struct gx_strmap *m)
+{
+    m->slots = NULL;
+    m->cap = 0;
+    m->count = 0;
+}
+
+void
+gx_strmap_release(struct gx_strmap *m)
+{
+    free(m->slots);
+    gx_strmap_init(m);
+}
+
+static struct gx_strmap_slot *
+find_slot(struct gx_strmap_slot *slots, size_t cap, const char *key, size_t klen, uint64_t h)
+{
+    size_t i = (size_t)h & (cap - 1);
+
+    for (;;) {
+        struct gx_strmap_slot *s = &slots[i];
+        if (s->key == NULL ||
+            (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0))
+            return s;
+        i = (i + 1) & (cap - 1);
+    }
+}
+
+static enum gx_err
+grow(struct gx_strmap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 16;
+    struct gx_strmap_slot *ns = calloc(ncap, sizeof(*ns));
+
+    if (ns == NULL)
+        return GX_ENOMEM;
+    for (size_t i = 0; i < m->cap; i++) {
+        struct gx_strmap_slot *o = &m->slots[i];
+        if (o->key != NULL)
+            *find_slot(ns, ncap, o->key, o->klen, o->hash) = *o;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    return GX_OK;
+}
+
+enum gx_err
+gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value)
+{
+    uint64_t h = gx_hash(key, klen);
+    struct gx_strmap_slot *s;
+    enum gx_err rc;
+
+    if ((m->count + 1) * 2 > m->cap && (rc = grow(m)) != GX_OK)
+        return rc;
+    s = find_slot(m->slots, m->cap, key, klen, h);
+    if (s->key == NULL) {
+        s->key = key;
+        s->klen = klen;
+        s->hash = h;
+        m->count++;
+    }
+    s->value = value;
+    return GX_OK;
+}
+
+void *
+gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen)
+{
+    if (m->cap == 0)
+        return NULL;
+    return find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen))->value;
+}
