@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http.c - libmicrohttpd in external epoll mode on the libevent loop.
+ * MHD's epoll fd is watched by one persistent read event; MHD's own timeout
+ * (idle connections) by one timer, re-armed after every MHD_run. Requests
+ * are buffered up to a cap; a request whose handler did not answer at once
+ * is suspended and resumed by gx_http_respond.
+ */
+#include "gx/http.h"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gx/log.h"
+
+struct gx_http {
+    struct MHD_Daemon *daemon;
+    struct event_base *base;
+    struct event *io;
+    struct event *timer;
+    gx_http_handler_cb cb;
+    void *ctx;
+    size_t max_body;
+    size_t inflight;
+    uint64_t next_id;
+    int port;
+};
+
+enum req_state { REQ_READING, REQ_DISPATCHED, REQ_SUSPENDED, REQ_ANSWERED };
+
+struct gx_http_req {
+    struct gx_http *h;
+    struct MHD_Connection *conn;
+    const char *method, *path;
+    struct gx_buf body;
+    bool too_big;
+    enum req_state state;
+    uint64_t id;
+    int64_t start_ms;
+    char peer[64];
+    /* a response prepared while suspended, queued when MHD calls back */
+    struct MHD_Response *pending;
+    int pending_status;
+};
+
+static void http_run(struct gx_http *h);
+
+static void
+io_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    http_run(arg);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    http_run(arg);
+}
+
+/* Let MHD do its work, then re-arm the timer for MHD's next deadline. */
+static void
+http_run(struct gx_http *h)
+{
+    MHD_UNSIGNED_LONG_LONG ms;
+    struct timeval tv;
+
+    (void)MHD_run(h->daemon);
+    if (MHD_get_timeout(h->daemon, &ms) == MHD_YES) {
+        if (ms > 60000)
+            ms = 60000;
+        tv.tv_sec = (time_t)(ms / 1000);
+        tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    } else {
+        tv.tv_sec = 1;
+        tv.tv_usec = 0;
+    }
+    (void)evtimer_add(h->timer, &tv);
+}
+
+/* Schedule an MHD_run on the next loop iteration. */
+static void
+http_kick(struct gx_http *h)
+{
+    struct timeval zero = {0, 0};
+
+    (void)evtimer_add(h->timer, &zero);
+}
+
+static void
+fill_peer(struct gx_http_req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+    r->peer[0] = '\0';
+    if (sa == NULL)
+        return;
+    if (sa->sa_family == AF_INET)
+        (void)inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                        r->peer, sizeof(r->peer));
+    else if (sa->sa_family == AF_INET6)
+        (void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                        r->peer, sizeof(r->peer));
+}
+
+static struct gx_http_req *
+req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, const char *url)
+{
+    struct gx_http_req *r = calloc(1, sizeof(*r));
+    const char *cl;
+
+    if (r == NULL)
+        return NULL;
+    r->h = h;
+    r->conn = conn;
+    r->method = method;
+    r->path = url;
+    r->id = ++h->next_id;
+    r->start_ms = gx_mono_ms();
+    r->state = REQ_READING;
+    gx_buf_init(&r->body, h->max_body);
+    cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL && strtoull(cl, NULL, 10) > h->max_body)
+        r->too_big = true;
+    fill_peer(r);
+    h->inflight++;
+    return r;
+}
+
+static enum MHD_Result
+queue_pending(struct gx_http_req *r)
+{
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->pending_status, r->pending);
+
+    MHD_destroy_response(r->pending);
+    r->pending = NULL;
+    r->state = REQ_ANSWERED;
+    return ret;
+}
+
+static enum MHD_Result
+access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+          const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    struct gx_http *h = cls;
+    struct gx_http_req *r = *con_cls;
+
+    (void)version;
+    if (r == NULL) {
+        r = req_new(h, conn, method, url);
+        if (r == NULL)
+            return MHD_NO;
+        *con_cls = r;
+        /* A declared length over the cap is answered before reading the body. */
+        if (!r->too_big)
+            return MHD_YES;
+    }
+    if (r->state == REQ_READING && *upload_data_size > 0) {
+        if (!r->too_big && gx_buf_add(&r->body, upload_data, *upload_data_size) != GX_OK) {
+            r->too_big = true;
+            gx_buf_release(&r->body);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->state == REQ_READING) {
+        r->state = REQ_DISPATCHED;
+        h->cb(h->ctx, r);
+        if (r->pending != NULL)
+            return queue_pending(r);
+        r->state = REQ_SUSPENDED;
+        MHD_suspend_connection(conn);
+        return MHD_YES;
+    }
+    if (r->pending != NULL)
+        return queue_pending(r);
+    return MHD_YES;
+}
+
+static void
+completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+    struct gx_http *h = cls;
+    struct gx_http_req *r = *con_cls;
+
+    (void)conn;
+    (void)toe;
+    if (r == NULL)
+        return;
+    if (r->pending != NULL)
+        MHD_destroy_response(r->pending);
+    gx_buf_release(&r->body);
+    h->inflight--;
+    free(r);
+    *con_cls = NULL;
+}
+
+void
+gx_http_respond(struct gx_http_req *r, int status, const char *content_type, struct gx_buf *body)
+{
+    size_t len = 0;
+    char *data = gx_buf_take(body, &len);
+    struct MHD_Response *resp;
+
+    resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(data);
+        return;
+    }
+    if (content_type != NULL)
+        (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    (void)MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    r->pending = resp;
+    r->pending_status = status;
+    if (r->state == REQ_SUSPENDED) {
+        MHD_resume_connection(r->conn);
+        http_kick(r->h);
+    }
+}
+
+static void
+mhd_log_cb(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512], q[600];
+    size_t n;
+
+    (void)cls;
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    gx_warn("http server error", "detail=%s", gx_log_quote(q, sizeof(q), msg));
+}
+
+static enum gx_err
+parse_addr(const char *address, int port, struct sockaddr_storage *ss, struct gx_why *why)
+{
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    if (inet_pton(AF_INET, address, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        return GX_OK;
+    }
+    if (inet_pton(AF_INET6, address, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        return GX_OK;
+    }
+    gx_why_set(why, "server.address '%s' is not an IPv4 or IPv6 address", address);
+    return GX_EINVAL;
+}
+
+enum gx_err
+gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_handler_cb cb,
+              void *ctx, struct gx_http **out, struct gx_why *why)
+{
+    struct gx_http *h = NULL;
+    struct sockaddr_storage ss;
+    const union MHD_DaemonInfo *info;
+    unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    enum gx_err rc;
+
+    if ((rc = parse_addr(opts->address, opts->port, &ss, why)) != GX_OK)
+        return rc;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (opts->tls_cert != NULL)
+        flags |= MHD_USE_TLS;
+    h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return GX_ENOMEM;
+    h->base = base;
+    h->cb = cb;
+    h->ctx = ctx;
+    h->max_body = opts->max_body;
+    if (opts->tls_cert != NULL)
+        h->daemon = MHD_start_daemon(
+            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_SOCK_ADDR, &ss,
+            MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL, MHD_OPTION_HTTPS_MEM_CERT,
+            opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
+    else
+        h->daemon = MHD_start_daemon(
+            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_SOCK_ADDR, &ss,
+            MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL, MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)",
+                   opts->address, opts->port);
+        free(h);
+        return GX_EIO;
+    }
+    info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : opts->port;
+    info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    h->io = event_new(base, info->epoll_fd, EV_READ | EV_PERSIST, io_cb, h);
+    h->timer = evtimer_new(base, timer_cb, h);
+    if (h->io == NULL || h->timer == NULL || event_add(h->io, NULL) != 0) {
+        gx_http_free(h);
+        return GX_ENOMEM;
+    }
+    http_kick(h);
+    *out = h;
+    return GX_OK;
+}
+
+void
+gx_http_free(struct gx_http *h)
+{
+    if (h == NULL)
+        return;
+    if (h->io != NULL)
+        event_free(h->io);
+    if (h->timer != NULL)
+        event_free(h->timer);
+    if (h->daemon != NULL)
+        MHD_stop_daemon(h->daemon);
+    free(h);
+}
+
+int
+gx_http_port(const struct gx_http *h)
+{
+    return h->port;
+}
+
+void
+gx_http_set_max_body(struct gx_http *h, size_t max_body)
+{
+    h->max_body = max_body;
+}
+
+void
+gx_http_quiesce(struct gx_http *h)
+{
+    MHD_socket s = MHD_quiesce_daemon(h->daemon);
+
+    if (s != MHD_INVALID_SOCKET)
+        (void)close(s);
+}
+
+size_t
+gx_http_inflight(const struct gx_http *h)
+{
+    return h->inflight;
+}
+
+const char *
+gx_http_method(const struct gx_http_req *r)
+{
+    return r->method;
+}
+
+const char *
+gx_http_path(const struct gx_http_req *r)
+{
+    return r->path;
+}
+
+const char *
+gx_http_body(const struct gx_http_req *r, size_t *len)
+{
+    *len = r->body.len;
+    return r->body.data ? r->body.data : "";
+}
+
+const char *
+gx_http_header(const struct gx_http_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *
+gx_http_query(const struct gx_http_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+bool
+gx_http_too_big(const struct gx_http_req *r)
+{
+    return r->too_big;
+}
+
+uint64_t
+gx_http_id(const struct gx_http_req *r)
+{
+    return r->id;
+}
+
+int64_t
+gx_http_start_ms(const struct gx_http_req *r)
+{
+    return r->start_ms;
+}
+
+const char *
+gx_http_peer(const struct gx_http_req *r)
+{
+    return r->peer;
+}

@@ -1,1 +1,167 @@
-int main(void) { return 0; }
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * main.c - command line: serve, --check-config, explain, --version.
+ * Signals are handled through the event loop (SIGTERM/SIGINT drain and
+ * exit 0, SIGHUP reloads the config), never in a raw signal handler.
+ */
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gx/app.h"
+#include "gx/buf.h"
+#include "gx/config.h"
+#include "gx/log.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f, "usage: gpu-extender --config FILE          serve the extender\n"
+               "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
+               "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
+               "                                           explain decisions for a pod\n"
+               "       gpu-extender --version\n");
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct gx_app *app = arg;
+
+    (void)what;
+    if (sig == SIGHUP) {
+        gx_info("SIGHUP received, reloading config", NULL);
+        gx_app_reload(app);
+    } else {
+        gx_app_shutdown(app);
+    }
+}
+
+static int
+check_config(const char *path)
+{
+    struct gx_config *cfg = NULL;
+    struct gx_why why = {{0}};
+
+    if (gx_config_load(path, &cfg, &why) != GX_OK) {
+        fprintf(stderr, "gpu-extender: %s: invalid config: %s\n", path, why.text);
+        return 1;
+    }
+    printf("%s: config OK (hash %016llx)\n", path, (unsigned long long)cfg->hash);
+    gx_config_free(cfg);
+    return 0;
+}
+
+static int
+serve(const char *config_path)
+{
+    struct event_base *base = event_base_new();
+    struct gx_app *app = NULL;
+    struct gx_why why = {{0}};
+    struct event *sigs[3] = {NULL, NULL, NULL};
+    const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+    int status = 1;
+
+    if (base == NULL)
+        return 1;
+    (void)signal(SIGPIPE, SIG_IGN);
+    if (gx_app_new(base, config_path, &app, &why) != GX_OK) {
+        fprintf(stderr, "gpu-extender: cannot start: %s\n", why.text);
+        goto out;
+    }
+    if (gx_app_listen(app, &why) != GX_OK) {
+        fprintf(stderr, "gpu-extender: cannot listen: %s\n", why.text);
+        goto out;
+    }
+    for (int i = 0; i < 3; i++) {
+        sigs[i] = evsignal_new(base, signums[i], signal_cb, app);
+        if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0)
+            goto out;
+    }
+    (void)event_base_dispatch(base);
+    status = 0;
+out:
+    for (int i = 0; i < 3; i++)
+        if (sigs[i] != NULL)
+            event_free(sigs[i]);
+    gx_app_free(app);
+    event_base_free(base);
+    return status;
+}
+
+static int
+explain(int argc, char **argv)
+{
+    const char *config = NULL, *pod = NULL;
+    struct event_base *base = NULL;
+    struct gx_app *app = NULL;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    char *text = NULL;
+    size_t len = 0;
+    bool json = false;
+    int status = 1;
+
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
+        else if (strcmp(argv[i], "--pod") == 0 && i + 1 < argc)
+            pod = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (config == NULL || pod == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    gx_buf_init(&out, (size_t)64 << 20);
+    base = event_base_new();
+    if (gx_read_file(pod, 16u << 20, &text, &len) != GX_OK) {
+        fprintf(stderr, "gpu-extender: cannot read %s\n", pod);
+        goto out;
+    }
+    if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK) {
+        fprintf(stderr, "gpu-extender: %s\n", why.text);
+        goto out;
+    }
+    if (gx_app_explain(app, text, len, json, &out, &why) != GX_OK) {
+        fprintf(stderr, "gpu-extender: %s: %s\n", pod, why.text);
+        goto out;
+    }
+    fputs(out.data ? out.data : "", stdout);
+    status = 0;
+out:
+    gx_buf_release(&out);
+    free(text);
+    gx_app_free(app);
+    if (base != NULL)
+        event_base_free(base);
+    return status;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "explain") == 0)
+        return explain(argc - 2, argv + 2);
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("gpu-extender %s\n", GX_VERSION);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--check-config") == 0)
+        return check_config(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--config") == 0)
+        return serve(argv[2]);
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}

@@ -18,6 +18,8 @@ struct gx_json {
     size_t pos;      /* cursor */
     int max_depth;
     struct gx_why *why; /* may be NULL */
+    int depth;          /* containers entered with gx_json_enter_* and not yet closed */
+    bool first;         /* just entered: the next member/element has no leading ',' */
 };
 
 /** Start scanning @len bytes of @p. */
@@ -33,7 +35,7 @@ enum gx_err gx_json_skip(struct gx_json *j) GX_WUR;
 enum gx_err gx_json_enter_object(struct gx_json *j) GX_WUR;
 
 /**
- * Advance to the next member of the current object: on true, *key/*klen is
+ * Advance to the next member of the current object: on true, *key and *klen are
  * the raw (still escaped) key and the cursor is at its value, which the
  * caller must consume (scan or skip). False at '}' (consumed) or on error
  * (then *rc is set).
@@ -49,11 +51,21 @@ bool gx_json_next_element(struct gx_json *j, enum gx_err *rc);
 /** Consume "null" if it is next; true if it was. */
 bool gx_json_take_null(struct gx_json *j);
 
-/** Decode a string value (escapes, \u surrogate pairs) into arena memory. */
+/**
+ * Decode a string value (escapes, \u surrogate pairs) into arena memory:
+ * *out is NUL-terminated (a decoded \u0000 ends it early for C-string
+ * users; *outlen counts every byte). A lone surrogate becomes U+FFFD; bytes
+ * of invalid UTF-8 are passed through as they are. GX_EPARSE when the next
+ * value is not a valid string, GX_ENOMEM.
+ */
 enum gx_err gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out,
                            size_t *outlen) GX_WUR;
 
-/** Case-insensitive compare of a raw key with @name (keys are ASCII). */
+/**
+ * ASCII case-insensitive compare of a raw key with @name, as Go's
+ * encoding/json matches struct fields. A key with escapes is decoded first,
+ * so "\u0050od" matches "Pod"; non-ASCII bytes must match exactly.
+ */
 bool gx_json_key_is(const char *key, size_t klen, const char *name);
 
 #endif

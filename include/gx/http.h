@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http.h - the HTTP(S) server: libmicrohttpd in external epoll mode driven
+ * by the libevent loop (no extra threads). It collects each request body up
+ * to a cap and hands complete requests to one handler, which answers now
+ * with gx_http_respond or later (the connection is suspended until then, so
+ * bind can wait for the API server without blocking the loop).
+ */
+#ifndef GX_HTTP_H
+#define GX_HTTP_H
+
+#include "gx/buf.h"
+#include "gx/common.h"
+
+struct event_base;
+struct gx_http;
+struct gx_http_req;
+
+/** Called once per complete request on the loop thread. */
+typedef void (*gx_http_handler_cb)(void *ctx, struct gx_http_req *req);
+
+struct gx_http_opts {
+    const char *address;   /* IPv4 or IPv6 literal */
+    int port;              /* 0: pick a free port (see gx_http_port) */
+    size_t max_body;       /* larger bodies: req->too_big, body dropped */
+    int conn_timeout_s;    /* idle/slow connections are closed after this */
+    const char *tls_cert;  /* PEM text or NULL for plain HTTP */
+    const char *tls_key;
+};
+
+/**
+ * Start listening. On success you own *out (gx_http_free). GX_EIO with
+ * @why when the address cannot be bound.
+ */
+enum gx_err gx_http_start(struct event_base *base, const struct gx_http_opts *opts,
+                          gx_http_handler_cb cb, void *ctx, struct gx_http **out,
+                          struct gx_why *why) GX_WUR;
+
+/** Stop and free; answers nothing more. NULL is a no-op. */
+void gx_http_free(struct gx_http *h);
+
+/** The bound port. */
+int gx_http_port(const struct gx_http *h);
+
+/** Change the body cap for new requests (live config). */
+void gx_http_set_max_body(struct gx_http *h, size_t max_body);
+
+/** Stop accepting connections; requests in flight continue. */
+void gx_http_quiesce(struct gx_http *h);
+
+/** Requests received and not yet answered. */
+size_t gx_http_inflight(const struct gx_http *h);
+
+/** Request accessors (borrowed until the request is answered). */
+const char *gx_http_method(const struct gx_http_req *r);
+const char *gx_http_path(const struct gx_http_req *r);
+const char *gx_http_body(const struct gx_http_req *r, size_t *len);
+const char *gx_http_header(const struct gx_http_req *r, const char *name);
+const char *gx_http_query(const struct gx_http_req *r, const char *key);
+bool gx_http_too_big(const struct gx_http_req *r);
+uint64_t gx_http_id(const struct gx_http_req *r);
+int64_t gx_http_start_ms(const struct gx_http_req *r); /* monotonic */
+const char *gx_http_peer(const struct gx_http_req *r); /* "ip" of the client */
+
+/**
+ * Answer @r with @status and the content of @body (taken: the buffer is
+ * empty afterwards). Resumes the connection if the handler returned
+ * without answering. Call exactly once per request.
+ */
+void gx_http_respond(struct gx_http_req *r, int status, const char *content_type,
+                     struct gx_buf *body);
+
+#endif

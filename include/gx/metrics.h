@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * metrics.h - the extender's own Prometheus metrics, with a fixed and
+ * bounded label set (verbs, reasons, upstreams, error kinds; never pods or
+ * nodes). Counters and histograms are plain fields updated by the event
+ * loop thread; gx_metrics_render writes the text exposition format.
+ */
+#ifndef GX_METRICS_H
+#define GX_METRICS_H
+
+#include "gx/buf.h"
+#include "gx/common.h"
+#include "gx/score.h"
+
+enum gx_verb { GX_VERB_FILTER, GX_VERB_PRIORITIZE, GX_VERB_BIND, GX_VERB_OTHER, GX_VERB_COUNT };
+
+/** Lowercase verb name ("filter"). */
+const char *gx_verb_name(enum gx_verb v);
+
+#define GX_HISTO_BUCKETS 14
+
+/** A latency histogram in seconds with fixed buckets (100 us .. 10 s). */
+struct gx_histo {
+    uint64_t bucket[GX_HISTO_BUCKETS]; /* non-cumulative counts */
+    uint64_t count;
+    double sum;
+};
+
+/** Bucket upper bounds in seconds, GX_HISTO_BUCKETS entries. */
+extern const double gx_histo_bounds[GX_HISTO_BUCKETS];
+
+/** Record one observation of @seconds. */
+void gx_histo_observe(struct gx_histo *h, double seconds);
+
+enum gx_upstream { GX_UP_PROMETHEUS, GX_UP_KUBERNETES, GX_UP_FILES, GX_UP_COUNT };
+
+enum gx_upkind {
+    GX_UPERR_CONNECT,
+    GX_UPERR_TIMEOUT,
+    GX_UPERR_HTTP,
+    GX_UPERR_PARSE,
+    GX_UPERR_GONE,
+    GX_UPERR_CONFLICT,
+    GX_UPERR_OTHER,
+    GX_UPERR_COUNT
+};
+
+const char *gx_upstream_name(enum gx_upstream u);
+const char *gx_upkind_name(enum gx_upkind k);
+
+enum gx_bind_outcome { GX_BIND_OK, GX_BIND_REPEAT, GX_BIND_REJECTED, GX_BIND_ERROR, GX_BIND_COUNT };
+
+const char *gx_bind_outcome_name(enum gx_bind_outcome o);
+
+#define GX_STATUS_CLASSES 4 /* 2xx, 4xx, 5xx, other */
+
+struct gx_metrics {
+    uint64_t requests[GX_VERB_COUNT][GX_STATUS_CLASSES];
+    struct gx_histo duration[GX_VERB_COUNT];
+    uint64_t nodes_kept;
+    uint64_t rejections[GX_REASON_COUNT];
+    uint64_t binds[GX_BIND_COUNT];
+    uint64_t cas_conflicts;
+    uint64_t up_requests[GX_UP_COUNT];
+    uint64_t up_errors[GX_UP_COUNT][GX_UPERR_COUNT];
+    struct gx_histo up_duration[GX_UP_COUNT];
+    uint64_t up_syncs[GX_UP_COUNT];
+    int64_t up_last_success_ms[GX_UP_COUNT]; /* wall ms, 0 never */
+    uint64_t reloads_ok, reloads_failed;
+    bool last_reload_ok;
+    int64_t last_reload_ms;
+    uint64_t config_hash;
+};
+
+/** Zero every field. */
+void gx_metrics_init(struct gx_metrics *m);
+
+/** Count a finished request of @verb with HTTP @status taking @seconds. */
+void gx_metrics_request(struct gx_metrics *m, enum gx_verb verb, int status, double seconds);
+
+/** Gauges the owner computes at scrape time. */
+struct gx_metrics_gauges {
+    bool ready;
+    int64_t now_ms;
+    int64_t snapshot_nodes;
+    int64_t snapshot_gpu_nodes;
+    int64_t snapshot_cards;
+    int64_t ledger_slots_used;
+    int64_t ledger_slots_total;
+    int64_t ledger_tenants;
+    int64_t inflight;
+};
+
+/** Render every metric in the text exposition format (version 0.0.4). */
+enum gx_err gx_metrics_render(const struct gx_metrics *m, const struct gx_metrics_gauges *g,
+                              struct gx_buf *out) GX_WUR;
+
+#endif
