@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * explain.c - "why is my pod pending?": runs gx_score_node over every node of
+ * the snapshot (in snapshot order) and renders the verdicts, reasons, score
+ * parts and per-card bookkeeping as an aligned text table or as JSON. Pure:
+ * writes only into the caller's buffer; on failure the buffer is left as it
+ * was.
+ */
+#include "gx/explain.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Append @s to @b, keeping the first error in @rc. */
+static void
+put(struct gx_buf *b, enum gx_err *rc, const char *s)
+{
+    if (*rc == GX_OK)
+        *rc = gx_buf_adds(b, s);
+}
+
+/* Append formatted text to @b, keeping the first error in @rc. */
+static void GX_PRINTF(3, 4) putf(struct gx_buf *b, enum gx_err *rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (*rc != GX_OK)
+        return;
+    va_start(ap, fmt);
+    *rc = gx_buf_vaddf(b, fmt, ap);
+    va_end(ap);
+}
+
+/* Append @s (may be NULL: null) as a JSON string, keeping the first error in @rc. */
+static void
+put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
+{
+    if (*rc != GX_OK)
+        return;
+    *rc = s != NULL ? gx_buf_add_json_str(b, s, strlen(s)) : gx_buf_adds(b, "null");
+}
+
+/* Append a JSON number, null when not finite. */
+static void
+put_json_num(struct gx_buf *b, enum gx_err *rc, double v)
+{
+    if (isfinite(v))
+        putf(b, rc, "%.6g", v);
+    else
+        put(b, rc, "null");
+}
+
+/* Undo everything appended since @len0 after a failure. */
+static void
+rollback(struct gx_buf *b, size_t len0)
+{
+    b->len = len0;
+    if (b->data != NULL)
+        b->data[len0] = '\0';
+}
+
+/* Human description of the request ("shared 1 slice, memory 6144 MiB"). */
+static void
+put_request(struct gx_buf *b, enum gx_err *rc, const struct gx_podreq *req)
+{
+    if (req == NULL) {
+        put(b, rc, "invalid request");
+        return;
+    }
+    switch (req->kind) {
+    case GX_REQ_NONE:
+        put(b, rc, "no GPU request");
+        break;
+    case GX_REQ_EXCLUSIVE:
+        putf(b, rc, "exclusive %lld GPU%s", (long long)req->gpus, req->gpus == 1 ? "" : "s");
+        break;
+    case GX_REQ_SHARED:
+        putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
+        if (req->memory_mib > 0)
+            putf(b, rc, ", memory %lld MiB", (long long)req->memory_mib);
+        if (req->util_pct >= 0)
+            putf(b, rc, ", util %.0f%%", req->util_pct);
+        if (req->device_plugin)
+            put(b, rc, " (device plugin)");
+        break;
+    }
+}
+
+/* Name of the request kind for JSON. */
+static const char *
+kind_name(const struct gx_podreq *req)
+{
+    if (req == NULL)
+        return "invalid";
+    switch (req->kind) {
+    case GX_REQ_EXCLUSIVE:
+        return "exclusive";
+    case GX_REQ_SHARED:
+        return "shared";
+    case GX_REQ_NONE:
+        break;
+    }
+    return "none";
+}
+
+/* Comma-separated card indexes of @v into @s (size @n); "-" when none. */
+static void
+cards_list(const struct gx_verdict *v, char *s, size_t n)
+{
+    size_t off = 0;
+
+    if (v->device_plugin && v->keep) {
+        (void)snprintf(s, n, "device-plugin");
+        return;
+    }
+    s[0] = '\0';
+    if (v->n_cards == 0) {
+        (void)snprintf(s, n, "-");
+        return;
+    }
+    for (int i = 0; i < v->n_cards && off < n; i++) {
+        int w = snprintf(s + off, n - off, "%s%d", i ? "," : "", v->cards[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+/* True when card @idx is among the cards chosen in @v. */
+static bool
+chosen(const struct gx_verdict *v, int idx)
+{
+    for (int i = 0; i < v->n_cards; i++) {
+        if (v->cards[i] == idx)
+            return true;
+    }
+    return false;
+}
+
+/* One line per card of @node with live values and ledger bookings. */
+static void
+put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
+               const struct gx_node *node, const struct gx_verdict *v)
+{
+    int slots = gx_score_card_slots(ctx->cfg, node);
+
+    for (size_t i = 0; i < node->n_cards; i++) {
+        const struct gx_card *c = &node->cards[i];
+        struct gx_card_usage u;
+
+        gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
+        putf(b, rc, "  card %d %s", c->index, c->uuid != NULL ? c->uuid : "-");
+        if (gx_score_fresh(ctx, c, GX_SIG_UTIL))
+            putf(b, rc, " util %.0f%%", c->v[GX_SIG_UTIL]);
+        else
+            put(b, rc, " util ?");
+        if (gx_score_fresh(ctx, c, GX_SIG_MEM_USED))
+            putf(b, rc, " mem %.0f/", c->v[GX_SIG_MEM_USED]);
+        else
+            put(b, rc, " mem ?/");
+        if (node->gpu_memory_mib > 0)
+            putf(b, rc, "%lld MiB", (long long)node->gpu_memory_mib);
+        else
+            put(b, rc, "? MiB");
+        if (gx_score_fresh(ctx, c, GX_SIG_TEMP))
+            putf(b, rc, " temp %.0fC", c->v[GX_SIG_TEMP]);
+        else
+            put(b, rc, " temp ?");
+        putf(b, rc, " slots %d/%d booked %lld MiB tenants %d", u.slices, slots,
+             (long long)u.memory_mib, u.tenants);
+        if (u.exclusive)
+            put(b, rc, " [exclusive]");
+        if (chosen(v, c->index))
+            put(b, rc, " [chosen]");
+        put(b, rc, "\n");
+    }
+}
+
+/* Column widths of the text table. */
+struct widths {
+    int node, verdict, reason;
+};
+
+enum gx_err
+gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
+                struct gx_buf *out)
+{
+    const struct gx_snapshot *snap = ctx->snap;
+    size_t len0 = out->len;
+    struct widths w = {(int)strlen("NODE"), (int)strlen("VERDICT"), (int)strlen("REASON")};
+    enum gx_err rc = GX_OK;
+
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        struct gx_verdict v;
+        int nl = (int)strlen(snap->nodes[i].name);
+        int rl;
+
+        gx_score_node(ctx, req, &snap->nodes[i], &v);
+        rl = v.keep ? 1 : (int)strlen(gx_reason_text(v.reason));
+        if (nl > w.node)
+            w.node = nl;
+        if (rl > w.reason)
+            w.reason = rl;
+    }
+    putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
+    put_request(out, &rc, req);
+    put(out, &rc, "\n");
+    putf(out, &rc, "%-*s  %-*s  %-*s  SCORE  UTIL MEM  TEMP LABELS FIT   CARDS\n", w.node, "NODE",
+         w.verdict, "VERDICT", w.reason, "REASON");
+    for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
+        const struct gx_node *node = &snap->nodes[i];
+        struct gx_verdict v;
+        char cards[GX_MAX_PICK * 12];
+
+        gx_score_node(ctx, req, node, &v);
+        cards_list(&v, cards, sizeof(cards));
+        if (v.keep) {
+            putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %.2f %.2f %.2f %.2f   %.2f  %s%s\n", w.node,
+                 node->name, w.verdict, "fit", w.reason, "-", v.score, v.parts.util, v.parts.memory,
+                 v.parts.temp, v.parts.labels, v.parts.fit, cards,
+                 v.parts.metrics_neutral ? "  (metrics neutral)" : "");
+        } else {
+            putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %4s   %4s  %s\n", w.node, node->name,
+                 w.verdict, "reject", w.reason, gx_reason_text(v.reason), "-", "-", "-", "-", "-",
+                 "-", "-");
+        }
+        put_cards_text(out, &rc, ctx, node, &v);
+    }
+    if (rc != GX_OK)
+        rollback(out, len0);
+    return rc;
+}
+
+/* The "cards" array of one node for JSON. */
+static void
+put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
+               const struct gx_node *node, const struct gx_verdict *v)
+{
+    int slots = gx_score_card_slots(ctx->cfg, node);
+
+    put(b, rc, "[");
+    for (size_t i = 0; i < node->n_cards; i++) {
+        const struct gx_card *c = &node->cards[i];
+        struct gx_card_usage u;
+
+        gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
+        putf(b, rc, "%s{\"index\":%d,\"uuid\":", i ? "," : "", c->index);
+        put_json_str(b, rc, c->uuid);
+        put(b, rc, ",\"util_pct\":");
+        put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_UTIL) ? c->v[GX_SIG_UTIL] : NAN);
+        put(b, rc, ",\"mem_used_mib\":");
+        put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_MEM_USED) ? c->v[GX_SIG_MEM_USED] : NAN);
+        put(b, rc, ",\"mem_total_mib\":");
+        put_json_num(b, rc, node->gpu_memory_mib > 0 ? (double)node->gpu_memory_mib : NAN);
+        put(b, rc, ",\"temp_c\":");
+        put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_TEMP) ? c->v[GX_SIG_TEMP] : NAN);
+        putf(b, rc,
+             ",\"slots\":%d,\"slices_used\":%d,\"booked_mib\":%lld,\"tenants\":%d,"
+             "\"exclusive\":%s,\"chosen\":%s}",
+             slots, u.slices, (long long)u.memory_mib, u.tenants, u.exclusive ? "true" : "false",
+             chosen(v, c->index) ? "true" : "false");
+    }
+    put(b, rc, "]");
+}
+
+enum gx_err
+gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
+                struct gx_buf *out)
+{
+    const struct gx_snapshot *snap = ctx->snap;
+    size_t len0 = out->len;
+    struct gx_buf desc;
+    enum gx_err rc = GX_OK;
+
+    gx_buf_init(&desc, 1024);
+    put_request(&desc, &rc, req);
+    put(out, &rc, "{\"pod\":");
+    put_json_str(out, &rc, pod_name);
+    put(out, &rc, ",\"request\":{\"kind\":");
+    put_json_str(out, &rc, kind_name(req));
+    put(out, &rc, ",\"text\":");
+    put_json_str(out, &rc, desc.data != NULL ? desc.data : "");
+    if (req != NULL) {
+        putf(out, &rc,
+             ",\"gpus\":%lld,\"slices\":%d,\"memory_mib\":%lld,\"device_plugin\":%s,"
+             "\"util_pct\":",
+             (long long)req->gpus, req->slices, (long long)req->memory_mib,
+             req->device_plugin ? "true" : "false");
+        put_json_num(out, &rc, req->util_pct);
+    }
+    put(out, &rc, "},\"nodes\":[");
+    for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
+        const struct gx_node *node = &snap->nodes[i];
+        struct gx_verdict v;
+
+        gx_score_node(ctx, req, node, &v);
+        put(out, &rc, i ? ",{\"node\":" : "{\"node\":");
+        put_json_str(out, &rc, node->name);
+        putf(out, &rc, ",\"verdict\":\"%s\",\"reason\":", v.keep ? "fit" : "reject");
+        put_json_str(out, &rc, gx_reason_text(v.reason));
+        putf(out, &rc, ",\"reason_name\":\"%s\",\"unresolvable\":%s", gx_reason_name(v.reason),
+             gx_reason_unresolvable(v.reason) ? "true" : "false");
+        if (v.keep) {
+            putf(out, &rc,
+                 ",\"score\":%d,\"parts\":{\"util\":%.4f,\"memory\":%.4f,\"temp\":%.4f,"
+                 "\"labels\":%.4f,\"fit\":%.4f,\"metrics_neutral\":%s}",
+                 v.score, v.parts.util, v.parts.memory, v.parts.temp, v.parts.labels, v.parts.fit,
+                 v.parts.metrics_neutral ? "true" : "false");
+        } else {
+            put(out, &rc, ",\"score\":null,\"parts\":null");
+        }
+        put(out, &rc, ",\"cards_chosen\":[");
+        for (int k = 0; k < v.n_cards; k++)
+            putf(out, &rc, "%s%d", k ? "," : "", v.cards[k]);
+        putf(out, &rc, "],\"device_plugin\":%s,\"usable_cards\":%d,\"cards\":",
+             v.device_plugin ? "true" : "false", v.usable_cards);
+        put_cards_json(out, &rc, ctx, node, &v);
+        put(out, &rc, "}");
+    }
+    put(out, &rc, "]}");
+    gx_buf_release(&desc);
+    if (rc != GX_OK)
+        rollback(out, len0);
+    return rc;
+}

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kobj.c - Pod, Node, NodeList, PodList and watch events decoded from JSON
+ * with cJSON into the plain structs of kobj.h. Every kept string is copied
+ * into the caller's arena and the cJSON tree is freed before returning, so
+ * cJSON never leaves this file. Input is peer data: nesting is capped by a
+ * pre-scan (cJSON's own cap is 1000), every field present with the wrong
+ * type is an error naming its path, absent optional fields take defaults.
+ * Quantities are kept as strings (JSON numbers are formatted as strings);
+ * podreq parses them. No I/O.
+ */
+#include "gx/kobj.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for a field path in an error message ("items[12].spec.containers[3].resources"). */
+#define PATH_MAX_LEN 192
+
+/* Decoding context: where strings go and where errors are explained. */
+struct dec {
+    struct gx_arena *a;
+    struct gx_why *why;
+};
+
+typedef cJSON_bool (*type_pred)(const cJSON *item);
+
+/* Separator between a path prefix and the next key ("" at the root). */
+static const char *
+sep(const char *path)
+{
+    return path[0] != '\0' ? "." : "";
+}
+
+/*
+ * Format a field path into @buf; a path longer than the buffer is cut short,
+ * which only shortens an error message.
+ */
+static void path_fmt(char *buf, size_t n, const char *fmt, ...) GX_PRINTF(3, 4);
+
+static void
+path_fmt(char *buf, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+/* Record an allocation failure; always returns GX_ENOMEM. */
+static enum gx_err
+nomem(struct dec *d)
+{
+    gx_why_set(d->why, "out of memory");
+    return GX_ENOMEM;
+}
+
+/*
+ * Look up @key in @obj (NULL: absent) and check it with @is. Absent or JSON
+ * null gives *out = NULL and GX_OK; a wrong type is GX_EINVAL naming
+ * "path.key" and @what ("an object").
+ */
+static enum gx_err
+get_field(struct dec *d, const cJSON *obj, const char *path, const char *key, type_pred is,
+          const char *what, const cJSON **out)
+{
+    const cJSON *v = obj != NULL ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+
+    if (v == NULL || cJSON_IsNull(v)) {
+        *out = NULL;
+        return GX_OK;
+    }
+    if (!is(v)) {
+        gx_why_set(d->why, "%s%s%s: must be %s", path, sep(path), key, what);
+        return GX_EINVAL;
+    }
+    *out = v;
+    return GX_OK;
+}
+
+/* Optional object member; see get_field. */
+static enum gx_err
+get_object(struct dec *d, const cJSON *obj, const char *path, const char *key, const cJSON **out)
+{
+    return get_field(d, obj, path, key, cJSON_IsObject, "an object", out);
+}
+
+/* Optional array member; see get_field. */
+static enum gx_err
+get_array(struct dec *d, const cJSON *obj, const char *path, const char *key, const cJSON **out)
+{
+    return get_field(d, obj, path, key, cJSON_IsArray, "an array", out);
+}
+
+/* Optional boolean member; false when absent. */
+static enum gx_err
+get_bool(struct dec *d, const cJSON *obj, const char *path, const char *key, bool *out)
+{
+    const cJSON *v;
+    enum gx_err rc = get_field(d, obj, path, key, cJSON_IsBool, "a boolean", &v);
+
+    if (rc != GX_OK)
+        return rc;
+    *out = v != NULL && cJSON_IsTrue(v);
+    return GX_OK;
+}
+
+/*
+ * Optional string member copied into the arena; @dflt (not copied, may be
+ * NULL) when absent.
+ */
+static enum gx_err
+get_string(struct dec *d, const cJSON *obj, const char *path, const char *key, const char *dflt,
+           const char **out)
+{
+    const cJSON *v;
+    enum gx_err rc = get_field(d, obj, path, key, cJSON_IsString, "a string", &v);
+
+    if (rc != GX_OK)
+        return rc;
+    if (v == NULL) {
+        *out = dflt;
+        return GX_OK;
+    }
+    *out = gx_arena_strdup(d->a, v->valuestring);
+    return *out != NULL ? GX_OK : nomem(d);
+}
+
+/* Zeroed arena array of @n elements of @size bytes; NULL for n == 0 or ENOMEM. */
+static void *
+alloc_array(struct dec *d, size_t n, size_t size)
+{
+    if (n == 0 || n > SIZE_MAX / size)
+        return NULL;
+    return gx_arena_alloc(d->a, n * size);
+}
+
+/* Number of elements of a cJSON array or members of an object. */
+static size_t
+count_children(const cJSON *v)
+{
+    size_t n = 0;
+
+    for (const cJSON *c = v != NULL ? v->child : NULL; c != NULL; c = c->next)
+        n++;
+    return n;
+}
+
+/*
+ * Format a JSON number as a quantity string: integers exactly, other
+ * values with enough digits to round-trip ("0.5", "1e+20").
+ */
+static const char *
+number_string(struct dec *d, double v)
+{
+    char buf[64];
+
+    if (v > -9007199254740992.0 && v < 9007199254740992.0 && (double)(int64_t)v == v)
+        (void)snprintf(buf, sizeof(buf), "%lld", (long long)(int64_t)v);
+    else
+        (void)snprintf(buf, sizeof(buf), "%.17g", v);
+    return gx_arena_strdup(d->a, buf);
+}
+
+/*
+ * Decode an optional map of strings ("path.key": {"k": "v", ...}). With
+ * @quantities, JSON numbers are accepted and formatted as strings.
+ */
+static enum gx_err
+get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool quantities,
+        struct gx_kv **kv, size_t *n)
+{
+    const cJSON *m, *c;
+    struct gx_kv *arr = NULL;
+    size_t count, i = 0;
+    enum gx_err rc = get_object(d, obj, path, key, &m);
+
+    if (rc != GX_OK)
+        return rc;
+    count = count_children(m);
+    if (count > 0) {
+        arr = alloc_array(d, count, sizeof(*arr));
+        if (arr == NULL)
+            return nomem(d);
+    }
+    for (c = m != NULL ? m->child : NULL; c != NULL; c = c->next, i++) {
+        const char *k = c->string != NULL ? c->string : "";
+
+        if (cJSON_IsString(c)) {
+            arr[i].value = gx_arena_strdup(d->a, c->valuestring);
+        } else if (quantities && cJSON_IsNumber(c)) {
+            arr[i].value = number_string(d, c->valuedouble);
+        } else {
+            gx_why_set(d->why, "%s%s%s[\"%s\"]: must be %s", path, sep(path), key, k,
+                       quantities ? "a quantity string" : "a string");
+            return GX_EINVAL;
+        }
+        arr[i].key = gx_arena_strdup(d->a, k);
+        if (arr[i].key == NULL || arr[i].value == NULL)
+            return nomem(d);
+    }
+    *kv = arr;
+    *n = count;
+    return GX_OK;
+}
+
+/* qsort comparator: gx_kv by key. */
+static int
+kv_cmp(const void *x, const void *y)
+{
+    const struct gx_kv *a = x, *b = y;
+
+    return strcmp(a->key, b->key);
+}
+
+/* Decode one container object at @path (an element of containers/initContainers). */
+static enum gx_err
+decode_container(struct dec *d, const cJSON *c, const char *path, bool init,
+                 struct gx_container *out)
+{
+    char rp[PATH_MAX_LEN];
+    const cJSON *res;
+    const char *policy = NULL;
+    enum gx_err rc;
+
+    if ((rc = get_string(d, c, path, "name", "", &out->name)) != GX_OK)
+        return rc;
+    if ((rc = get_object(d, c, path, "resources", &res)) != GX_OK)
+        return rc;
+    path_fmt(rp, sizeof(rp), "%s.resources", path);
+    if ((rc = get_map(d, res, rp, "requests", true, &out->requests, &out->n_requests)) != GX_OK)
+        return rc;
+    if ((rc = get_map(d, res, rp, "limits", true, &out->limits, &out->n_limits)) != GX_OK)
+        return rc;
+    if ((rc = get_string(d, c, path, "restartPolicy", NULL, &policy)) != GX_OK)
+        return rc;
+    /* Only init containers can be sidecars (KEP-753). */
+    out->restartable = init && policy != NULL && strcmp(policy, "Always") == 0;
+    return GX_OK;
+}
+
+/* Decode the optional container array @key of a pod spec at @path. */
+static enum gx_err
+decode_containers(struct dec *d, const cJSON *spec, const char *path, const char *key, bool init,
+                  struct gx_container **out, size_t *n)
+{
+    char cp[PATH_MAX_LEN];
+    const cJSON *arr, *c;
+    struct gx_container *cs = NULL;
+    size_t count, i = 0;
+    enum gx_err rc = get_array(d, spec, path, key, &arr);
+
+    if (rc != GX_OK)
+        return rc;
+    count = count_children(arr);
+    if (count > 0) {
+        cs = alloc_array(d, count, sizeof(*cs));
+        if (cs == NULL)
+            return nomem(d);
+    }
+    for (c = arr != NULL ? arr->child : NULL; c != NULL; c = c->next, i++) {
+        path_fmt(cp, sizeof(cp), "%s%s%s[%zu]", path, sep(path), key, i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", cp);
+            return GX_EINVAL;
+        }
+        if ((rc = decode_container(d, c, cp, init, &cs[i])) != GX_OK)
+            return rc;
+    }
+    *out = cs;
+    *n = count;
+    return GX_OK;
+}
+
+/* Build "prefix.key" into @buf. */
+static void
+sub_path(char *buf, size_t n, const char *path, const char *key)
+{
+    path_fmt(buf, n, "%s%s%s", path, sep(path), key);
+}
+
+/* Decode a Pod object @o whose own path is @path ("" at the root). */
+static enum gx_err
+decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out)
+{
+    char mp[PATH_MAX_LEN], sp[PATH_MAX_LEN], tp[PATH_MAX_LEN];
+    const cJSON *meta, *spec, *status, *del;
+    struct gx_pod p;
+    enum gx_err rc;
+
+    memset(&p, 0, sizeof(p));
+    if (!cJSON_IsObject(o)) {
+        gx_why_set(d->why, "%s: must be an object", path[0] != '\0' ? path : "pod");
+        return GX_EINVAL;
+    }
+    sub_path(mp, sizeof(mp), path, "metadata");
+    sub_path(sp, sizeof(sp), path, "spec");
+    sub_path(tp, sizeof(tp), path, "status");
+    if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
+        (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
+        (rc = get_object(d, o, path, "status", &status)) != GX_OK)
+        return rc;
+
+    if ((rc = get_string(d, meta, mp, "name", "", &p.name)) != GX_OK ||
+        (rc = get_string(d, meta, mp, "namespace", "", &p.namespace)) != GX_OK ||
+        (rc = get_string(d, meta, mp, "uid", "", &p.uid)) != GX_OK ||
+        (rc = get_string(d, meta, mp, "resourceVersion", "", &p.resource_version)) != GX_OK ||
+        (rc = get_field(d, meta, mp, "deletionTimestamp", cJSON_IsString, "a string", &del)) !=
+            GX_OK ||
+        (rc = get_map(d, meta, mp, "labels", false, &p.labels, &p.n_labels)) != GX_OK ||
+        (rc = get_map(d, meta, mp, "annotations", false, &p.annotations, &p.n_annotations)) !=
+            GX_OK)
+        return rc;
+    p.deleting = del != NULL;
+
+    if ((rc = get_string(d, spec, sp, "nodeName", NULL, &p.node_name)) != GX_OK ||
+        (rc = decode_containers(d, spec, sp, "containers", false, &p.containers,
+                                &p.n_containers)) != GX_OK ||
+        (rc = decode_containers(d, spec, sp, "initContainers", true, &p.init_containers,
+                                &p.n_init_containers)) != GX_OK ||
+        (rc = get_map(d, spec, sp, "overhead", true, &p.overhead, &p.n_overhead)) != GX_OK)
+        return rc;
+    /* An empty nodeName is what a pending pod may carry: treat it as unset. */
+    if (p.node_name != NULL && p.node_name[0] == '\0')
+        p.node_name = NULL;
+
+    if ((rc = get_string(d, status, tp, "phase", "", &p.phase)) != GX_OK)
+        return rc;
+    *out = p;
+    return GX_OK;
+}
+
+/* Decode spec.taints of a node. */
+static enum gx_err
+decode_taints(struct dec *d, const cJSON *spec, const char *sp, struct gx_node_info *n)
+{
+    char tp[PATH_MAX_LEN];
+    const cJSON *arr, *t;
+    size_t count, i = 0;
+    enum gx_err rc = get_array(d, spec, sp, "taints", &arr);
+
+    if (rc != GX_OK)
+        return rc;
+    count = count_children(arr);
+    if (count == 0)
+        return GX_OK;
+    n->taints = alloc_array(d, count, sizeof(*n->taints));
+    if (n->taints == NULL)
+        return nomem(d);
+    for (t = arr->child; t != NULL; t = t->next, i++) {
+        path_fmt(tp, sizeof(tp), "%s.taints[%zu]", sp, i);
+        if (!cJSON_IsObject(t)) {
+            gx_why_set(d->why, "%s: must be an object", tp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_string(d, t, tp, "key", "", &n->taints[i].key)) != GX_OK ||
+            (rc = get_string(d, t, tp, "value", "", &n->taints[i].value)) != GX_OK ||
+            (rc = get_string(d, t, tp, "effect", "", &n->taints[i].effect)) != GX_OK)
+            return rc;
+    }
+    n->n_taints = count;
+    return GX_OK;
+}
+
+/* Find the Ready condition in status.conditions; its status must be "True". */
+static enum gx_err
+decode_ready(struct dec *d, const cJSON *status, const char *tp, bool *ready)
+{
+    char cp[PATH_MAX_LEN];
+    const cJSON *arr, *c, *type, *st;
+    size_t i = 0;
+    enum gx_err rc = get_array(d, status, tp, "conditions", &arr);
+
+    if (rc != GX_OK)
+        return rc;
+    *ready = false;
+    for (c = arr != NULL ? arr->child : NULL; c != NULL; c = c->next, i++) {
+        path_fmt(cp, sizeof(cp), "%s.conditions[%zu]", tp, i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", cp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_field(d, c, cp, "type", cJSON_IsString, "a string", &type)) != GX_OK ||
+            (rc = get_field(d, c, cp, "status", cJSON_IsString, "a string", &st)) != GX_OK)
+            return rc;
+        if (type != NULL && strcmp(type->valuestring, "Ready") == 0)
+            *ready = st != NULL && strcmp(st->valuestring, "True") == 0;
+    }
+    return GX_OK;
+}
+
+/* Decode a Node object @o whose own path is @path ("" at the root). */
+static enum gx_err
+decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_info *out)
+{
+    char mp[PATH_MAX_LEN], sp[PATH_MAX_LEN], tp[PATH_MAX_LEN];
+    const cJSON *meta, *spec, *status;
+    struct gx_node_info n;
+    enum gx_err rc;
+
+    memset(&n, 0, sizeof(n));
+    if (!cJSON_IsObject(o)) {
+        gx_why_set(d->why, "%s: must be an object", path[0] != '\0' ? path : "node");
+        return GX_EINVAL;
+    }
+    sub_path(mp, sizeof(mp), path, "metadata");
+    sub_path(sp, sizeof(sp), path, "spec");
+    sub_path(tp, sizeof(tp), path, "status");
+    if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
+        (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
+        (rc = get_object(d, o, path, "status", &status)) != GX_OK)
+        return rc;
+
+    if ((rc = get_string(d, meta, mp, "name", "", &n.name)) != GX_OK ||
+        (rc = get_string(d, meta, mp, "resourceVersion", "", &n.resource_version)) != GX_OK ||
+        (rc = get_map(d, meta, mp, "labels", false, &n.labels, &n.n_labels)) != GX_OK)
+        return rc;
+    if (n.n_labels > 1)
+        qsort(n.labels, n.n_labels, sizeof(*n.labels), kv_cmp);
+
+    if ((rc = get_bool(d, spec, sp, "unschedulable", &n.unschedulable)) != GX_OK ||
+        (rc = decode_taints(d, spec, sp, &n)) != GX_OK)
+        return rc;
+
+    if ((rc = get_map(d, status, tp, "allocatable", true, &n.allocatable, &n.n_allocatable)) !=
+            GX_OK ||
+        (rc = get_map(d, status, tp, "capacity", true, &n.capacity, &n.n_capacity)) != GX_OK ||
+        (rc = decode_ready(d, status, tp, &n.ready)) != GX_OK)
+        return rc;
+    *out = n;
+    return GX_OK;
+}
+
+/*
+ * Reject documents nested deeper than @max_depth before cJSON builds a tree
+ * (its own cap is 1000 levels). Brackets inside strings do not count.
+ */
+static enum gx_err
+check_depth(const char *json, size_t len, int max_depth, struct gx_why *why)
+{
+    bool in_string = false;
+    int depth = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        char c = json[i];
+
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_depth) {
+                gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
+                return GX_ETOOBIG;
+            }
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return GX_OK;
+}
+
+/*
+ * Parse @len bytes (not NUL-terminated) into a cJSON tree after the depth
+ * check. Anything but whitespace after the value is an error. You own *out.
+ */
+static enum gx_err
+parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
+{
+    const char *end = NULL;
+    cJSON *root;
+    enum gx_err rc;
+
+    if (json == NULL || len == 0) {
+        gx_why_set(why, "empty JSON document");
+        return GX_EPARSE;
+    }
+    if ((rc = check_depth(json, len, max_depth, why)) != GX_OK)
+        return rc;
+    root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (root == NULL) {
+        size_t at = end != NULL && end >= json && end <= json + len ? (size_t)(end - json) : 0;
+
+        gx_why_set(why, "invalid JSON at offset %zu", at);
+        return GX_EPARSE;
+    }
+    for (const char *p = end; p != NULL && p < json + len; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            gx_why_set(why, "trailing data after JSON at offset %zu", (size_t)(p - json));
+            cJSON_Delete(root);
+            return GX_EPARSE;
+        }
+    }
+    *out = root;
+    return GX_OK;
+}
+
+/* Linear scan of @kv for @key. */
+const char *
+gx_kv_get(const struct gx_kv *kv, size_t n, const char *key)
+{
+    if (kv == NULL || key == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(kv[i].key, key) == 0)
+            return kv[i].value;
+    }
+    return NULL;
+}
+
+/* Decode one Pod; fails with GX_EPARSE/GX_ETOOBIG/GX_EINVAL/GX_ENOMEM and @why. */
+enum gx_err
+gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                   struct gx_pod *out, struct gx_why *why)
+{
+    struct dec d = {a, why};
+    cJSON *root = NULL;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK)
+        return rc;
+    rc = decode_pod_obj(&d, root, "", out);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Decode one Node; fails as gx_kobj_decode_pod does. */
+enum gx_err
+gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                    struct gx_node_info *out, struct gx_why *why)
+{
+    struct dec d = {a, why};
+    cJSON *root = NULL;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK)
+        return rc;
+    rc = decode_node_obj(&d, root, "", out);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/*
+ * Common part of the list decoders: check the root, find "items" (absent is
+ * an empty list) and metadata.resourceVersion (NULL when absent).
+ */
+static enum gx_err
+list_parts(struct dec *d, const cJSON *root, const cJSON **items, const char **rv)
+{
+    const cJSON *meta;
+    enum gx_err rc;
+
+    if (!cJSON_IsObject(root)) {
+        gx_why_set(d->why, "list: must be an object");
+        return GX_EINVAL;
+    }
+    if ((rc = get_array(d, root, "", "items", items)) != GX_OK ||
+        (rc = get_object(d, root, "", "metadata", &meta)) != GX_OK ||
+        (rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv)) != GX_OK)
+        return rc;
+    return GX_OK;
+}
+
+/* Decode a NodeList into an arena array; fails as gx_kobj_decode_pod does. */
+enum gx_err
+gx_kobj_decode_node_list(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                         struct gx_node_info **nodes, size_t *n, const char **resource_version,
+                         struct gx_why *why)
+{
+    char ip[PATH_MAX_LEN];
+    struct dec d = {a, why};
+    cJSON *root = NULL;
+    const cJSON *items, *it;
+    const char *rv = NULL;
+    struct gx_node_info *arr = NULL;
+    size_t count = 0, i = 0;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK)
+        return rc;
+    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK)
+        goto out;
+    count = count_children(items);
+    if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
+        rc = nomem(&d);
+        goto out;
+    }
+    for (it = items != NULL ? items->child : NULL; it != NULL; it = it->next, i++) {
+        path_fmt(ip, sizeof(ip), "items[%zu]", i);
+        if ((rc = decode_node_obj(&d, it, ip, &arr[i])) != GX_OK)
+            goto out;
+    }
+    *nodes = arr;
+    *n = count;
+    if (resource_version != NULL)
+        *resource_version = rv;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Decode a PodList into an arena array; fails as gx_kobj_decode_pod does. */
+enum gx_err
+gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                        struct gx_pod **pods, size_t *n, const char **resource_version,
+                        struct gx_why *why)
+{
+    char ip[PATH_MAX_LEN];
+    struct dec d = {a, why};
+    cJSON *root = NULL;
+    const cJSON *items, *it;
+    const char *rv = NULL;
+    struct gx_pod *arr = NULL;
+    size_t count = 0, i = 0;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK)
+        return rc;
+    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK)
+        goto out;
+    count = count_children(items);
+    if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
+        rc = nomem(&d);
+        goto out;
+    }
+    for (it = items != NULL ? items->child : NULL; it != NULL; it = it->next, i++) {
+        path_fmt(ip, sizeof(ip), "items[%zu]", i);
+        if ((rc = decode_pod_obj(&d, it, ip, &arr[i])) != GX_OK)
+            goto out;
+    }
+    *pods = arr;
+    *n = count;
+    if (resource_version != NULL)
+        *resource_version = rv;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static const char *const watch_types[] = {
+    [GX_WATCH_ADDED] = "ADDED",       [GX_WATCH_MODIFIED] = "MODIFIED",
+    [GX_WATCH_DELETED] = "DELETED",   [GX_WATCH_BOOKMARK] = "BOOKMARK",
+    [GX_WATCH_ERROR] = "ERROR",
+};
+
+/* Decode the Status object of an ERROR event into code/message. */
+static enum gx_err
+decode_status(struct dec *d, const cJSON *o, struct gx_watch_event *ev)
+{
+    const cJSON *code;
+    enum gx_err rc;
+
+    if ((rc = get_field(d, o, "object", "code", cJSON_IsNumber, "a number", &code)) != GX_OK ||
+        (rc = get_string(d, o, "object", "message", "", &ev->message)) != GX_OK)
+        return rc;
+    if (code != NULL) {
+        if (code->valuedouble < 0 || code->valuedouble > 999 ||
+            (double)(int)code->valuedouble != code->valuedouble) {
+            gx_why_set(d->why, "object.code: must be an HTTP status code");
+            return GX_EINVAL;
+        }
+        ev->code = (int)code->valuedouble;
+    }
+    ev->resource_version = "";
+    return GX_OK;
+}
+
+/* Decode one watch event line; unknown types and missing objects are GX_EINVAL. */
+enum gx_err
+gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_depth,
+                     struct gx_arena *a, struct gx_watch_event *out, struct gx_why *why)
+{
+    struct dec d = {a, why};
+    struct gx_watch_event ev;
+    cJSON *root = NULL;
+    const cJSON *type, *obj, *meta;
+    size_t t;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK)
+        return rc;
+    memset(&ev, 0, sizeof(ev));
+    if (!cJSON_IsObject(root)) {
+        gx_why_set(why, "watch event: must be an object");
+        rc = GX_EINVAL;
+        goto out;
+    }
+    if ((rc = get_field(&d, root, "", "type", cJSON_IsString, "a string", &type)) != GX_OK ||
+        (rc = get_object(&d, root, "", "object", &obj)) != GX_OK)
+        goto out;
+    if (type == NULL || obj == NULL) {
+        gx_why_set(why, "%s: required", type == NULL ? "type" : "object");
+        rc = GX_EINVAL;
+        goto out;
+    }
+    for (t = 0; t < GX_ARRAY_LEN(watch_types); t++) {
+        if (strcmp(type->valuestring, watch_types[t]) == 0)
+            break;
+    }
+    if (t == GX_ARRAY_LEN(watch_types)) {
+        gx_why_set(why, "type: unknown watch event type \"%.64s\"", type->valuestring);
+        rc = GX_EINVAL;
+        goto out;
+    }
+    ev.type = (enum gx_watch_type)t;
+    switch (ev.type) {
+    case GX_WATCH_ERROR:
+        rc = decode_status(&d, obj, &ev);
+        break;
+    case GX_WATCH_BOOKMARK:
+        /* A bookmark carries only metadata.resourceVersion; the rest is empty. */
+        if ((rc = get_object(&d, obj, "object", "metadata", &meta)) == GX_OK)
+            rc = get_string(&d, meta, "object.metadata", "resourceVersion", "",
+                            &ev.resource_version);
+        break;
+    default:
+        if (kind == GX_KIND_NODE) {
+            rc = decode_node_obj(&d, obj, "object", &ev.obj.node);
+            ev.resource_version = ev.obj.node.resource_version;
+        } else {
+            rc = decode_pod_obj(&d, obj, "object", &ev.obj.pod);
+            ev.resource_version = ev.obj.pod.resource_version;
+        }
+        break;
+    }
+    if (rc == GX_OK)
+        *out = ev;
+out:
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * score.c - filter verdict, score and card choice for one node. Pure: reads
+ * the config, one snapshot node, the ledger and the clock it is given; no
+ * I/O and no allocation.
+ *
+ * Card slots, metric freshness and label lookup are computed here rather
+ * than borrowed from config.c/snapshot.c so that the decision has no
+ * dependency beyond the structs it reads.
+ *
+ * Two policies about what we did not place (peers.md section 3: pods landing
+ * on cards filled by processes the scheduler did not see):
+ *  - exclusive: a card with no ledger tenant whose fresh measured memory use
+ *    exceeds sharing.memory_reserve_mib, or on which dcgm-exporter reports a
+ *    workload pod, is in use by someone else and counts as BUSY;
+ *  - shared: booked memory is max(ledger reservations, measured use) and the
+ *    utilization headroom is max(measured, declared) + expected.
+ */
+#include "gx/score.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Neutral part value used for unknown metrics. */
+#define NEUTRAL 0.5
+
+/* Stages a card passes for a shared request; the furthest one names the reason. */
+enum stage { ST_HEALTH, ST_SLOTS, ST_MEMORY, ST_UTIL, ST_PASS };
+
+static const struct {
+    const char *text;
+    const char *name;
+    bool unresolvable;
+} reasons[GX_REASON_COUNT] = {
+    [GX_REASON_NONE] = {"", "none", false},
+    [GX_REASON_UNKNOWN_NODE] = {"node unknown to gpu-extender", "unknown_node", true},
+    [GX_REASON_NOT_READY] = {"node not ready", "not_ready", false},
+    [GX_REASON_NO_GPUS] = {"node has no GPUs", "no_gpus", true},
+    [GX_REASON_TOO_FEW_GPUS] = {"too few usable GPUs", "too_few_gpus", true},
+    [GX_REASON_UNHEALTHY] = {"GPU unhealthy", "unhealthy", false},
+    [GX_REASON_BUSY] = {"GPU utilization above limit", "busy", false},
+    [GX_REASON_NO_SLOT] = {"no GPU time slot available", "no_slot", false},
+    [GX_REASON_NO_MEMORY] = {"insufficient GPU memory", "no_memory", false},
+    [GX_REASON_STALE] = {"GPU metrics stale", "stale", false},
+    [GX_REASON_SHARING_MISMATCH] = {"GPU sharing mode does not match the request",
+                                    "sharing_mismatch", true},
+    [GX_REASON_BAD_REQUEST] = {"invalid GPU request", "bad_request", true},
+};
+
+const char *
+gx_reason_text(enum gx_reason r)
+{
+    if ((unsigned)r >= GX_REASON_COUNT)
+        return "";
+    return reasons[r].text;
+}
+
+const char *
+gx_reason_name(enum gx_reason r)
+{
+    if ((unsigned)r >= GX_REASON_COUNT)
+        return "none";
+    return reasons[r].name;
+}
+
+bool
+gx_reason_unresolvable(enum gx_reason r)
+{
+    if ((unsigned)r >= GX_REASON_COUNT)
+        return false;
+    return reasons[r].unresolvable;
+}
+
+int
+gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node)
+{
+    int base = cfg->default_slots;
+    double slots;
+
+    if (node != NULL && node->replicas > 1)
+        base = node->replicas;
+    for (size_t i = 0; node != NULL && node->product != NULL && i < cfg->n_product_slots; i++) {
+        if (cfg->product_slots[i].product != NULL &&
+            strcmp(cfg->product_slots[i].product, node->product) == 0) {
+            base = cfg->product_slots[i].slots;
+            break;
+        }
+    }
+    slots = floor((double)base * (cfg->oversubscription > 0 ? cfg->oversubscription : 1.0));
+    if (!(slots >= 1.0))
+        return 1;
+    if (slots > 1e6)
+        return 1000000;
+    return (int)slots;
+}
+
+bool
+gx_score_fresh(const struct gx_decide_ctx *ctx, const struct gx_card *card, enum gx_signal sig)
+{
+    int64_t age;
+
+    if ((unsigned)sig >= GX_SIG_COUNT || card->at_ms[sig] == 0 || isnan(card->v[sig]))
+        return false;
+    age = ctx->now_ms - card->at_ms[sig];
+    return age <= (int64_t)ctx->cfg->max_age_s[sig] * 1000;
+}
+
+/* Value of label @key on @node or NULL (linear: label lists are short). */
+static const char *
+node_label(const struct gx_node *node, const char *key)
+{
+    for (size_t i = 0; i < node->n_labels; i++) {
+        if (node->labels[i].key != NULL && strcmp(node->labels[i].key, key) == 0)
+            return node->labels[i].value != NULL ? node->labels[i].value : "";
+    }
+    return NULL;
+}
+
+/* @v limited to 0..1. */
+static double
+clamp01(double v)
+{
+    if (!(v > 0.0))
+        return 0.0;
+    return v > 1.0 ? 1.0 : v;
+}
+
+/* True when @s is entirely a finite number; stores it in @out. */
+static bool
+parse_number(const char *s, double *out)
+{
+    char *end = NULL;
+    double d;
+
+    if (s == NULL || s[0] == '\0')
+        return false;
+    d = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
+/* True when label rule @r matches @node. */
+static bool
+rule_matches(const struct gx_label_rule *r, const struct gx_node *node)
+{
+    const char *v = node_label(node, r->label);
+    double d;
+
+    switch (r->op) {
+    case GX_OP_EXISTS:
+        return v != NULL;
+    case GX_OP_DOES_NOT_EXIST:
+        return v == NULL;
+    case GX_OP_IN:
+    case GX_OP_NOT_IN: {
+        bool in = false;
+        for (size_t i = 0; v != NULL && i < r->n_values && !in; i++)
+            in = r->values[i] != NULL && strcmp(r->values[i], v) == 0;
+        return r->op == GX_OP_IN ? in : !in;
+    }
+    case GX_OP_GT:
+        return parse_number(v, &d) && d > r->number;
+    case GX_OP_LT:
+        return parse_number(v, &d) && d < r->number;
+    }
+    return false;
+}
+
+/* Label part: 0.5 + matched weights / (2 * total |weight|); 0.5 without rules. */
+static double
+labels_part(const struct gx_config *cfg, const struct gx_node *node)
+{
+    double sum = 0.0, total = 0.0;
+
+    for (size_t i = 0; i < cfg->n_label_rules; i++) {
+        const struct gx_label_rule *r = &cfg->label_rules[i];
+        total += fabs((double)r->weight);
+        if (rule_matches(r, node))
+            sum += r->weight;
+    }
+    if (total == 0.0)
+        return NEUTRAL;
+    return clamp01(0.5 + sum / (2.0 * total));
+}
+
+/* Weighted 0..10 score of @p under the config weights (5 when all weights are 0). */
+static int
+weighted_score(const struct gx_config *cfg, const struct gx_score_parts *p)
+{
+    const double w[] = {cfg->w_util, cfg->w_memory, cfg->w_temp, cfg->w_labels, cfg->w_fit};
+    const double v[] = {p->util, p->memory, p->temp, p->labels, p->fit};
+    double sum = 0.0, wsum = 0.0;
+    long s;
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(w); i++) {
+        if (w[i] <= 0.0)
+            continue;
+        sum += w[i] * clamp01(v[i]);
+        wsum += w[i];
+    }
+    if (wsum == 0.0)
+        return 5;
+    s = lround(10.0 * sum / wsum);
+    return s < 0 ? 0 : s > 10 ? 10 : (int)s;
+}
+
+/* True when XID @xid is listed in metrics ignored_xids. */
+static bool
+xid_ignored(const struct gx_config *cfg, int xid)
+{
+    for (size_t i = 0; i < cfg->n_ignored_xids; i++) {
+        if (cfg->ignored_xids[i] == xid)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Health of @card: UNHEALTHY (hot or a fresh non-ignored XID), then BUSY
+ * (fresh utilization over the limit, only when @check_busy), then STALE
+ * (a util/temp/xid sample missing or old under on_stale=reject), else NONE.
+ */
+static enum gx_reason
+card_health(const struct gx_decide_ctx *ctx, const struct gx_card *card, bool check_busy)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    bool uf = gx_score_fresh(ctx, card, GX_SIG_UTIL);
+    bool tf = gx_score_fresh(ctx, card, GX_SIG_TEMP);
+    bool xf = gx_score_fresh(ctx, card, GX_SIG_XID);
+
+    if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c)
+        return GX_REASON_UNHEALTHY;
+    if (xf && card->v[GX_SIG_XID] != 0.0 && !xid_ignored(cfg, (int)card->v[GX_SIG_XID]))
+        return GX_REASON_UNHEALTHY;
+    if (check_busy && uf && card->v[GX_SIG_UTIL] > cfg->max_utilization_pct)
+        return GX_REASON_BUSY;
+    if (cfg->on_stale == GX_STALE_REJECT && (!uf || !tf || !xf))
+        return GX_REASON_STALE;
+    return GX_REASON_NONE;
+}
+
+/* Per-card memory size in MiB: node label, else used + free when both fresh, else 0. */
+static int64_t
+card_memory(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card)
+{
+    if (node->gpu_memory_mib > 0)
+        return node->gpu_memory_mib;
+    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && gx_score_fresh(ctx, card, GX_SIG_MEM_FREE))
+        return (int64_t)(card->v[GX_SIG_MEM_USED] + card->v[GX_SIG_MEM_FREE]);
+    return 0;
+}
+
+/* Memory booked on a card: max(ledger reservations, fresh measured use). */
+static int64_t
+card_booked(const struct gx_decide_ctx *ctx, const struct gx_card *card,
+            const struct gx_card_usage *u)
+{
+    int64_t booked = u->memory_mib;
+
+    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && card->v[GX_SIG_MEM_USED] > (double)booked)
+        booked = (int64_t)card->v[GX_SIG_MEM_USED];
+    return booked;
+}
+
+/* Add the metric parts of one card to @p (sums; the caller divides). */
+static void
+card_parts(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card,
+           const struct gx_card_usage *u, struct gx_score_parts *p)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    int64_t total = card_memory(ctx, node, card);
+    bool used_fresh = gx_score_fresh(ctx, card, GX_SIG_MEM_USED);
+
+    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
+        p->util += clamp01(1.0 - card->v[GX_SIG_UTIL] / 100.0);
+    } else {
+        p->util += NEUTRAL;
+        p->metrics_neutral = true;
+    }
+    if (total > 0 && (used_fresh || u->memory_mib > 0)) {
+        p->memory += clamp01((double)(total - card_booked(ctx, card, u)) / (double)total);
+    } else {
+        p->memory += NEUTRAL;
+        p->metrics_neutral = true;
+    }
+    if (gx_score_fresh(ctx, card, GX_SIG_TEMP) && cfg->max_temperature_c > 0) {
+        p->temp +=
+            clamp01((cfg->max_temperature_c - card->v[GX_SIG_TEMP]) / cfg->max_temperature_c);
+    } else {
+        p->temp += NEUTRAL;
+        p->metrics_neutral = true;
+    }
+}
+
+/* Number of cards of @node we can look at. */
+static size_t
+node_cards(const struct gx_node *node)
+{
+    size_t n = node->n_cards;
+
+    if (node->gpu_count >= 0 && (size_t)node->gpu_count < n)
+        n = (size_t)node->gpu_count;
+    return node->cards != NULL ? n : 0;
+}
+
+/* Ledger usage of @card on @node. */
+static void
+usage_of(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card,
+         struct gx_card_usage *u)
+{
+    gx_ledger_card_usage(ctx->ledger, node->name, card->index, u);
+}
+
+/* Idleness key for ordering exclusive picks: lower is better. */
+static double
+idle_key(const struct gx_decide_ctx *ctx, const struct gx_card *card)
+{
+    double util = gx_score_fresh(ctx, card, GX_SIG_UTIL) ? card->v[GX_SIG_UTIL] : 50.0;
+    double temp = gx_score_fresh(ctx, card, GX_SIG_TEMP) ? card->v[GX_SIG_TEMP] : 50.0;
+
+    /* utilization dominates; temperature breaks ties */
+    return util * 1000.0 + temp;
+}
+
+/* Sort @pos[0..n) (card positions) by idleness, then index. Insertion sort: n <= cards. */
+static void
+sort_idle(const struct gx_decide_ctx *ctx, const struct gx_node *node, int *pos, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        int p = pos[i];
+        double k = idle_key(ctx, &node->cards[p]);
+        size_t j = i;
+        while (j > 0) {
+            double kj = idle_key(ctx, &node->cards[pos[j - 1]]);
+            if (kj < k || (kj == k && pos[j - 1] < p))
+                break;
+            pos[j] = pos[j - 1];
+            j--;
+        }
+        pos[j] = p;
+    }
+}
+
+/* The more specific of two exclusive-card reasons: UNHEALTHY > BUSY > STALE > NO_SLOT. */
+static enum gx_reason
+worse_exclusive(enum gx_reason a, enum gx_reason b)
+{
+    static const enum gx_reason order[] = {GX_REASON_UNHEALTHY, GX_REASON_BUSY, GX_REASON_STALE,
+                                           GX_REASON_NO_SLOT};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(order); i++) {
+        if (a == order[i] || b == order[i])
+            return order[i];
+    }
+    return a != GX_REASON_NONE ? a : b;
+}
+
+/* Exclusive request on a node whose cards are not time-sliced: pick whole cards. */
+static void
+decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+                 const struct gx_node *node, struct gx_verdict *out)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    size_t n = node_cards(node), want = (size_t)req->gpus, usable = 0, picked = 0;
+    int pos[256];
+    enum gx_reason worst = GX_REASON_NONE;
+    int group = 0;
+    size_t group_count = 0;
+    bool have_group = false, mixed_numa = false;
+    struct gx_score_parts p = {0};
+
+    if (n > GX_ARRAY_LEN(pos))
+        n = GX_ARRAY_LEN(pos);
+    if (want > GX_MAX_PICK) {
+        out->reason = GX_REASON_BAD_REQUEST;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gx_card *c = &node->cards[i];
+        struct gx_card_usage u;
+        enum gx_reason r = card_health(ctx, c, true);
+
+        usage_of(ctx, node, c, &u);
+        if (r == GX_REASON_NONE && (u.tenants > 0 || u.slices > 0 || u.exclusive))
+            r = GX_REASON_NO_SLOT;
+        if (r == GX_REASON_NONE && ((c->pod != NULL && c->pod[0] != '\0') ||
+                                    (gx_score_fresh(ctx, c, GX_SIG_MEM_USED) &&
+                                     c->v[GX_SIG_MEM_USED] > (double)cfg->memory_reserve_mib)))
+            r = GX_REASON_BUSY; /* in use by something we did not place */
+        if (r != GX_REASON_NONE) {
+            worst = worse_exclusive(worst, r);
+            continue;
+        }
+        pos[usable++] = (int)i;
+    }
+    out->usable_cards = (int)usable;
+    if (usable < want) {
+        out->reason = worst != GX_REASON_NONE ? worst : GX_REASON_TOO_FEW_GPUS;
+        return;
+    }
+    sort_idle(ctx, node, pos, usable);
+    /* NUMA: binpack takes the smallest group that fits, spread the largest. */
+    for (size_t i = 0; i < usable; i++) {
+        int numa = node->cards[pos[i]].numa;
+        size_t count = 0;
+        bool better;
+
+        for (size_t j = 0; j < usable; j++)
+            count += node->cards[pos[j]].numa == numa;
+        if (numa < 0 || count < want)
+            continue;
+        if (cfg->policy == GX_POLICY_BINPACK)
+            better = count < group_count || (count == group_count && numa < group);
+        else
+            better = count > group_count || (count == group_count && numa < group);
+        if (!have_group || better) {
+            have_group = true;
+            group = numa;
+            group_count = count;
+        }
+    }
+    for (size_t i = 0; i < usable && picked < want; i++) {
+        if (!have_group || node->cards[pos[i]].numa == group)
+            out->cards[picked++] = pos[i];
+    }
+    for (size_t i = 0; i < picked; i++) {
+        const struct gx_card *c = &node->cards[out->cards[i]];
+        struct gx_card_usage u;
+        usage_of(ctx, node, c, &u);
+        card_parts(ctx, node, c, &u, &p);
+        if (c->numa >= 0 && node->cards[out->cards[0]].numa >= 0 &&
+            c->numa != node->cards[out->cards[0]].numa)
+            mixed_numa = true;
+        out->cards[i] = c->index;
+    }
+    out->n_cards = (int)picked;
+    p.util /= (double)picked;
+    p.memory /= (double)picked;
+    p.temp /= (double)picked;
+    /* fewer whole cards left free after the pick = less fragmentation under binpack */
+    p.fit = 1.0 - (double)(usable - picked) / (double)node->gpu_count;
+    if (cfg->policy == GX_POLICY_SPREAD)
+        p.fit = 1.0 - p.fit;
+    if (mixed_numa)
+        p.fit *= 0.5;
+    out->parts = p;
+    out->keep = true;
+}
+
+/* Slots the ledger holds on @node (an exclusive holder takes a whole card's slots). */
+static int64_t
+node_used_slots(const struct gx_decide_ctx *ctx, const struct gx_node *node, int slots)
+{
+    const struct gx_ledger_node *ln = gx_ledger_node(ctx->ledger, node->name);
+    int64_t used = 0;
+
+    for (size_t i = 0; ln != NULL && i < ln->n_tenants; i++)
+        used += ln->tenants[i].exclusive ? slots : ln->tenants[i].slices;
+    return used;
+}
+
+/* Memory and utilization headroom of @card for @req: NONE, NO_MEMORY or BUSY. */
+static enum gx_reason
+card_headroom(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+              const struct gx_node *node, const struct gx_card *card, const struct gx_card_usage *u)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    int64_t total = card_memory(ctx, node, card);
+    int64_t asked = req->kind == GX_REQ_SHARED && req->memory_mib > 0 ? req->memory_mib : 0;
+    double load = u->util_pct;
+    double expect = req->kind == GX_REQ_SHARED && req->util_pct > 0 ? req->util_pct : 0.0;
+
+    /* unknown card memory: the rule cannot be evaluated and is skipped */
+    if (total > 0 && card_booked(ctx, card, u) + asked > total - cfg->memory_reserve_mib)
+        return GX_REASON_NO_MEMORY;
+    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
+        if (card->v[GX_SIG_UTIL] > cfg->max_utilization_pct)
+            return GX_REASON_BUSY;
+        if (card->v[GX_SIG_UTIL] > load)
+            load = card->v[GX_SIG_UTIL];
+    }
+    if (load + expect > cfg->util_ceiling_pct)
+        return GX_REASON_BUSY;
+    return GX_REASON_NONE;
+}
+
+/* Stage a failing reason belongs to, for "furthest through the checks". */
+static enum stage
+reason_stage(enum gx_reason r)
+{
+    switch (r) {
+    case GX_REASON_NO_SLOT:
+        return ST_SLOTS;
+    case GX_REASON_NO_MEMORY:
+        return ST_MEMORY;
+    case GX_REASON_BUSY:
+        return ST_UTIL;
+    case GX_REASON_NONE:
+        return ST_PASS;
+    default:
+        return ST_HEALTH;
+    }
+}
+
+/* True when @a is a better (further, or more specific at the same stage) failure than @b. */
+static bool
+further(enum gx_reason a, enum gx_reason b)
+{
+    if (b == GX_REASON_NONE)
+        return true;
+    if (reason_stage(a) != reason_stage(b))
+        return reason_stage(a) > reason_stage(b);
+    return a == GX_REASON_UNHEALTHY && b == GX_REASON_STALE;
+}
+
+/* Shared request the extender places itself: pick one card with a free slot and headroom. */
+static void
+decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+              const struct gx_node *node, struct gx_verdict *out)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    int slots = gx_score_card_slots(cfg, node);
+    size_t n = node_cards(node);
+    enum gx_reason best_fail = GX_REASON_NONE;
+    int best = -1, best_used = 0, candidates = 0;
+    int64_t best_free = 0;
+    struct gx_score_parts p = {0};
+    struct gx_card_usage bu = {0};
+
+    for (size_t i = 0; i < n; i++) {
+        const struct gx_card *c = &node->cards[i];
+        struct gx_card_usage u;
+        enum gx_reason r = card_health(ctx, c, false);
+        int64_t mem_free;
+        bool better;
+
+        usage_of(ctx, node, c, &u);
+        if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices))
+            r = GX_REASON_NO_SLOT;
+        if (r == GX_REASON_NONE)
+            r = card_headroom(ctx, req, node, c, &u);
+        if (r != GX_REASON_NONE) {
+            if (further(r, best_fail))
+                best_fail = r;
+            continue;
+        }
+        candidates++;
+        mem_free = card_memory(ctx, node, c) - card_booked(ctx, c, &u);
+        if (best < 0) {
+            better = true;
+        } else if (cfg->policy == GX_POLICY_BINPACK) {
+            better = u.slices > best_used || (u.slices == best_used && mem_free < best_free);
+        } else {
+            better = u.slices < best_used || (u.slices == best_used && mem_free > best_free);
+        }
+        if (better) {
+            best = (int)i;
+            best_used = u.slices;
+            best_free = mem_free;
+            bu = u;
+        }
+    }
+    out->usable_cards = candidates;
+    if (best < 0) {
+        out->reason = best_fail != GX_REASON_NONE ? best_fail : GX_REASON_NO_SLOT;
+        return;
+    }
+    card_parts(ctx, node, &node->cards[best], &bu, &p);
+    p.fit = (double)best_used / (double)slots;
+    if (cfg->policy == GX_POLICY_SPREAD)
+        p.fit = 1.0 - p.fit;
+    out->parts = p;
+    out->cards[0] = node->cards[best].index;
+    out->n_cards = 1;
+    out->keep = true;
+}
+
+/*
+ * Requests the device plugin places (res_shared, or whole GPUs on a
+ * time-sliced node): admit per node on free slots over healthy cards, and
+ * for shared pods require memory/utilization headroom on the best card.
+ */
+static void
+decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+                     const struct gx_node *node, int64_t need, struct gx_verdict *out)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    int slots = gx_score_card_slots(cfg, node);
+    size_t n = node_cards(node);
+    int64_t total = 0, all = 0, used = node_used_slots(ctx, node, slots);
+    enum gx_reason health_fail = GX_REASON_NONE, room_fail = GX_REASON_NONE;
+    int healthy = 0, best = -1;
+    int64_t best_free = 0;
+    struct gx_score_parts p = {0};
+    struct gx_card_usage bu = {0};
+
+    out->device_plugin = true;
+    for (size_t i = 0; i < n; i++) {
+        const struct gx_card *c = &node->cards[i];
+        struct gx_card_usage u;
+        enum gx_reason r = card_health(ctx, c, false);
+        int64_t mem_free;
+
+        all += slots;
+        if (r != GX_REASON_NONE) {
+            health_fail = worse_exclusive(health_fail, r);
+            continue;
+        }
+        healthy++;
+        total += slots;
+        if (req->kind != GX_REQ_SHARED) {
+            usage_of(ctx, node, c, &u);
+            card_parts(ctx, node, c, &u, &p);
+            continue;
+        }
+        usage_of(ctx, node, c, &u);
+        if (u.exclusive)
+            continue;
+        r = card_headroom(ctx, req, node, c, &u);
+        if (r != GX_REASON_NONE) {
+            /* BUSY got further through the checks than NO_MEMORY */
+            if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE)
+                room_fail = r;
+            continue;
+        }
+        mem_free = card_memory(ctx, node, c) - card_booked(ctx, c, &u);
+        if (best < 0 || mem_free > best_free) {
+            best = (int)i;
+            best_free = mem_free;
+            bu = u;
+        }
+    }
+    out->usable_cards = healthy;
+    if (total - used < need) {
+        /* blame the sick cards only when they would have made room */
+        out->reason =
+            health_fail != GX_REASON_NONE && all - used >= need ? health_fail : GX_REASON_NO_SLOT;
+        return;
+    }
+    if (req->kind == GX_REQ_SHARED) {
+        if (best < 0) {
+            out->reason = room_fail != GX_REASON_NONE ? room_fail : GX_REASON_NO_SLOT;
+            return;
+        }
+        card_parts(ctx, node, &node->cards[best], &bu, &p);
+    } else {
+        p.util /= healthy;
+        p.memory /= healthy;
+        p.temp /= healthy;
+    }
+    p.fit = total > 0 ? clamp01((double)(used + need) / (double)total) : 0.0;
+    if (cfg->policy == GX_POLICY_SPREAD)
+        p.fit = 1.0 - p.fit;
+    out->parts = p;
+    out->keep = true;
+}
+
+/* True when @req is well formed for its kind. */
+static bool
+request_valid(const struct gx_podreq *req)
+{
+    switch (req->kind) {
+    case GX_REQ_NONE:
+        return true;
+    case GX_REQ_EXCLUSIVE:
+        return req->gpus >= 1;
+    case GX_REQ_SHARED:
+        return req->slices >= 1 && req->memory_mib >= 0 && !isnan(req->util_pct) &&
+               req->util_pct <= 100.0;
+    }
+    return false;
+}
+
+void
+gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+              const struct gx_node *node, struct gx_verdict *out)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    bool time_sliced;
+
+    memset(out, 0, sizeof(*out));
+    if (req == NULL || !request_valid(req)) {
+        out->reason = GX_REASON_BAD_REQUEST;
+        return;
+    }
+    if (req->kind == GX_REQ_NONE) {
+        bool cpu = node == NULL || node->gpu_count <= 0;
+        out->keep = true;
+        out->parts.util = out->parts.memory = out->parts.temp = out->parts.fit = NEUTRAL;
+        out->parts.labels = node != NULL ? labels_part(cfg, node) : NEUTRAL;
+        out->score = cfg->prefer_cpu_nodes_for_cpu_pods ? (cpu ? 10 : 0) : 5;
+        return;
+    }
+    if (node == NULL) {
+        out->reason = GX_REASON_UNKNOWN_NODE;
+        return;
+    }
+    /* permanent before transient: a CPU node that is also NotReady has no GPUs */
+    if (node->gpu_count <= 0 || node_cards(node) == 0) {
+        out->reason = GX_REASON_NO_GPUS;
+        return;
+    }
+    if (!node->ready || node->unschedulable) {
+        out->reason = GX_REASON_NOT_READY;
+        return;
+    }
+    time_sliced = node->sharing != GX_SHARING_NONE || node->replicas > 1;
+    if (req->kind == GX_REQ_EXCLUSIVE) {
+        /* N GPUs means N physical cards, whatever the node advertises in replicas */
+        if (req->gpus > node->gpu_count) {
+            out->reason = GX_REASON_TOO_FEW_GPUS;
+            return;
+        }
+        if (time_sliced)
+            decide_device_plugin(ctx, req, node, req->gpus, out);
+        else
+            decide_exclusive(ctx, req, node, out);
+    } else if (req->device_plugin) {
+        if (!time_sliced) {
+            out->reason = GX_REASON_SHARING_MISMATCH;
+            return;
+        }
+        decide_device_plugin(ctx, req, node, req->slices, out);
+    } else {
+        decide_shared(ctx, req, node, out);
+    }
+    if (!out->keep) {
+        memset(&out->parts, 0, sizeof(out->parts));
+        out->n_cards = 0;
+        return;
+    }
+    out->parts.labels = labels_part(cfg, node);
+    out->score = weighted_score(cfg, &out->parts);
+}

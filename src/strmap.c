@@ -80,3 +80,52 @@ gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen)
         return NULL;
     return find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen))->value;
 }
+
+void *
+gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen)
+{
+    struct gx_strmap_slot *s;
+    size_t i, j;
+    void *value;
+
+    if (m->cap == 0)
+        return NULL;
+    s = find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen));
+    if (s->key == NULL)
+        return NULL;
+    value = s->value;
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    i = (size_t)(s - m->slots);
+    j = i;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & (m->cap - 1);
+        if (m->slots[j].key == NULL)
+            break;
+        home = (size_t)m->slots[j].hash & (m->cap - 1);
+        /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    memset(&m->slots[i], 0, sizeof(m->slots[i]));
+    m->count--;
+    return value;
+}
+
+void *
+gx_strmap_next(const struct gx_strmap *m, size_t *pos, const char **key, size_t *klen)
+{
+    while (*pos < m->cap) {
+        const struct gx_strmap_slot *s = &m->slots[(*pos)++];
+        if (s->key != NULL) {
+            if (key != NULL)
+                *key = s->key;
+            if (klen != NULL)
+                *klen = s->klen;
+            return s->value;
+        }
+    }
+    return NULL;
+}

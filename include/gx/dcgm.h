@@ -23,6 +23,7 @@ struct gx_card_sample {
     double value;
     int64_t at_ms;
     const char *pod; /* "namespace/name" is not built; the pod label value or NULL */
+    const char *pci_bus_id; /* "pci_bus_id" label (e.g. "00000000:81:00.0") or NULL */
 };
 
 /** Signal whose configured family name is @name; false if none. */
@@ -46,6 +47,7 @@ struct gx_mcard {
     char *uuid; /* may be NULL */
     int gpu;    /* -1 unknown */
     char *pod;  /* workload pod label, may be NULL */
+    char *pci_bus_id; /* last "pci_bus_id" seen, may be NULL */
     struct gx_card_value v[GX_SIG_COUNT];
 };
 
@@ -64,10 +66,18 @@ void gx_mstore_free(struct gx_mstore *ms);
  */
 void gx_mstore_begin(struct gx_mstore *ms, int source, enum gx_signal sig);
 
-/** Record a sample for the signal being replaced. GX_ENOMEM. */
+/**
+ * Record a sample for the signal being replaced (tagged with the source of
+ * the latest open gx_mstore_begin for s->sig). GX_ENOMEM, or GX_EINVAL when
+ * no replacement of s->sig is open.
+ */
 enum gx_err gx_mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s) GX_WUR;
 
-/** Finish the replacement begun by gx_mstore_begin. */
+/**
+ * Finish every replacement begun by gx_mstore_begin since the last commit:
+ * their values not put in between become unknown (NaN, at_ms 0), and cards
+ * left with no known value are dropped.
+ */
 void gx_mstore_commit(struct gx_mstore *ms);
 
 /**

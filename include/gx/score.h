@@ -16,17 +16,17 @@
 /** Why a node was rejected. The strings are short and node-independent. */
 enum gx_reason {
     GX_REASON_NONE,
-    GX_REASON_UNKNOWN_NODE,    /* "node unknown to gpu-extender" */
-    GX_REASON_NOT_READY,       /* "node not ready" */
-    GX_REASON_NO_GPUS,         /* "node has no GPUs" */
-    GX_REASON_TOO_FEW_GPUS,    /* "too few usable GPUs" */
-    GX_REASON_UNHEALTHY,       /* "GPU unhealthy" */
-    GX_REASON_BUSY,            /* "GPU utilization above limit" */
-    GX_REASON_NO_SLOT,         /* "no GPU time slot available" */
-    GX_REASON_NO_MEMORY,       /* "insufficient GPU memory" */
-    GX_REASON_STALE,           /* "GPU metrics stale" */
-    GX_REASON_SHARING_MISMATCH,/* "GPU sharing mode does not match the request" */
-    GX_REASON_BAD_REQUEST,     /* "invalid GPU request" */
+    GX_REASON_UNKNOWN_NODE,     /* "node unknown to gpu-extender" */
+    GX_REASON_NOT_READY,        /* "node not ready" */
+    GX_REASON_NO_GPUS,          /* "node has no GPUs" */
+    GX_REASON_TOO_FEW_GPUS,     /* "too few usable GPUs" */
+    GX_REASON_UNHEALTHY,        /* "GPU unhealthy" */
+    GX_REASON_BUSY,             /* "GPU utilization above limit" */
+    GX_REASON_NO_SLOT,          /* "no GPU time slot available" */
+    GX_REASON_NO_MEMORY,        /* "insufficient GPU memory" */
+    GX_REASON_STALE,            /* "GPU metrics stale" */
+    GX_REASON_SHARING_MISMATCH, /* "GPU sharing mode does not match the request" */
+    GX_REASON_BAD_REQUEST,      /* "invalid GPU request" */
     GX_REASON_COUNT
 };
 
@@ -58,8 +58,8 @@ struct gx_verdict {
     struct gx_score_parts parts;
     int cards[GX_MAX_PICK]; /* chosen card indexes (bind) */
     int n_cards;
-    bool device_plugin;     /* cards are chosen by the device plugin, not us */
-    int usable_cards;       /* healthy, free cards considered */
+    bool device_plugin; /* cards are chosen by the device plugin, not us */
+    int usable_cards;   /* healthy, free cards considered */
 };
 
 struct gx_decide_ctx {
@@ -75,5 +75,16 @@ struct gx_decide_ctx {
  */
 void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
                    const struct gx_node *node, struct gx_verdict *out);
+
+/**
+ * Time slots of one card of @node: the product's entry in sharing.product_slots,
+ * else the node's replicas when > 1, else sharing.default_slots; times the
+ * oversubscription factor, floored, at least 1. Cannot fail.
+ */
+int gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node);
+
+/** True when signal @sig of @card is known and younger than its max age at ctx->now_ms. */
+bool gx_score_fresh(const struct gx_decide_ctx *ctx, const struct gx_card *card,
+                    enum gx_signal sig);
 
 #endif

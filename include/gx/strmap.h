@@ -31,6 +31,15 @@ void gx_strmap_release(struct gx_strmap *m);
 /** Insert or replace @key -> @value. GX_ENOMEM. */
 enum gx_err gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value) GX_WUR;
 
+/** Remove @key; returns its value or NULL if absent. Cannot fail. */
+void *gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen);
+
+/**
+ * Iterate: start with *pos = 0; each call returns the next slot's value and
+ * sets *key and *klen, or NULL at the end. The map must not change meanwhile.
+ */
+void *gx_strmap_next(const struct gx_strmap *m, size_t *pos, const char **key, size_t *klen);
+
 /** The value for @key, or NULL. */
 void *gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen);
 

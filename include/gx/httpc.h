@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * httpc.h - asynchronous HTTP client: one libcurl multi handle driven by
+ * the libevent loop (curl's hiperfifo pattern: socket and timer callbacks,
+ * per-transfer context in CURLOPT_PRIVATE). Used for Prometheus queries,
+ * API server lists, watches (streamed) and writes. Bodies are capped;
+ * every transfer has a timeout (watches: a low-speed limit instead).
+ * All callbacks run on the loop thread.
+ */
+#ifndef GX_HTTPC_H
+#define GX_HTTPC_H
+
+#include "gx/common.h"
+#include "gx/metrics.h"
+
+struct event_base;
+struct gx_httpc;
+struct gx_httpc_xfer;
+
+/** TLS and authentication for one upstream. Strings are copied per transfer. */
+struct gx_httpc_auth {
+    const char *bearer_token; /* "Authorization: Bearer ..." (never logged) */
+    const char *basic_user;   /* basic auth when non-NULL */
+    const char *basic_password;
+    const char *ca_file;      /* verify the server against this CA bundle */
+    bool insecure;            /* skip TLS verification (logged at start by the owner) */
+};
+
+struct gx_httpc_req {
+    const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+    const char *url;
+    const char *body;   /* copied; may be NULL */
+    size_t body_len;
+    const char *content_type;
+    const struct gx_httpc_auth *auth; /* may be NULL */
+    long timeout_ms;    /* whole transfer; 0 = none (streams) */
+    size_t max_body;    /* larger responses fail with GX_ETOOBIG */
+    bool stream;        /* deliver the body through the data callback */
+};
+
+struct gx_httpc_result {
+    enum gx_err rc;     /* GX_OK when an HTTP response was received (any status) */
+    long status;        /* HTTP status, 0 if none */
+    const char *body;   /* collected body (not for streams), NUL-terminated */
+    size_t body_len;
+    const char *error;  /* curl's error text when rc != GX_OK */
+    enum gx_upkind kind; /* classification of the failure for metrics */
+    double seconds;
+};
+
+/** Called once when a transfer ends (not after gx_httpc_cancel). */
+typedef void (*gx_httpc_done_cb)(void *ctx, const struct gx_httpc_result *res);
+
+/**
+ * Streams: called with each received piece once the status is known (2xx
+ * only; other statuses collect the body for the done callback). Return
+ * non-OK to abort the transfer (done then reports that code).
+ */
+typedef enum gx_err (*gx_httpc_data_cb)(void *ctx, const char *data, size_t len);
+
+/** A client on @base; NULL on ENOMEM. */
+struct gx_httpc *gx_httpc_new(struct event_base *base);
+
+/** Cancel every transfer (no callbacks) and free; NULL is a no-op. */
+void gx_httpc_free(struct gx_httpc *c);
+
+/**
+ * Start a transfer. Returns its handle (valid until done is called or it
+ * is cancelled) or NULL on ENOMEM / bad request.
+ */
+struct gx_httpc_xfer *gx_httpc_start(struct gx_httpc *c, const struct gx_httpc_req *req,
+                                     gx_httpc_done_cb done, gx_httpc_data_cb data, void *ctx);
+
+/** Abort a transfer; its callbacks are not called. */
+void gx_httpc_cancel(struct gx_httpc_xfer *x);
+
+/** Number of transfers in progress. */
+size_t gx_httpc_active(const struct gx_httpc *c);
+
+/** Percent-encode @s for a URL query value into @out (size @n). False if it does not fit. */
+bool gx_httpc_escape(const char *s, char *out, size_t n);
+
+#endif

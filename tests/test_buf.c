@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "gx/buf.h"
+#include "gx_test.h"
+
+GX_SUITE(buf);
+
+Test(buf, grows_and_stays_nul_terminated)
+{
+    struct gx_buf b;
+
+    gx_buf_init(&b, 1 << 20);
+    for (int i = 0; i < 1000; i++)
+        cr_assert_eq(gx_buf_addf(&b, "%d,", i), GX_OK);
+    cr_assert_eq(strlen(b.data), b.len);
+    cr_assert(strncmp(b.data, "0,1,2,", 6) == 0);
+    cr_assert(strstr(b.data, "999,") != NULL);
+    gx_buf_release(&b);
+}
+
+Test(buf, refuses_to_grow_past_its_limit)
+{
+    struct gx_buf b;
+
+    gx_buf_init(&b, 10);
+    cr_assert_eq(gx_buf_adds(&b, "0123456789"), GX_OK);
+    cr_assert_eq(gx_buf_adds(&b, "x"), GX_ETOOBIG);
+    cr_assert_eq(b.len, 10);
+    cr_assert_str_eq(b.data, "0123456789");
+    gx_buf_release(&b);
+}
+
+/* Escaped output must always be valid JSON that decodes to the input (or U+FFFD). */
+Test(buf, json_strings_escape_quotes_controls_and_html)
+{
+    struct gx_buf b;
+    const char in[] = "a\"b\\c\n\t\x01<>&\xc3\xa9";
+    cJSON *j;
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_buf_add_json_str(&b, in, sizeof(in) - 1), GX_OK);
+    cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\n\\t\\u0001\\u003c\\u003e\\u0026\xc3\xa9\"");
+    j = cJSON_Parse(b.data);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(j->valuestring, in);
+    cJSON_Delete(j);
+    gx_buf_release(&b);
+}
+
+Test(buf, json_strings_replace_invalid_utf8)
+{
+    struct gx_buf b;
+    const char in[] = "x\xff\xc3(y\xed\xa0\x80";
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_buf_add_json_str(&b, in, sizeof(in) - 1), GX_OK);
+    cr_assert_str_eq(b.data, "\"x\\ufffd\\ufffd(y\\ufffd\\ufffd\\ufffd\"");
+    gx_buf_release(&b);
+}
+
+Test(buf, take_hands_over_the_storage)
+{
+    struct gx_buf b;
+    size_t len;
+    char *s;
+
+    gx_buf_init(&b, 100);
+    cr_assert_eq(gx_buf_adds(&b, "hello"), GX_OK);
+    s = gx_buf_take(&b, &len);
+    cr_assert_str_eq(s, "hello");
+    cr_assert_eq(len, 5);
+    cr_assert_null(b.data);
+    cr_assert_eq(b.len, 0);
+    free(s);
+}

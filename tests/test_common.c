@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+
+#include "gx/arena.h"
+#include "gx/common.h"
+#include "gx_test.h"
+
+GX_SUITE(common);
+
+Test(common, why_prefix_keeps_the_reason)
+{
+    struct gx_why why;
+
+    gx_why_set(&why, "must be an integer");
+    gx_why_prefix(&why, "server.%s", "port");
+    cr_assert_str_eq(why.text, "server.port: must be an integer");
+}
+
+Test(common, why_prefix_truncates_without_overflow)
+{
+    struct gx_why why;
+    char longkey[400];
+
+    memset(longkey, 'k', sizeof(longkey) - 1);
+    longkey[sizeof(longkey) - 1] = '\0';
+    gx_why_set(&why, "%s", longkey);
+    gx_why_prefix(&why, "%s", longkey);
+    cr_assert_lt(strlen(why.text), sizeof(why.text));
+}
+
+Test(common, every_error_has_a_message)
+{
+    for (int e = GX_EIO; e <= GX_OK; e++)
+        cr_assert_str_neq(gx_strerror((enum gx_err)e), "unknown error");
+}
+
+Test(common, read_file_reports_missing_and_too_big)
+{
+    char *data = NULL;
+    size_t len = 0;
+
+    cr_assert_eq(gx_read_file("/nonexistent/x", 10, &data, &len), GX_ENOTFOUND);
+    cr_assert_eq(gx_read_file(GX_FIXTURES "/nodelist.json", 10, &data, &len), GX_ETOOBIG);
+    cr_assert_null(data);
+    cr_assert_eq(gx_read_file(GX_FIXTURES "/prom-query-empty.json", 1 << 20, &data, &len), GX_OK);
+    cr_assert_eq(strlen(data), len);
+    free(data);
+}
+
+Test(common, arena_strings_and_big_blocks)
+{
+    struct gx_arena a;
+    char *s, *big;
+
+    gx_arena_init(&a, 128);
+    s = gx_arena_strdup(&a, "gpu-node-a");
+    big = gx_arena_alloc(&a, 10000);
+    cr_assert_not_null(big);
+    memset(big, 'x', 10000);
+    cr_assert_str_eq(s, "gpu-node-a");
+    cr_assert_str_eq(gx_arena_strndup(&a, "abcdef", 3), "abc");
+    cr_assert_null(gx_arena_strdup(&a, NULL));
+    cr_assert_geq(a.total, 10000);
+    gx_arena_release(&a);
+}

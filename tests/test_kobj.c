@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_kobj.c - Pod, Node, lists and watch events decoded from JSON. */
+#include "gx_test.h"
+
+#include <string.h>
+
+#include "gx/kobj.h"
+
+GX_SUITE(kobj);
+
+#define DEPTH 64
+
+static struct gx_arena arena;
+
+static void
+setup(void)
+{
+    gx_arena_init(&arena, 0);
+}
+
+static void
+teardown(void)
+{
+    gx_arena_release(&arena);
+}
+
+/* An exact-length heap copy of @s, without a NUL, so ASan catches over-reads. */
+static char *
+unterminated(const char *s, size_t len)
+{
+    char *p = malloc(len != 0 ? len : 1);
+
+    cr_assert_not_null(p);
+    memcpy(p, s, len);
+    return p;
+}
+
+static enum gx_err
+decode_pod(const char *json, struct gx_pod *pod, struct gx_why *why)
+{
+    size_t len = strlen(json);
+    char *buf = unterminated(json, len);
+    enum gx_err rc = gx_kobj_decode_pod(buf, len, DEPTH, &arena, pod, why);
+
+    free(buf);
+    return rc;
+}
+
+static enum gx_err
+decode_node(const char *json, struct gx_node_info *node, struct gx_why *why)
+{
+    size_t len = strlen(json);
+    char *buf = unterminated(json, len);
+    enum gx_err rc = gx_kobj_decode_node(buf, len, DEPTH, &arena, node, why);
+
+    free(buf);
+    return rc;
+}
+
+static enum gx_err
+decode_event(const char *json, enum gx_kind kind, struct gx_watch_event *ev, struct gx_why *why)
+{
+    size_t len = strlen(json);
+    char *buf = unterminated(json, len);
+    enum gx_err rc = gx_kobj_decode_event(buf, len, kind, DEPTH, &arena, ev, why);
+
+    free(buf);
+    return rc;
+}
+
+static const struct gx_node_info *
+find_node(const struct gx_node_info *nodes, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].name, name) == 0)
+            return &nodes[i];
+    }
+    cr_assert_fail("node %s not found", name);
+    return NULL;
+}
+
+Test(kobj, decodes_nodelist_fixture, .init = setup, .fini = teardown)
+{
+    size_t len, n = 0;
+    char *text = gx_fixture("nodelist.json", &len);
+    char *buf = unterminated(text, len);
+    struct gx_node_info *nodes = NULL;
+    const char *rv = NULL;
+    struct gx_why why = {{0}};
+    const struct gx_node_info *a, *b, *c, *d;
+
+    cr_assert_eq(gx_kobj_decode_node_list(buf, len, DEPTH, &arena, &nodes, &n, &rv, &why), GX_OK,
+                 "%s", why.text);
+    free(buf);
+    free(text);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(rv, "48213402");
+    cr_assert_str_eq(nodes[0].name, "gpu-node-a");
+    cr_assert_str_eq(nodes[1].name, "gpu-node-b");
+    cr_assert_str_eq(nodes[2].name, "gpu-node-c");
+    cr_assert_str_eq(nodes[3].name, "cpu-node-d");
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(nodes[i].ready, "%s ready", nodes[i].name);
+        cr_assert_not(nodes[i].unschedulable);
+        cr_assert_gt(nodes[i].n_labels, 50);
+        for (size_t j = 1; j < nodes[i].n_labels; j++)
+            cr_assert_lt(strcmp(nodes[i].labels[j - 1].key, nodes[i].labels[j].key), 0,
+                         "%s labels not sorted at %zu", nodes[i].name, j);
+    }
+    a = find_node(nodes, n, "gpu-node-a");
+    b = find_node(nodes, n, "gpu-node-b");
+    c = find_node(nodes, n, "gpu-node-c");
+    d = find_node(nodes, n, "cpu-node-d");
+    cr_assert_eq(a->n_labels, 98);
+    cr_assert_str_eq(a->labels[0].key, "beta.kubernetes.io/arch");
+    cr_assert_str_eq(a->resource_version, "48213120");
+    cr_assert_str_eq(gx_kv_get(c->labels, c->n_labels, "nvidia.com/gpu.replicas"), "4");
+    cr_assert_str_eq(gx_kv_get(a->labels, a->n_labels, "nvidia.com/gpu.product"),
+                     "NVIDIA-GeForce-RTX-4090");
+    cr_assert_str_eq(gx_kv_get(b->allocatable, b->n_allocatable, "nvidia.com/gpu"), "8");
+    cr_assert_str_eq(gx_kv_get(a->allocatable, a->n_allocatable, "nvidia.com/gpu"), "2");
+    cr_assert_str_eq(gx_kv_get(a->capacity, a->n_capacity, "memory"), "263855160Ki");
+    cr_assert_eq(a->n_taints, 1);
+    cr_assert_str_eq(a->taints[0].key, "nvidia.com/gpu");
+    cr_assert_str_eq(a->taints[0].value, "present");
+    cr_assert_str_eq(a->taints[0].effect, "NoSchedule");
+    cr_assert_eq(d->n_taints, 0);
+    cr_assert_null(gx_kv_get(d->allocatable, d->n_allocatable, "nvidia.com/gpu"));
+    cr_assert_null(gx_kv_get(d->labels, d->n_labels, "nvidia.com/gpu.replicas"));
+}
+
+Test(kobj, decodes_gpu_pod_fixture, .init = setup, .fini = teardown)
+{
+    size_t len;
+    char *text = gx_fixture("pod-gpu.json", &len);
+    char *buf = unterminated(text, len);
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_pod(buf, len, DEPTH, &arena, &pod, &why), GX_OK, "%s", why.text);
+    free(buf);
+    free(text);
+    cr_assert_str_eq(pod.name, "llm-eval-job-8f4kq");
+    cr_assert_str_eq(pod.namespace, "ml-research");
+    cr_assert_str_eq(pod.uid, "0f3c7a92-5e1b-4d68-a4c9-7b2e8d1f6a05");
+    cr_assert_str_eq(pod.resource_version, "48213395");
+    cr_assert_str_eq(pod.phase, "Pending");
+    cr_assert_null(pod.node_name);
+    cr_assert_not(pod.deleting);
+    cr_assert_eq(pod.n_labels, 5);
+    cr_assert_str_eq(gx_kv_get(pod.labels, pod.n_labels, "job-name"), "llm-eval-job");
+    cr_assert_eq(pod.n_annotations, 0);
+    cr_assert_eq(pod.n_init_containers, 0);
+    cr_assert_eq(pod.n_containers, 1);
+    cr_assert_str_eq(pod.containers[0].name, "eval");
+    cr_assert_not(pod.containers[0].restartable);
+    cr_assert_eq(pod.containers[0].n_limits, 3);
+    cr_assert_str_eq(
+        gx_kv_get(pod.containers[0].limits, pod.containers[0].n_limits, "nvidia.com/gpu"), "1");
+    cr_assert_str_eq(gx_kv_get(pod.containers[0].requests, pod.containers[0].n_requests, "cpu"),
+                     "4");
+}
+
+Test(kobj, decodes_pod_fields_sidecars_and_numbers, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+    const char *json =
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\","
+        "\"resourceVersion\":\"77\",\"deletionTimestamp\":\"2026-08-24T10:15:27Z\","
+        "\"annotations\":{\"gpu-extender.io/time-slices\":\"2\"},\"labels\":null},"
+        "\"spec\":{\"nodeName\":\"gpu-node-a\",\"overhead\":{\"cpu\":\"250m\"},"
+        "\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+        "\"resources\":{\"requests\":{\"nvidia.com/gpu\":1}}},"
+        "{\"name\":\"setup\",\"restartPolicy\":\"Never\",\"resources\":{}}],"
+        "\"containers\":[{\"name\":\"main\",\"restartPolicy\":\"Always\","
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":2,\"cpu\":0.5,\"big\":1e20}}}]},"
+        "\"status\":{\"phase\":\"Running\"}}  \n";
+
+    cr_assert_eq(decode_pod(json, &pod, &why), GX_OK, "%s", why.text);
+    cr_assert_str_eq(pod.uid, "u1");
+    cr_assert_str_eq(pod.resource_version, "77");
+    cr_assert(pod.deleting);
+    cr_assert_str_eq(pod.node_name, "gpu-node-a");
+    cr_assert_str_eq(pod.phase, "Running");
+    cr_assert_eq(pod.n_labels, 0);
+    cr_assert_str_eq(gx_kv_get(pod.annotations, pod.n_annotations, "gpu-extender.io/time-slices"),
+                     "2");
+    cr_assert_str_eq(gx_kv_get(pod.overhead, pod.n_overhead, "cpu"), "250m");
+    cr_assert_eq(pod.n_init_containers, 2);
+    cr_assert(pod.init_containers[0].restartable);
+    cr_assert_not(pod.init_containers[1].restartable);
+    cr_assert_str_eq(pod.init_containers[1].name, "setup");
+    cr_assert_str_eq(gx_kv_get(pod.init_containers[0].requests,
+                               pod.init_containers[0].n_requests, "nvidia.com/gpu"),
+                     "1");
+    /* restartPolicy on an app container does not make it a sidecar. */
+    cr_assert_not(pod.containers[0].restartable);
+    cr_assert_str_eq(
+        gx_kv_get(pod.containers[0].limits, pod.containers[0].n_limits, "nvidia.com/gpu"), "2");
+    cr_assert_str_eq(gx_kv_get(pod.containers[0].limits, pod.containers[0].n_limits, "cpu"),
+                     "0.5");
+    cr_assert_str_eq(gx_kv_get(pod.containers[0].limits, pod.containers[0].n_limits, "big"),
+                     "1e+20");
+}
+
+Test(kobj, defaults_missing_pod_metadata_to_empty, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(decode_pod("{\"spec\":{\"nodeName\":\"\"}}", &pod, &why), GX_OK, "%s", why.text);
+    cr_assert_str_eq(pod.name, "");
+    cr_assert_str_eq(pod.namespace, "");
+    cr_assert_str_eq(pod.uid, "");
+    cr_assert_str_eq(pod.phase, "");
+    cr_assert_str_eq(pod.resource_version, "");
+    cr_assert_null(pod.node_name);
+    cr_assert_eq(pod.n_containers, 0);
+    cr_assert_not(pod.deleting);
+}
+
+struct type_case {
+    const char *json;
+    const char *why;
+};
+
+Test(kobj, rejects_wrong_pod_field_types_naming_the_path, .init = setup, .fini = teardown)
+{
+    static const struct type_case cases[] = {
+        {"{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\",\"resources\":"
+         "{\"limits\":[]}}]}}",
+         "spec.containers[1].resources.limits: must be an object"},
+        {"{\"metadata\":{\"name\":5}}", "metadata.name: must be a string"},
+        {"{\"metadata\":{\"uid\":{}}}", "metadata.uid: must be a string"},
+        {"{\"metadata\":{\"labels\":{\"a\":1}}}", "metadata.labels[\"a\"]: must be a string"},
+        {"{\"metadata\":{\"annotations\":\"x\"}}", "metadata.annotations: must be an object"},
+        {"{\"metadata\":{\"deletionTimestamp\":1}}", "metadata.deletionTimestamp: must be a string"},
+        {"{\"metadata\":[]}", "metadata: must be an object"},
+        {"{\"spec\":{\"containers\":{}}}", "spec.containers: must be an array"},
+        {"{\"spec\":{\"containers\":[1]}}", "spec.containers[0]: must be an object"},
+        {"{\"spec\":{\"initContainers\":[{\"restartPolicy\":true}]}}",
+         "spec.initContainers[0].restartPolicy: must be a string"},
+        {"{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":true}}}]}}",
+         "spec.containers[0].resources.requests[\"cpu\"]: must be a quantity string"},
+        {"{\"spec\":{\"containers\":[{\"resources\":7}]}}",
+         "spec.containers[0].resources: must be an object"},
+        {"{\"spec\":{\"nodeName\":false}}", "spec.nodeName: must be a string"},
+        {"{\"spec\":{\"overhead\":{\"cpu\":[]}}}",
+         "spec.overhead[\"cpu\"]: must be a quantity string"},
+        {"{\"status\":{\"phase\":1}}", "status.phase: must be a string"},
+        {"[]", "pod: must be an object"},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_pod pod = {.name = "sentinel"};
+        struct gx_why why = {{0}};
+
+        cr_assert_eq(decode_pod(cases[i].json, &pod, &why), GX_EINVAL, "%s", cases[i].json);
+        cr_assert_str_eq(why.text, cases[i].why);
+        cr_assert_str_eq(pod.name, "sentinel", "output written on error");
+    }
+}
+
+Test(kobj, rejects_wrong_node_field_types_naming_the_path, .init = setup, .fini = teardown)
+{
+    static const struct type_case cases[] = {
+        {"{\"spec\":{\"unschedulable\":\"yes\"}}", "spec.unschedulable: must be a boolean"},
+        {"{\"spec\":{\"taints\":[{\"key\":1}]}}", "spec.taints[0].key: must be a string"},
+        {"{\"spec\":{\"taints\":[\"x\"]}}", "spec.taints[0]: must be an object"},
+        {"{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":true}]}}",
+         "status.conditions[0].status: must be a string"},
+        {"{\"status\":{\"allocatable\":{\"nvidia.com/gpu\":null}}}",
+         "status.allocatable[\"nvidia.com/gpu\"]: must be a quantity string"},
+        {"{\"status\":{\"capacity\":[]}}", "status.capacity: must be an object"},
+        {"{\"metadata\":{\"labels\":{\"k\":true}}}", "metadata.labels[\"k\"]: must be a string"},
+        {"\"node\"", "node: must be an object"},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_node_info node = {.name = "sentinel"};
+        struct gx_why why = {{0}};
+
+        cr_assert_eq(decode_node(cases[i].json, &node, &why), GX_EINVAL, "%s", cases[i].json);
+        cr_assert_str_eq(why.text, cases[i].why);
+        cr_assert_str_eq(node.name, "sentinel", "output written on error");
+    }
+}
+
+Test(kobj, decodes_node_readiness_and_cordon, .init = setup, .fini = teardown)
+{
+    struct gx_node_info node;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(decode_node("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"b\":\"2\",\"a\":\"1\","
+                             "\"c\":\"3\"}},\"spec\":{\"unschedulable\":true},"
+                             "\"status\":{\"capacity\":{\"nvidia.com/gpu\":4},\"conditions\":["
+                             "{\"type\":\"Ready\",\"status\":\"False\"},"
+                             "{\"type\":\"DiskPressure\",\"status\":\"True\"}]}}",
+                             &node, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_str_eq(node.name, "n1");
+    cr_assert(node.unschedulable);
+    cr_assert_not(node.ready);
+    cr_assert_eq(node.n_labels, 3);
+    cr_assert_str_eq(node.labels[0].key, "a");
+    cr_assert_str_eq(node.labels[1].key, "b");
+    cr_assert_str_eq(node.labels[2].value, "3");
+    cr_assert_str_eq(gx_kv_get(node.capacity, node.n_capacity, "nvidia.com/gpu"), "4");
+
+    cr_assert_eq(decode_node("{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                             "\"True\"}]}}",
+                             &node, &why),
+                 GX_OK);
+    cr_assert(node.ready);
+    cr_assert_not(node.unschedulable);
+    cr_assert_str_eq(node.name, "");
+
+    cr_assert_eq(decode_node("{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                             "\"Unknown\"}]}}",
+                             &node, &why),
+                 GX_OK);
+    cr_assert_not(node.ready);
+}
+
+/* {"a":[[...]]} nested to exactly @depth levels. */
+static char *
+nested(int depth)
+{
+    size_t len = (size_t)depth * 2 + 16;
+    char *s = calloc(1, len);
+    size_t p = 0;
+
+    cr_assert_not_null(s);
+    p += (size_t)snprintf(s, len, "{\"a\":");
+    for (int i = 1; i < depth; i++)
+        s[p++] = '[';
+    for (int i = 1; i < depth; i++)
+        s[p++] = ']';
+    s[p++] = '}';
+    return s;
+}
+
+Test(kobj, caps_nesting_depth, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+    char *ok = nested(DEPTH), *deep = nested(DEPTH + 1);
+
+    cr_assert_eq(gx_kobj_decode_pod(ok, strlen(ok), DEPTH, &arena, &pod, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_eq(gx_kobj_decode_pod(deep, strlen(deep), DEPTH, &arena, &pod, &why), GX_ETOOBIG);
+    cr_assert_str_eq(why.text, "JSON nested deeper than 64 levels");
+    free(ok);
+    free(deep);
+
+    /* Brackets inside strings (with escaped quotes) do not count. */
+    cr_assert_eq(gx_kobj_decode_pod("{\"metadata\":{\"name\":\"[[[\\\"[[[{{{\"}}", 38, 2, &arena,
+                                    &pod, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_str_eq(pod.name, "[[[\"[[[{{{");
+}
+
+Test(kobj, rejects_malformed_json, .init = setup, .fini = teardown)
+{
+    static const char *const bad[] = {"", "{", "{\"a\":}", "{} x", "{}{}", "nul", "{\"a\":1,}"};
+    struct gx_pod pod;
+    struct gx_node_info node;
+    struct gx_why why = {{0}};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(bad); i++) {
+        cr_assert_eq(decode_pod(bad[i], &pod, &why), GX_EPARSE, "\"%s\"", bad[i]);
+        cr_assert_eq(decode_node(bad[i], &node, &why), GX_EPARSE, "\"%s\"", bad[i]);
+    }
+    cr_assert_eq(decode_pod("{} x", &pod, &why), GX_EPARSE);
+    cr_assert_str_eq(why.text, "trailing data after JSON at offset 3");
+    /* A NUL inside the buffer is not the end of the document. */
+    cr_assert_eq(gx_kobj_decode_pod("{}\0{}", 5, DEPTH, &arena, &pod, &why), GX_EPARSE);
+}
+
+Test(kobj, decodes_pod_list, .init = setup, .fini = teardown)
+{
+    const char *json = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"900\"},"
+                       "\"items\":[{\"metadata\":{\"name\":\"a\",\"uid\":\"ua\"}},"
+                       "{\"metadata\":{\"name\":\"b\",\"uid\":\"ub\"},"
+                       "\"spec\":{\"nodeName\":\"gpu-node-b\"},\"status\":{\"phase\":\"Running\"}}]}";
+    size_t len = strlen(json), n = 0;
+    char *buf = unterminated(json, len);
+    struct gx_pod *pods = NULL;
+    const char *rv = NULL;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_pod_list(buf, len, DEPTH, &arena, &pods, &n, &rv, &why), GX_OK,
+                 "%s", why.text);
+    free(buf);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(rv, "900");
+    cr_assert_str_eq(pods[0].uid, "ua");
+    cr_assert_null(pods[0].node_name);
+    cr_assert_str_eq(pods[1].name, "b");
+    cr_assert_str_eq(pods[1].node_name, "gpu-node-b");
+    cr_assert_str_eq(pods[1].phase, "Running");
+}
+
+Test(kobj, decodes_empty_lists_and_names_item_paths, .init = setup, .fini = teardown)
+{
+    struct gx_pod *pods = (struct gx_pod *)1;
+    struct gx_node_info *nodes = NULL;
+    const char *rv = "unset";
+    size_t n = 99;
+    struct gx_why why = {{0}};
+    const char *bad = "{\"items\":[{},{\"metadata\":[]}]}";
+
+    cr_assert_eq(gx_kobj_decode_pod_list("{\"items\":[]}", 12, DEPTH, &arena, &pods, &n, &rv, &why),
+                 GX_OK);
+    cr_assert_eq(n, 0);
+    cr_assert_null(rv);
+    cr_assert_eq(gx_kobj_decode_node_list("{}", 2, DEPTH, &arena, &nodes, &n, NULL, &why), GX_OK);
+    cr_assert_eq(n, 0);
+
+    n = 99;
+    cr_assert_eq(
+        gx_kobj_decode_node_list(bad, strlen(bad), DEPTH, &arena, &nodes, &n, &rv, &why),
+        GX_EINVAL);
+    cr_assert_str_eq(why.text, "items[1].metadata: must be an object");
+    cr_assert_eq(n, 99);
+    cr_assert_eq(gx_kobj_decode_pod_list("{\"items\":{}}", 12, DEPTH, &arena, &pods, &n, &rv, &why),
+                 GX_EINVAL);
+    cr_assert_str_eq(why.text, "items: must be an array");
+}
+
+Test(kobj, decodes_watch_events_of_each_type, .init = setup, .fini = teardown)
+{
+    struct gx_watch_event ev;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(decode_event("{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":"
+                              "{\"name\":\"n1\",\"resourceVersion\":\"10\"}}}",
+                              GX_KIND_NODE, &ev, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_eq(ev.type, GX_WATCH_ADDED);
+    cr_assert_str_eq(ev.obj.node.name, "n1");
+    cr_assert_str_eq(ev.resource_version, "10");
+
+    cr_assert_eq(decode_event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p\","
+                              "\"uid\":\"u\",\"resourceVersion\":\"11\"},\"spec\":{\"nodeName\":"
+                              "\"n1\"}}}",
+                              GX_KIND_POD, &ev, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_eq(ev.type, GX_WATCH_MODIFIED);
+    cr_assert_str_eq(ev.obj.pod.uid, "u");
+    cr_assert_str_eq(ev.obj.pod.node_name, "n1");
+    cr_assert_str_eq(ev.resource_version, "11");
+
+    cr_assert_eq(decode_event("{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"p\","
+                              "\"resourceVersion\":\"12\",\"deletionTimestamp\":\"t\"}}}",
+                              GX_KIND_POD, &ev, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_eq(ev.type, GX_WATCH_DELETED);
+    cr_assert(ev.obj.pod.deleting);
+    cr_assert_str_eq(ev.resource_version, "12");
+
+    cr_assert_eq(decode_event("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":"
+                              "\"v1\",\"metadata\":{\"resourceVersion\":\"12345\",\"annotations\":"
+                              "{\"k8s.io/initial-events-end\":\"true\"}}}}",
+                              GX_KIND_POD, &ev, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_eq(ev.type, GX_WATCH_BOOKMARK);
+    cr_assert_str_eq(ev.resource_version, "12345");
+    cr_assert_null(ev.obj.pod.name);
+}
+
+Test(kobj, decodes_410_error_event, .init = setup, .fini = teardown)
+{
+    struct gx_watch_event ev;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(decode_event("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
+                              "\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old "
+                              "resource version: 1 (2)\",\"reason\":\"Expired\",\"code\":410}}\n",
+                              GX_KIND_NODE, &ev, &why),
+                 GX_OK, "%s", why.text);
+    cr_assert_eq(ev.type, GX_WATCH_ERROR);
+    cr_assert_eq(ev.code, 410);
+    cr_assert_str_eq(ev.message, "too old resource version: 1 (2)");
+}
+
+Test(kobj, rejects_bad_watch_events, .init = setup, .fini = teardown)
+{
+    static const struct type_case cases[] = {
+        {"{\"type\":\"SYNC\",\"object\":{}}", "type: unknown watch event type \"SYNC\""},
+        {"{\"type\":\"added\",\"object\":{}}", "type: unknown watch event type \"added\""},
+        {"{\"type\":1,\"object\":{}}", "type: must be a string"},
+        {"{\"object\":{}}", "type: required"},
+        {"{\"type\":\"ADDED\"}", "object: required"},
+        {"{\"type\":\"ADDED\",\"object\":[]}", "object: must be an object"},
+        {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":[]}}}",
+         "object.metadata.name: must be a string"},
+        {"{\"type\":\"ERROR\",\"object\":{\"code\":\"410\"}}", "object.code: must be a number"},
+        {"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":5}}}",
+         "object.metadata.resourceVersion: must be a string"},
+        {"[]", "watch event: must be an object"},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_watch_event ev = {.code = -7};
+        struct gx_why why = {{0}};
+
+        cr_assert_eq(decode_event(cases[i].json, GX_KIND_NODE, &ev, &why), GX_EINVAL, "%s",
+                     cases[i].json);
+        cr_assert_str_eq(why.text, cases[i].why);
+        cr_assert_eq(ev.code, -7, "output written on error");
+    }
+}
+
+Test(kobj, kv_get_scans_linearly)
+{
+    static const struct gx_kv kv[] = {{"a", "1"}, {"b", "2"}, {"a", "3"}};
+
+    cr_assert_str_eq(gx_kv_get(kv, 3, "a"), "1");
+    cr_assert_str_eq(gx_kv_get(kv, 3, "b"), "2");
+    cr_assert_null(gx_kv_get(kv, 1, "b"));
+    cr_assert_null(gx_kv_get(kv, 3, "c"));
+    cr_assert_null(gx_kv_get(NULL, 0, "a"));
+}

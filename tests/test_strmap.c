@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <string.h>
+
+#include "gx/strmap.h"
+#include "gx_test.h"
+
+GX_SUITE(strmap);
+
+Test(strmap, finds_what_was_put_and_replaces_values)
+{
+    struct gx_strmap m;
+    int a = 1, b = 2;
+
+    gx_strmap_init(&m);
+    cr_assert_eq(gx_strmap_put(&m, "gpu-node-a", 10, &a), GX_OK);
+    cr_assert_eq(gx_strmap_get(&m, "gpu-node-a", 10), &a);
+    cr_assert_null(gx_strmap_get(&m, "gpu-node-b", 10));
+    cr_assert_eq(gx_strmap_put(&m, "gpu-node-a", 10, &b), GX_OK);
+    cr_assert_eq(gx_strmap_get(&m, "gpu-node-a", 10), &b);
+    cr_assert_eq(m.count, 1);
+    gx_strmap_release(&m);
+}
+
+/* Random inserts and deletes against a plain array model. */
+Test(strmap, delete_keeps_every_other_key_reachable)
+{
+    enum { N = 3000 };
+    static char keys[N][16];
+    static bool present[N];
+    struct gx_strmap m;
+    uint64_t x = 88172645463325252ULL;
+
+    gx_strmap_init(&m);
+    for (int i = 0; i < N; i++)
+        (void)snprintf(keys[i], sizeof(keys[i]), "node-%d", i);
+    for (int step = 0; step < 40000; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = (int)(x % N);
+        if (x & 1024) {
+            cr_assert_eq(gx_strmap_put(&m, keys[k], strlen(keys[k]), keys[k]), GX_OK);
+            present[k] = true;
+        } else {
+            void *v = gx_strmap_del(&m, keys[k], strlen(keys[k]));
+            cr_assert_eq(v, present[k] ? (void *)keys[k] : NULL);
+            present[k] = false;
+        }
+    }
+    size_t count = 0, pos = 0;
+    const char *key;
+    size_t klen;
+    for (int i = 0; i < N; i++) {
+        void *v = gx_strmap_get(&m, keys[i], strlen(keys[i]));
+        cr_assert_eq(v, present[i] ? (void *)keys[i] : NULL, "key %s", keys[i]);
+        count += present[i];
+    }
+    cr_assert_eq(m.count, count);
+    size_t seen = 0;
+    while (gx_strmap_next(&m, &pos, &key, &klen) != NULL)
+        seen++;
+    cr_assert_eq(seen, count);
+    gx_strmap_release(&m);
+}
