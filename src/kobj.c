@@ -12,7 +12,6 @@
 #include "gx/kobj.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +35,23 @@ sep(const char *path)
 }
 
 /*
- * Format a field path into @buf; a path longer than the buffer is cut short,
- * which only shortens an error message.
+ * Field paths for error messages: "path.key" and "path.key[i]" (no dot at
+ * the root). A path longer than the buffer is cut short, which only
+ * shortens a message.
  */
-static void path_fmt(char *buf, size_t n, const char *fmt, ...) GX_PRINTF(3, 4);
-
 static void
-path_fmt(char *buf, size_t n, const char *fmt, ...)
+sub_path(char *buf, size_t n, const char *path, const char *key)
 {
-    va_list ap;
+    if (snprintf(buf, n, "%s%s%s", path, sep(path), key) < 0)
+        buf[0] = '\0';
+}
 
-    va_start(ap, fmt);
-    (void)vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
+/* "path.key[i]"; see sub_path. */
+static void
+index_path(char *buf, size_t n, const char *path, const char *key, size_t i)
+{
+    if (snprintf(buf, n, "%s%s%s[%zu]", path, sep(path), key, i) < 0)
+        buf[0] = '\0';
 }
 
 /* Record an allocation failure; always returns GX_ENOMEM. */
@@ -187,7 +190,7 @@ get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool
         if (arr == NULL)
             return nomem(d);
     }
-    for (c = m != NULL ? m->child : NULL; c != NULL; c = c->next, i++) {
+    for (c = m != NULL ? m->child : NULL; c != NULL && i < count; c = c->next, i++) {
         const char *k = c->string != NULL ? c->string : "";
 
         if (cJSON_IsString(c)) {
@@ -231,7 +234,7 @@ decode_container(struct dec *d, const cJSON *c, const char *path, bool init,
         return rc;
     if ((rc = get_object(d, c, path, "resources", &res)) != GX_OK)
         return rc;
-    path_fmt(rp, sizeof(rp), "%s.resources", path);
+    sub_path(rp, sizeof(rp), path, "resources");
     if ((rc = get_map(d, res, rp, "requests", true, &out->requests, &out->n_requests)) != GX_OK)
         return rc;
     if ((rc = get_map(d, res, rp, "limits", true, &out->limits, &out->n_limits)) != GX_OK)
@@ -262,8 +265,8 @@ decode_containers(struct dec *d, const cJSON *spec, const char *path, const char
         if (cs == NULL)
             return nomem(d);
     }
-    for (c = arr != NULL ? arr->child : NULL; c != NULL; c = c->next, i++) {
-        path_fmt(cp, sizeof(cp), "%s%s%s[%zu]", path, sep(path), key, i);
+    for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        index_path(cp, sizeof(cp), path, key, i);
         if (!cJSON_IsObject(c)) {
             gx_why_set(d->why, "%s: must be an object", cp);
             return GX_EINVAL;
@@ -274,13 +277,6 @@ decode_containers(struct dec *d, const cJSON *spec, const char *path, const char
     *out = cs;
     *n = count;
     return GX_OK;
-}
-
-/* Build "prefix.key" into @buf. */
-static void
-sub_path(char *buf, size_t n, const char *path, const char *key)
-{
-    path_fmt(buf, n, "%s%s%s", path, sep(path), key);
 }
 
 /* Decode a Pod object @o whose own path is @path ("" at the root). */
@@ -346,13 +342,13 @@ decode_taints(struct dec *d, const cJSON *spec, const char *sp, struct gx_node_i
     if (rc != GX_OK)
         return rc;
     count = count_children(arr);
-    if (count == 0)
+    if (arr == NULL || count == 0)
         return GX_OK;
     n->taints = alloc_array(d, count, sizeof(*n->taints));
     if (n->taints == NULL)
         return nomem(d);
-    for (t = arr->child; t != NULL; t = t->next, i++) {
-        path_fmt(tp, sizeof(tp), "%s.taints[%zu]", sp, i);
+    for (t = arr->child; t != NULL && i < count; t = t->next, i++) {
+        index_path(tp, sizeof(tp), sp, "taints", i);
         if (!cJSON_IsObject(t)) {
             gx_why_set(d->why, "%s: must be an object", tp);
             return GX_EINVAL;
@@ -379,7 +375,7 @@ decode_ready(struct dec *d, const cJSON *status, const char *tp, bool *ready)
         return rc;
     *ready = false;
     for (c = arr != NULL ? arr->child : NULL; c != NULL; c = c->next, i++) {
-        path_fmt(cp, sizeof(cp), "%s.conditions[%zu]", tp, i);
+        index_path(cp, sizeof(cp), tp, "conditions", i);
         if (!cJSON_IsObject(c)) {
             gx_why_set(d->why, "%s: must be an object", cp);
             return GX_EINVAL;
@@ -592,8 +588,8 @@ gx_kobj_decode_node_list(const char *json, size_t len, int max_depth, struct gx_
         rc = nomem(&d);
         goto out;
     }
-    for (it = items != NULL ? items->child : NULL; it != NULL; it = it->next, i++) {
-        path_fmt(ip, sizeof(ip), "items[%zu]", i);
+    for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
+        index_path(ip, sizeof(ip), "", "items", i);
         if ((rc = decode_node_obj(&d, it, ip, &arr[i])) != GX_OK)
             goto out;
     }
@@ -630,8 +626,8 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
         rc = nomem(&d);
         goto out;
     }
-    for (it = items != NULL ? items->child : NULL; it != NULL; it = it->next, i++) {
-        path_fmt(ip, sizeof(ip), "items[%zu]", i);
+    for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
+        index_path(ip, sizeof(ip), "", "items", i);
         if ((rc = decode_pod_obj(&d, it, ip, &arr[i])) != GX_OK)
             goto out;
     }
@@ -645,8 +641,8 @@ out:
 }
 
 static const char *const watch_types[] = {
-    [GX_WATCH_ADDED] = "ADDED",       [GX_WATCH_MODIFIED] = "MODIFIED",
-    [GX_WATCH_DELETED] = "DELETED",   [GX_WATCH_BOOKMARK] = "BOOKMARK",
+    [GX_WATCH_ADDED] = "ADDED",     [GX_WATCH_MODIFIED] = "MODIFIED",
+    [GX_WATCH_DELETED] = "DELETED", [GX_WATCH_BOOKMARK] = "BOOKMARK",
     [GX_WATCH_ERROR] = "ERROR",
 };
 

@@ -40,8 +40,8 @@ add_i64(int64_t a, int64_t b, int64_t *out)
  * quantity fills @why naming the container and returns the quantity error.
  */
 static enum gx_err
-container_request(const struct gx_container *c, const char *kind, size_t idx,
-                  const char *resource, int64_t *out, struct gx_why *why)
+container_request(const struct gx_container *c, const char *kind, size_t idx, const char *resource,
+                  int64_t *out, struct gx_why *why)
 {
     const char *q = gx_kv_get(c->requests, c->n_requests, resource);
     const char *field = "requests";
@@ -60,7 +60,10 @@ container_request(const struct gx_container *c, const char *kind, size_t idx,
     if (rc != GX_OK) {
         gx_why_set(why, "%s[%zu] \"%.64s\": resources.%s[\"%.64s\"]: %s quantity \"%.32s\"", kind,
                    idx, c->name != NULL ? c->name : "", field, resource,
-                   rc == GX_EINVAL ? "negative" : rc == GX_ETOOBIG ? "too large" : "invalid", q);
+                   rc == GX_EINVAL    ? "negative"
+                   : rc == GX_ETOOBIG ? "too large"
+                                      : "invalid",
+                   q);
         return rc;
     }
     *out = v;
@@ -219,8 +222,7 @@ shared_annotations(const struct gx_config *cfg, const struct gx_pod *pod, struct
         return GX_EINVAL;
     }
     if (util != NULL && !parse_util(util, &r->util_pct)) {
-        gx_why_set(why, "%.64s must be a number from 0 to 100, not \"%.32s\"", cfg->ann_util,
-                   util);
+        gx_why_set(why, "%.64s must be a number from 0 to 100, not \"%.32s\"", cfg->ann_util, util);
         return GX_EINVAL;
     }
     return GX_OK;

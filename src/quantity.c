@@ -30,10 +30,9 @@ struct qty_suffix {
 };
 
 static const struct qty_suffix qty_suffixes[] = {
-    {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
-    {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
-    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
-    {"Ei", 0, 60},
+    {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
+    {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+    {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
 };
 
 static bool
@@ -121,7 +120,7 @@ digits_to_i64(const unsigned char *d, size_t n, int64_t *out)
 enum gx_err
 gx_quantity_parse(const char *s, int64_t *out)
 {
-    unsigned char d[QTY_DIGITS];
+    unsigned char d[QTY_DIGITS] = {0};
     size_t n = 0, frac = 0, len;
     const char *p = s;
     bool neg = false, any = false;
@@ -166,7 +165,7 @@ gx_quantity_parse(const char *s, int64_t *out)
         digits_double(d, &n);
     /* Strip trailing zeros so that a remaining fraction is a real one. */
     exp10 -= (long)frac;
-    while (d[n - 1] == 0) {
+    while (n > 1 && d[n - 1] == 0) {
         n--;
         exp10++;
     }

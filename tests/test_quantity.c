@@ -136,9 +136,9 @@ Test(quantity, rejects_null_and_overlong_input)
 Test(quantity, converts_bytes_to_mib_rounding_up)
 {
     static const struct qty_case mib[] = {
-        {"6Gi", GX_OK, 6144}, {"1G", GX_OK, 954},     {"1Mi", GX_OK, 1}, {"1", GX_OK, 1},
-        {"0", GX_OK, 0},      {"1048577", GX_OK, 2}, {"0.5Mi", GX_OK, 1}, {"24Gi", GX_OK, 24576},
-        {"1Ei", GX_OK, 1099511627776},
+        {"6Gi", GX_OK, 6144}, {"1G", GX_OK, 954},     {"1Mi", GX_OK, 1},
+        {"1", GX_OK, 1},      {"0", GX_OK, 0},        {"1048577", GX_OK, 2},
+        {"0.5Mi", GX_OK, 1},  {"24Gi", GX_OK, 24576}, {"1Ei", GX_OK, 1099511627776},
     };
 
     for (size_t i = 0; i < GX_ARRAY_LEN(mib); i++) {
