@@ -60,13 +60,13 @@ enum {
 struct kspec {
     const char *path; /* dotted; element rows are "<array>[].<key>" */
     enum ktype type;
+    unsigned flags;           /* F_* */
     size_t off;               /* field offset in struct gx_config (or the element struct) */
     size_t off_n;             /* count offset for lists */
     double min, max;          /* numeric range (inclusive), also for list elements */
     double def;               /* numeric/bool default */
     const char *defs;         /* string default */
     const char *const *names; /* K_ENUM names; K_STR_LIST default (NULL-terminated) */
-    unsigned flags;
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
@@ -83,30 +83,31 @@ _Static_assert(sizeof(enum gx_rule_op) == sizeof(int), "enum stored as int");
 _Static_assert(GX_LOG_ERROR == 3 && GX_OP_LT == 5 && GX_POLICY_SPREAD == 1 && GX_STALE_REJECT == 1,
                "name tables follow the enums");
 
+/* clang-format off */
 #define OFF(f) offsetof(struct gx_config, f)
 #define ROFF(f) offsetof(struct gx_label_rule, f)
 
-#define STR(p, f, d, fl)                                                                           \
-    {                                                                                              \
-        p, K_STR, OFF(f), 0, 0, 0, 0, d, NULL, fl                                                  \
-    }
-#define INT(p, f, lo, hi, d, fl)                                                                   \
-    {                                                                                              \
-        p, K_INT, OFF(f), 0, lo, hi, d, NULL, NULL, fl                                             \
-    }
-#define DBL(p, f, lo, hi, d, fl)                                                                   \
-    {                                                                                              \
-        p, K_DOUBLE, OFF(f), 0, lo, hi, d, NULL, NULL, fl                                          \
-    }
-#define BOOL(p, f, d, fl)                                                                          \
-    {                                                                                              \
-        p, K_BOOL, OFF(f), 0, 0, 1, d, NULL, NULL, fl                                              \
-    }
-#define ENUM(p, f, names, d, fl)                                                                   \
-    {                                                                                              \
-        p, K_ENUM, OFF(f), 0, 0, 0, d, NULL, names, fl                                             \
-    }
+/* Row makers: path, field, [range], default, flags. Lists keep their count in n_<field>. */
+#define STR(p, f, d, fl) {.path = (p), .type = K_STR, .off = OFF(f), .defs = (d), .flags = (fl)}
+#define INT(p, f, lo, hi, d, fl) \
+    {.path = (p), .type = K_INT, .off = OFF(f), .min = (lo), .max = (hi), .def = (d), \
+     .flags = (fl)}
+#define NUM(p, t, f, lo, hi, d) \
+    {.path = (p), .type = (t), .off = OFF(f), .min = (lo), .max = (hi), .def = (d)}
+#define BOOL(p, f, d) {.path = (p), .type = K_BOOL, .off = OFF(f), .def = (d)}
+#define ENUM(p, f, nm, d) {.path = (p), .type = K_ENUM, .off = OFF(f), .names = (nm), .def = (d)}
+#define LIST(p, t, f, lo, hi, dl, fl) \
+    {.path = (p), .type = (t), .off = OFF(f), .off_n = OFF(n_##f), .min = (lo), .max = (hi), \
+     .names = (dl), .flags = (fl)}
+#define MNAME(sig, idx, d) \
+    STR("metrics.names." #sig, metric_names[idx], d, F_NONEMPTY | F_METRIC_NAME)
 #define MAXAGE(sig, idx) INT("metrics.max_age_s." #sig, max_age_s[idx], 1, 86400, 60, 0)
+/* Element rows of score.label_rules: offsets into struct gx_label_rule. */
+#define RULE(p, t, f, lo, hi, nm, fl) \
+    {.path = "score.label_rules[]." p, .type = (t), .off = ROFF(f), .min = (lo), .max = (hi), \
+     .names = (nm), .flags = (fl)}
+
+#define F_RPATH (F_RESTART | F_NULLABLE | F_PATH | F_NONEMPTY)
 
 /*
  * Every key. Keep docs/configuration.md in step: a test compares the two.
@@ -116,16 +117,15 @@ static const struct kspec keys_table[] = {
     STR("server.address", listen_address, "0.0.0.0", F_RESTART | F_NONEMPTY),
     INT("server.port", port, 1, 65535, 8888, F_RESTART),
     STR("server.url_prefix", url_prefix, "/gpu-extender", F_RESTART),
-    {"server.max_body_bytes", K_SIZE, OFF(max_body_bytes), 0, 1024, 1073741824.0, 67108864.0, NULL,
-     NULL, 0},
+    NUM("server.max_body_bytes", K_SIZE, max_body_bytes, 1024, 1073741824.0, 67108864.0),
     INT("server.max_json_depth", max_json_depth, 8, 512, 64, 0),
     INT("server.connection_timeout_s", connection_timeout_s, 1, 3600, 30, 0),
     INT("server.shutdown_grace_s", shutdown_grace_s, 1, 3600, 10, F_RESTART),
-    BOOL("server.debug_endpoints", debug_endpoints, 0, 0),
-    STR("server.tls_cert_file", tls_cert_file, NULL, F_RESTART | F_NULLABLE | F_PATH | F_NONEMPTY),
-    STR("server.tls_key_file", tls_key_file, NULL, F_RESTART | F_NULLABLE | F_PATH | F_NONEMPTY),
+    BOOL("server.debug_endpoints", debug_endpoints, 0),
+    STR("server.tls_cert_file", tls_cert_file, NULL, F_RPATH),
+    STR("server.tls_key_file", tls_key_file, NULL, F_RPATH),
 
-    ENUM("log.level", log_level, level_names, GX_LOG_INFO, 0),
+    ENUM("log.level", log_level, level_names, GX_LOG_INFO),
 
     STR("names.gpu_resource", res_gpu, "nvidia.com/gpu", F_NONEMPTY),
     STR("names.shared_resource", res_shared, "nvidia.com/gpu.shared", F_NONEMPTY),
@@ -137,27 +137,19 @@ static const struct kspec keys_table[] = {
     STR("names.gpu_index_annotation", ann_index, "gpu-extender.io/gpu-index", F_NONEMPTY),
     STR("names.managed_label", managed_label, "gpu-extender.io/managed", F_NONEMPTY),
 
-    STR("sources.files.nodes", nodes_file, NULL, F_RESTART | F_NULLABLE | F_PATH | F_NONEMPTY),
-    {"sources.files.metrics", K_STR_LIST, OFF(metrics_files), OFF(n_metrics_files), 0, 0, 0, NULL,
-     NULL, F_RESTART | F_PATH},
+    STR("sources.files.nodes", nodes_file, NULL, F_RPATH),
+    LIST("sources.files.metrics", K_STR_LIST, metrics_files, 0, 0, NULL, F_RESTART | F_PATH),
     INT("sources.files.refresh_s", files_refresh_s, 1, 3600, 5, F_RESTART),
 
-    {"metrics.node_labels", K_STR_LIST, OFF(node_labels), OFF(n_node_labels), 0, 0, 0, NULL,
-     default_node_labels, F_NONEMPTY},
-    BOOL("metrics.strip_port", strip_port, 0, 0),
-    STR("metrics.names.util", metric_names[GX_SIG_UTIL], "DCGM_FI_DEV_GPU_UTIL",
-        F_NONEMPTY | F_METRIC_NAME),
-    STR("metrics.names.mem_used", metric_names[GX_SIG_MEM_USED], "DCGM_FI_DEV_FB_USED",
-        F_NONEMPTY | F_METRIC_NAME),
-    STR("metrics.names.mem_free", metric_names[GX_SIG_MEM_FREE], "DCGM_FI_DEV_FB_FREE",
-        F_NONEMPTY | F_METRIC_NAME),
-    STR("metrics.names.temp", metric_names[GX_SIG_TEMP], "DCGM_FI_DEV_GPU_TEMP",
-        F_NONEMPTY | F_METRIC_NAME),
-    STR("metrics.names.power", metric_names[GX_SIG_POWER], "DCGM_FI_DEV_POWER_USAGE",
-        F_NONEMPTY | F_METRIC_NAME),
-    STR("metrics.names.xid", metric_names[GX_SIG_XID], "DCGM_FI_DEV_XID_ERRORS",
-        F_NONEMPTY | F_METRIC_NAME),
-    ENUM("metrics.on_stale", on_stale, stale_names, GX_STALE_IGNORE, 0),
+    LIST("metrics.node_labels", K_STR_LIST, node_labels, 0, 0, default_node_labels, F_NONEMPTY),
+    BOOL("metrics.strip_port", strip_port, 0),
+    MNAME(util, GX_SIG_UTIL, "DCGM_FI_DEV_GPU_UTIL"),
+    MNAME(mem_used, GX_SIG_MEM_USED, "DCGM_FI_DEV_FB_USED"),
+    MNAME(mem_free, GX_SIG_MEM_FREE, "DCGM_FI_DEV_FB_FREE"),
+    MNAME(temp, GX_SIG_TEMP, "DCGM_FI_DEV_GPU_TEMP"),
+    MNAME(power, GX_SIG_POWER, "DCGM_FI_DEV_POWER_USAGE"),
+    MNAME(xid, GX_SIG_XID, "DCGM_FI_DEV_XID_ERRORS"),
+    ENUM("metrics.on_stale", on_stale, stale_names, GX_STALE_IGNORE),
     MAXAGE(util, GX_SIG_UTIL),
     MAXAGE(mem_used, GX_SIG_MEM_USED),
     MAXAGE(mem_free, GX_SIG_MEM_FREE),
@@ -165,38 +157,34 @@ static const struct kspec keys_table[] = {
     MAXAGE(power, GX_SIG_POWER),
     MAXAGE(xid, GX_SIG_XID),
 
-    DBL("health.max_temperature_c", max_temperature_c, 0, 150, 85, 0),
-    {"health.ignored_xids", K_INT_LIST, OFF(ignored_xids), OFF(n_ignored_xids), 1, 65535, 0, NULL,
-     NULL, 0},
+    NUM("health.max_temperature_c", K_DOUBLE, max_temperature_c, 0, 150, 85),
+    LIST("health.ignored_xids", K_INT_LIST, ignored_xids, 1, 65535, NULL, 0),
 
-    DBL("filter.max_utilization_pct", max_utilization_pct, 0, 100, 90, 0),
+    NUM("filter.max_utilization_pct", K_DOUBLE, max_utilization_pct, 0, 100, 90),
 
     INT("sharing.default_slots", default_slots, 1, 64, 4, 0),
-    DBL("sharing.oversubscription", oversubscription, 1.0, 4.0, 1.0, 0),
-    {"sharing.memory_reserve_mib", K_I64, OFF(memory_reserve_mib), 0, 0, 1048576, 512, NULL, NULL,
-     0},
-    DBL("sharing.util_ceiling_pct", util_ceiling_pct, 0, 100, 100, 0),
+    NUM("sharing.oversubscription", K_DOUBLE, oversubscription, 1.0, 4.0, 1.0),
+    NUM("sharing.memory_reserve_mib", K_I64, memory_reserve_mib, 0, 1048576, 512),
+    NUM("sharing.util_ceiling_pct", K_DOUBLE, util_ceiling_pct, 0, 100, 100),
     INT("sharing.default_slices", default_slices, 1, 64, 1, 0),
-    {"sharing.product_slots", K_SLOTS, OFF(product_slots), OFF(n_product_slots), 1, 64, 0, NULL,
-     NULL, 0},
+    LIST("sharing.product_slots", K_SLOTS, product_slots, 1, 64, NULL, 0),
     INT("sharing.reservation_ttl_s", reservation_ttl_s, 1, 86400, 300, 0),
 
-    ENUM("score.policy", policy, policy_names, GX_POLICY_BINPACK, 0),
+    ENUM("score.policy", policy, policy_names, GX_POLICY_BINPACK),
     INT("score.weights.utilization", w_util, 0, 100, 4, 0),
     INT("score.weights.memory", w_memory, 0, 100, 3, 0),
     INT("score.weights.temperature", w_temp, 0, 100, 1, 0),
     INT("score.weights.labels", w_labels, 0, 100, 2, 0),
     INT("score.weights.fit", w_fit, 0, 100, 2, 0),
-    {"score.label_rules", K_RULES, OFF(label_rules), OFF(n_label_rules), 0, 0, 0, NULL, NULL, 0},
-    {"score.label_rules[].label", K_STR, ROFF(label), 0, 0, 0, 0, NULL, NULL,
-     F_NONEMPTY | F_REQUIRED},
-    {"score.label_rules[].operator", K_ENUM, ROFF(op), 0, 0, 0, GX_OP_IN, NULL, op_names,
-     F_REQUIRED},
-    {"score.label_rules[].values", K_STR_LIST, ROFF(values), ROFF(n_values), 0, 0, 0, NULL, NULL,
-     0},
-    {"score.label_rules[].weight", K_INT, ROFF(weight), 0, -100, 100, 0, NULL, NULL, F_REQUIRED},
-    BOOL("score.prefer_cpu_nodes_for_cpu_pods", prefer_cpu_nodes_for_cpu_pods, 1, 0),
+    LIST("score.label_rules", K_RULES, label_rules, 0, 0, NULL, 0),
+    RULE("label", K_STR, label, 0, 0, NULL, F_NONEMPTY | F_REQUIRED),
+    RULE("operator", K_ENUM, op, 0, 0, op_names, F_REQUIRED),
+    {.path = "score.label_rules[].values", .type = K_STR_LIST, .off = ROFF(values),
+     .off_n = ROFF(n_values)},
+    RULE("weight", K_INT, weight, -100, 100, NULL, F_REQUIRED),
+    BOOL("score.prefer_cpu_nodes_for_cpu_pods", prefer_cpu_nodes_for_cpu_pods, 1),
 };
+/* clang-format on */
 
 #define N_KEYS GX_ARRAY_LEN(keys_table)
 
@@ -219,6 +207,7 @@ struct pctx {
     struct gx_why *why;
 };
 
+/* Map a signal to its key name; "unknown" for an out-of-range value. */
 const char *
 gx_signal_name(enum gx_signal sig)
 {
@@ -234,18 +223,21 @@ field(void *base, const struct kspec *k)
     return (char *)base + k->off;
 }
 
+/* Read-only twin of field(). */
 static const void *
 cfield(const void *base, const struct kspec *k)
 {
     return (const char *)base + k->off;
 }
 
+/* Address of the element count of a list row inside @base. */
 static size_t *
 count_field(void *base, const struct kspec *k)
 {
     return (size_t *)(void *)((char *)base + k->off_n);
 }
 
+/* The element count of a list row inside a read-only @base. */
 static size_t
 ccount(const void *base, const struct kspec *k)
 {
@@ -269,6 +261,19 @@ path_below(const char *path, const char *prefix, size_t plen)
     return strncmp(path, prefix, plen) == 0 && path[plen] == '.';
 }
 
+/*
+ * True if row @k is a field of the struct at @prefix: with @prefix NULL the
+ * rows of struct gx_config, else the element rows "<prefix>.<key>".
+ */
+static bool
+row_owned_by(const struct kspec *k, const char *prefix, size_t plen)
+{
+    if (prefix == NULL)
+        return !is_elem_row(k);
+    return path_below(k->path, prefix, plen) && strchr(k->path + plen + 1, '.') == NULL;
+}
+
+/* Free @n strings and the array holding them; NULL is a no-op. */
 static void
 free_str_list(char **list, size_t n)
 {
@@ -344,14 +349,14 @@ release_rows(void *base, const char *prefix)
 
     for (size_t i = 0; i < N_KEYS; i++) {
         const struct kspec *k = &keys_table[i];
-        bool mine = prefix == NULL ? !is_elem_row(k)
-                                   : path_below(k->path, prefix, plen) &&
-                                         strchr(k->path + plen + 1, '.') == NULL;
+        bool mine = row_owned_by(k, prefix, plen);
+
         if (mine)
             release_field(base, k);
     }
 }
 
+/* Free everything the config owns through its rows, then the config itself. */
 void
 gx_config_free(struct gx_config *cfg)
 {
@@ -363,6 +368,7 @@ gx_config_free(struct gx_config *cfg)
     free(cfg);
 }
 
+/* Heap copy of @s; NULL on ENOMEM. */
 static char *
 dup_str(const char *s)
 {
@@ -402,6 +408,8 @@ apply_default(void *base, const struct kspec *k)
             char **l;
             while (k->names[n] != NULL)
                 n++;
+            if (n == 0)
+                break;
             l = calloc(n, sizeof(*l));
             if (l == NULL)
                 return GX_ENOMEM;
@@ -427,9 +435,8 @@ apply_defaults(void *base, const char *prefix)
 
     for (size_t i = 0; i < N_KEYS; i++) {
         const struct kspec *k = &keys_table[i];
-        bool mine = prefix == NULL ? !is_elem_row(k)
-                                   : path_below(k->path, prefix, plen) &&
-                                         strchr(k->path + plen + 1, '.') == NULL;
+        bool mine = row_owned_by(k, prefix, plen);
+
         if (mine && apply_default(base, k) != GX_OK)
             return GX_ENOMEM;
     }
@@ -452,6 +459,7 @@ config_new_defaults(const char *base_dir)
     return cfg;
 }
 
+/* A config with every default and base_dir "."; fails only with GX_ENOMEM. */
 enum gx_err
 gx_config_default(struct gx_config **out)
 {
@@ -573,7 +581,11 @@ parse_str_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
         gx_why_set(ctx->why, "%s: must not be empty", key);
         return GX_EINVAL;
     }
-    if (cap > 0 && (list = calloc(cap, sizeof(*list))) == NULL)
+    if (cap == 0) {
+        release_field(base, k);
+        return GX_OK;
+    }
+    if ((list = calloc(cap, sizeof(*list))) == NULL)
         return GX_ENOMEM;
     cJSON_ArrayForEach(e, v)
     {
@@ -616,7 +628,11 @@ parse_int_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
     cap = (size_t)cJSON_GetArraySize(v);
     if (too_many(cap, key, ctx->why))
         return GX_EINVAL;
-    if (cap > 0 && (list = calloc(cap, sizeof(*list))) == NULL)
+    if (cap == 0) {
+        release_field(base, k);
+        return GX_OK;
+    }
+    if ((list = calloc(cap, sizeof(*list))) == NULL)
         return GX_ENOMEM;
     cJSON_ArrayForEach(e, v)
     {
@@ -654,7 +670,11 @@ parse_slots(const cJSON *v, void *base, const struct kspec *k, const char *key,
     cap = (size_t)cJSON_GetArraySize(v);
     if (too_many(cap, key, ctx->why))
         return GX_EINVAL;
-    if (cap > 0 && (list = calloc(cap, sizeof(*list))) == NULL)
+    if (cap == 0) {
+        release_field(base, k);
+        return GX_OK;
+    }
+    if ((list = calloc(cap, sizeof(*list))) == NULL)
         return GX_ENOMEM;
     cJSON_ArrayForEach(e, v)
     {
@@ -1009,6 +1029,10 @@ why_json_position(struct gx_why *why, const char *text, size_t len, const char *
     gx_why_set(why, "not valid JSON at line %zu column %zu", line, col);
 }
 
+/*
+ * Parse @len bytes: JSON syntax first (GX_EPARSE with a line and column),
+ * then the table walk and the cross-key checks (GX_EINVAL naming the key).
+ */
 enum gx_err
 gx_config_parse(const char *text, size_t len, const char *base_dir, struct gx_config **out,
                 struct gx_why *why)
@@ -1078,6 +1102,7 @@ dir_of(const char *path)
     return gx_strndup(path, (size_t)(slash - path));
 }
 
+/* Read at most 4 MiB from @path and parse it with its directory as base_dir. */
 enum gx_err
 gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
 {
@@ -1114,6 +1139,7 @@ out:
 static const char *keys_list[N_KEYS + 1];
 static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
 
+/* Fill the key list from the table, once (see gx_config_keys). */
 static void
 keys_init(void)
 {
@@ -1122,6 +1148,7 @@ keys_init(void)
     keys_list[N_KEYS] = NULL;
 }
 
+/* The table's paths in order, NULL-terminated; thread-safe through pthread_once. */
 const char *const *
 gx_config_keys(void)
 {
@@ -1129,6 +1156,7 @@ gx_config_keys(void)
     return keys_list;
 }
 
+/* String equality where two NULLs are equal and NULL differs from any string. */
 static bool
 str_eq(const char *a, const char *b)
 {
@@ -1180,6 +1208,10 @@ field_equal(const struct gx_config *a, const struct gx_config *b, const struct k
     return false;
 }
 
+/*
+ * Compare every F_RESTART row; names that do not fit in @out are left out,
+ * but the result still says whether anything differs. This can't fail.
+ */
 bool
 gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config *b, char *out,
                                size_t n)
@@ -1223,6 +1255,7 @@ product_matches(const char *product, const char *name)
            strncmp(product, name, pl - sl) == 0;
 }
 
+/* Product entry, else replicas > 1, else default_slots; times oversubscription, at least 1. */
 int
 gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas)
 {

@@ -303,8 +303,7 @@ Test(config, out_of_range_values_name_the_key_and_range)
     expect_error("{\"sharing\":{\"default_slots\":65}}", GX_EINVAL, "sharing.default_slots");
     expect_error("{\"filter\":{\"max_utilization_pct\":101}}", GX_EINVAL,
                  "filter.max_utilization_pct");
-    expect_error("{\"health\":{\"max_temperature_c\":151}}", GX_EINVAL,
-                 "health.max_temperature_c");
+    expect_error("{\"health\":{\"max_temperature_c\":151}}", GX_EINVAL, "health.max_temperature_c");
     expect_error("{\"metrics\":{\"max_age_s\":{\"temp\":0}}}", GX_EINVAL,
                  "metrics.max_age_s.temp: must be between 1 and 86400");
     expect_error("{\"score\":{\"weights\":{\"fit\":-1}}}", GX_EINVAL, "score.weights.fit");
@@ -397,8 +396,9 @@ Test(config, label_rules_parse_and_validate)
 
 Test(config, bad_label_rules_name_the_element)
 {
-    expect_error("{\"score\":{\"label_rules\":[{\"label\":\"a\",\"operator\":\"In\",\"weight\":1}]}}",
-                 GX_EINVAL, "score.label_rules[0].values: In needs at least one value");
+    expect_error(
+        "{\"score\":{\"label_rules\":[{\"label\":\"a\",\"operator\":\"In\",\"weight\":1}]}}",
+        GX_EINVAL, "score.label_rules[0].values: In needs at least one value");
     expect_error("{\"score\":{\"label_rules\":[{\"label\":\"a\",\"operator\":\"Exists\",\"values\":"
                  "[\"x\"],\"weight\":1}]}}",
                  GX_EINVAL, "score.label_rules[0].values: Exists takes no values");
@@ -411,12 +411,13 @@ Test(config, bad_label_rules_name_the_element)
     expect_error("{\"score\":{\"label_rules\":[{\"label\":\"b\",\"operator\":\"Exists\",\"weight\":"
                  "101}]}}",
                  GX_EINVAL, "score.label_rules[0].weight: must be between -100 and 100");
-    expect_error("{\"score\":{\"label_rules\":[{\"label\":\"b\",\"operator\":\"gt\",\"weight\":1}]}}",
-                 GX_EINVAL, "score.label_rules[0].operator: must be one of In, NotIn");
+    expect_error(
+        "{\"score\":{\"label_rules\":[{\"label\":\"b\",\"operator\":\"gt\",\"weight\":1}]}}",
+        GX_EINVAL, "score.label_rules[0].operator: must be one of In, NotIn");
     expect_error("{\"score\":{\"label_rules\":[{\"label\":\"b\",\"weight\":1}]}}", GX_EINVAL,
                  "score.label_rules[0].operator: is required");
-    expect_error("{\"score\":{\"label_rules\":[{\"operator\":\"Exists\",\"weight\":1}]}}", GX_EINVAL,
-                 "score.label_rules[0].label: is required");
+    expect_error("{\"score\":{\"label_rules\":[{\"operator\":\"Exists\",\"weight\":1}]}}",
+                 GX_EINVAL, "score.label_rules[0].label: is required");
     expect_error("{\"score\":{\"label_rules\":[{\"label\":\"b\",\"operator\":\"Exists\"}]}}",
                  GX_EINVAL, "score.label_rules[0].weight: is required");
     expect_error("{\"score\":{\"label_rules\":[{\"label\":\"b\",\"operator\":\"Exists\",\"weight\":"
@@ -474,11 +475,11 @@ Test(config, card_slots_scale_by_oversubscription_with_floor)
 Test(config, restart_diff_lists_only_restart_keys)
 {
     struct gx_config *a = parse_ok("{}");
-    struct gx_config *b = parse_ok(
-        "{\"server\":{\"port\":9000,\"max_body_bytes\":2048,\"debug_endpoints\":true,"
-        "\"connection_timeout_s\":5,\"max_json_depth\":16},"
-        "\"sources\":{\"files\":{\"metrics\":[\"m.prom\"]}},\"log\":{\"level\":\"warn\"},"
-        "\"score\":{\"policy\":\"spread\"}}");
+    struct gx_config *b =
+        parse_ok("{\"server\":{\"port\":9000,\"max_body_bytes\":2048,\"debug_endpoints\":true,"
+                 "\"connection_timeout_s\":5,\"max_json_depth\":16},"
+                 "\"sources\":{\"files\":{\"metrics\":[\"m.prom\"]}},\"log\":{\"level\":\"warn\"},"
+                 "\"score\":{\"policy\":\"spread\"}}");
     struct gx_config *c = parse_ok("{\"log\":{\"level\":\"error\"},\"filter\":"
                                    "{\"max_utilization_pct\":50}}");
     char out[128];

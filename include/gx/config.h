@@ -51,7 +51,8 @@ struct gx_product_slots {
 };
 
 struct gx_config {
-    /* server: restart-only except max_body_bytes and max_json_depth */
+    /* server: restart-only except max_body_bytes, max_json_depth,
+     * connection_timeout_s and debug_endpoints (docs/configuration.md) */
     char *listen_address;  /* "0.0.0.0" */
     int port;              /* 8888 */
     char *url_prefix;      /* "/gpu-extender" (no trailing slash, may be "") */
@@ -113,6 +114,31 @@ struct gx_config {
     struct gx_label_rule *label_rules;
     size_t n_label_rules;
     bool prefer_cpu_nodes_for_cpu_pods; /* true */
+
+    /* prometheus: the live metric source (prom_url NULL: none) */
+    char *prom_url;                   /* e.g. "http://prometheus:9090" */
+    int prom_interval_s;              /* refresh period, 5 */
+    int prom_timeout_s;               /* per query, 3 */
+    char *prom_queries[GX_SIG_COUNT]; /* PromQL per signal; "" disables a signal */
+    char *prom_bearer_token_file;     /* re-read every round (rotation) */
+    char *prom_basic_user;
+    char *prom_basic_password_file;
+    char *prom_ca_file;
+    bool prom_insecure;
+    size_t prom_max_response_bytes;   /* 256 MiB */
+
+    /* kubernetes: nodes and managed pods by list+watch (kube_enabled false: files) */
+    bool kube_enabled;
+    char *kube_url;            /* NULL: in-cluster (KUBERNETES_SERVICE_HOST/PORT) */
+    char *kube_token_file;     /* re-read when it changes; NULL: none */
+    char *kube_ca_file;
+    bool kube_insecure;
+    char *kube_node_selector;  /* label selector for nodes, NULL: all */
+    char *kube_namespace;      /* where the ledger Leases live */
+    int kube_timeout_s;        /* lists and writes, 10 */
+    int kube_watch_timeout_s;  /* server-side timeoutSeconds of a watch, 300 */
+    size_t kube_max_event_bytes; /* one watch event line, 16 MiB */
+    size_t kube_max_list_bytes;  /* one list response, 1 GiB */
 
     /* bookkeeping */
     char *path;        /* file it came from, NULL if from a string */
