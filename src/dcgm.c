@@ -32,7 +32,7 @@ struct mcard_meta {
 
 struct mnode {
     char *name;
-    struct gx_mcard *cards; /* n entries, cap allocated */
+    struct gx_mcard *cards;  /* n entries, cap allocated */
     struct mcard_meta *meta; /* parallel to cards */
     size_t n, cap;
 };
@@ -69,9 +69,13 @@ gx_dcgm_signal_of(const struct gx_config *cfg, const char *name, enum gx_signal 
 static const char *
 label(const struct gx_series *s, const char *key)
 {
-    const char *v = gx_kv_get(s->labels, s->n_labels, key);
-
-    return v != NULL && v[0] != '\0' ? v : NULL;
+    for (size_t i = 0; i < s->n_labels; i++) {
+        if (strcmp(s->labels[i].key, key) == 0) {
+            const char *v = s->labels[i].value;
+            return v != NULL && v[0] != '\0' ? v : NULL;
+        }
+    }
+    return NULL;
 }
 
 /*
@@ -141,7 +145,7 @@ bool
 gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct gx_series *s,
             int64_t default_at_ms, struct gx_card_sample *out)
 {
-    const char *node = NULL, *uuid, *pod, *container;
+    const char *node = NULL, *uuid, *pod;
     size_t node_len = 0;
     int gpu;
 
@@ -164,8 +168,9 @@ gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct gx_ser
 
     pod = label(s, "exported_pod");
     if (pod == NULL) {
+        const char *container = label(s, "container");
+
         pod = label(s, "pod");
-        container = label(s, "container");
         if (pod != NULL && container != NULL &&
             (strcmp(container, "nvidia-dcgm-exporter") == 0 ||
              strcmp(container, "dcgm-exporter") == 0))
@@ -182,7 +187,6 @@ gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct gx_ser
     out->value = s->value;
     out->at_ms = s->ts_ms != 0 ? s->ts_ms : default_at_ms;
     out->pod = pod;
-    out->pci_bus_id = label(s, "pci_bus_id");
     return true;
 }
 
@@ -364,9 +368,12 @@ set_str(char **dst, const char *src)
     return GX_OK;
 }
 
-/* Record @s under the latest open replacement of its signal. GX_EINVAL, GX_ENOMEM. */
-enum gx_err
-gx_mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s)
+/*
+ * Record @s (and the card's PCI bus id @pci, NULL = keep the known one) under
+ * the latest open replacement of its signal. GX_EINVAL, GX_ENOMEM.
+ */
+static enum gx_err
+mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s, const char *pci)
 {
     const struct open_rep *r = NULL;
     struct mnode *mn;
@@ -402,7 +409,7 @@ gx_mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s)
         return rc;
     if ((rc = set_str(&c->pod, s->pod)) != GX_OK)
         return rc;
-    if (s->pci_bus_id != NULL && (rc = set_str(&c->pci_bus_id, s->pci_bus_id)) != GX_OK)
+    if (pci != NULL && (rc = set_str(&c->pci_bus_id, pci)) != GX_OK)
         return rc;
     if (s->gpu >= 0)
         c->gpu = s->gpu;
@@ -411,6 +418,13 @@ gx_mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s)
     mn->meta[i].source[s->sig] = r->source;
     mn->meta[i].gen[s->sig] = r->gen;
     return GX_OK;
+}
+
+/* Record @s under the latest open replacement of its signal. GX_EINVAL, GX_ENOMEM. */
+enum gx_err
+gx_mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s)
+{
+    return mstore_put(ms, s, NULL);
 }
 
 /* True when no value of @c is known any more. */
@@ -485,12 +499,18 @@ gx_mstore_cards(const struct gx_mstore *ms, const char *node, size_t *n)
     return mn->cards;
 }
 
+/* One sample of a page with its card's PCI bus id (kept for the NUMA guess). */
+struct page_sample {
+    struct gx_card_sample cs;
+    const char *pci; /* NULL when the series has no pci_bus_id */
+};
+
 /* Samples of one page, collected before the store is touched. */
 struct page_ctx {
     const struct gx_config *cfg;
     int64_t now_ms;
     struct gx_arena arena; /* copies of the samples' strings */
-    struct gx_card_sample *samples;
+    struct page_sample *samples;
     size_t n, cap;
 };
 
@@ -515,6 +535,7 @@ page_series_cb(void *ctx, const struct gx_series *s)
 {
     struct page_ctx *pc = ctx;
     struct gx_card_sample cs;
+    const char *pci;
     enum gx_signal sig;
 
     if (!gx_dcgm_signal_of(pc->cfg, s->name, &sig))
@@ -523,18 +544,21 @@ page_series_cb(void *ctx, const struct gx_series *s)
         return GX_OK;
     if (pc->n == pc->cap) {
         size_t ncap = pc->cap ? pc->cap * 2 : 64;
-        struct gx_card_sample *ns = realloc(pc->samples, ncap * sizeof(*ns));
+        struct page_sample *ns = realloc(pc->samples, ncap * sizeof(*ns));
         if (ns == NULL)
             return GX_ENOMEM;
         pc->samples = ns;
         pc->cap = ncap;
     }
+    pci = label(s, "pci_bus_id");
     if (!page_copy(pc, &cs.node, cs.node_len) ||
         (cs.uuid != NULL && !page_copy(pc, &cs.uuid, strlen(cs.uuid))) ||
         (cs.pod != NULL && !page_copy(pc, &cs.pod, strlen(cs.pod))) ||
-        (cs.pci_bus_id != NULL && !page_copy(pc, &cs.pci_bus_id, strlen(cs.pci_bus_id))))
+        (pci != NULL && !page_copy(pc, &pci, strlen(pci))))
         return GX_ENOMEM;
-    pc->samples[pc->n++] = cs;
+    pc->samples[pc->n].cs = cs;
+    pc->samples[pc->n].pci = pci;
+    pc->n++;
     return GX_OK;
 }
 
@@ -544,8 +568,8 @@ page_series_cb(void *ctx, const struct gx_series *s)
  * N: reason" in @why). On GX_ENOMEM some values may be updated, none forgotten.
  */
 enum gx_err
-gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int source,
-                    const char *text, size_t len, int64_t now_ms, struct gx_why *why)
+gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *text,
+                    size_t len, int64_t now_ms, struct gx_why *why)
 {
     struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
     enum gx_err rc;
@@ -563,7 +587,7 @@ gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int sourc
             gx_mstore_begin(ms, source, (enum gx_signal)k);
     }
     for (size_t i = 0; i < pc.n; i++) {
-        rc = gx_mstore_put(ms, &pc.samples[i]);
+        rc = mstore_put(ms, &pc.samples[i].cs, pc.samples[i].pci);
         if (rc != GX_OK) {
             gx_why_set(why, "storing samples: %s", gx_strerror(rc));
             mstore_abort(ms);

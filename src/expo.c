@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,11 +327,10 @@ parse_labels(struct line *l, const char **name, struct gx_kv *labels, size_t *n_
  * holds at least 2 * line length + 16 bytes). Returns an error reason or NULL.
  */
 static const char *
-parse_line(const char *p, const char *end, char *scratch, struct gx_kv *labels,
-           struct gx_series *s)
+parse_line(const char *p, const char *end, char *scratch, struct gx_kv *labels, struct gx_series *s)
 {
     struct line l = {.p = p, .end = end, .out = scratch};
-    const char *name = NULL, *tok, *reason;
+    const char *name = NULL, *tok;
     size_t n_labels = 0, tlen;
     double value;
     int64_t ts = 0;
@@ -345,6 +345,8 @@ parse_line(const char *p, const char *end, char *scratch, struct gx_kv *labels,
         return "invalid metric name";
     }
     if (l.p < l.end && *l.p == '{') {
+        const char *reason;
+
         l.p++;
         reason = parse_labels(&l, &name, labels, &n_labels);
         if (reason != NULL)
@@ -424,8 +426,13 @@ gx_expo_parse(const char *text, size_t len, gx_series_cb cb, void *ctx, struct g
             continue;
         }
         /* Unescaped strings never outgrow their source; 2x leaves room for NULs. */
+        if ((size_t)(le - p) > (SIZE_MAX - 16) / 2) {
+            gx_why_set(why, "line %zu: line too long", lineno);
+            rc = GX_ETOOBIG;
+            goto out;
+        }
         need = 2 * (size_t)(le - p) + 16;
-        if (need > cap) {
+        if (scratch == NULL || need > cap) {
             size_t ncap = cap * 2 > need ? cap * 2 : need;
             free(scratch);
             scratch = malloc(ncap);

@@ -59,8 +59,13 @@ allocatable(const struct gx_node_info *ni, const char *res, int64_t *out)
 
     if (res == NULL)
         return false;
-    q = gx_kv_get(ni->allocatable, ni->n_allocatable, res);
-    return q != NULL && gx_quantity_parse(q, out) == GX_OK;
+    for (size_t i = 0; i < ni->n_allocatable; i++) {
+        if (ni->allocatable[i].key != NULL && strcmp(ni->allocatable[i].key, res) == 0) {
+            q = ni->allocatable[i].value;
+            return q != NULL && gx_quantity_parse(q, out) == GX_OK;
+        }
+    }
+    return false;
 }
 
 /*
@@ -234,12 +239,11 @@ build_node(const struct gx_config *cfg, struct gx_arena *a, const struct gx_node
         node->gpu_memory_mib = n;
 
     v = gx_node_label(node, LABEL_SHARING);
-    if (v != NULL && strcmp(v, "time-slicing") == 0)
+    /* Replicas without a strategy label: a device plugin older than the label. */
+    if ((v != NULL && strcmp(v, "time-slicing") == 0) || (v == NULL && replicas > 1))
         node->sharing = GX_SHARING_TIME_SLICING;
     else if (v != NULL && strcmp(v, "mps") == 0)
         node->sharing = GX_SHARING_MPS;
-    else if (v == NULL && replicas > 1)
-        node->sharing = GX_SHARING_TIME_SLICING;
     else
         node->sharing = GX_SHARING_NONE;
 

@@ -21,8 +21,8 @@ struct kept {
 };
 
 struct collect {
-    struct kept *s; /* MAX_KEEP entries */
-    size_t n;       /* samples seen (may exceed MAX_KEEP) */
+    struct kept *s;    /* MAX_KEEP entries */
+    size_t n;          /* samples seen (may exceed MAX_KEEP) */
     size_t stop_after; /* return GX_EIO after this many samples; 0 = never */
 };
 
@@ -171,8 +171,7 @@ Test(expo, unescapes_backslash_quote_and_newline)
     struct collect c = new_collect();
     struct gx_why why = {{0}};
 
-    cr_assert_eq(parse_str("m{a=\"x\\\\y\\\"z\\nw\",b=\"\"} 1\n", &c, &why), GX_OK, "%s",
-                 why.text);
+    cr_assert_eq(parse_str("m{a=\"x\\\\y\\\"z\\nw\",b=\"\"} 1\n", &c, &why), GX_OK, "%s", why.text);
     cr_assert_eq(c.n, 1);
     cr_assert_str_eq(kept_label(&c.s[0], "a"), "x\\y\"z\nw");
     cr_assert_str_eq(kept_label(&c.s[0], "b"), "");
@@ -298,8 +297,8 @@ expect_error(const char *text, const char *why_prefix)
     struct gx_why why = {{0}};
 
     cr_assert_eq(parse_str(text, &c, &why), GX_EPARSE, "input: %s", text);
-    cr_assert(strncmp(why.text, why_prefix, strlen(why_prefix)) == 0, "why '%s' for '%s'",
-              why.text, text);
+    cr_assert(strncmp(why.text, why_prefix, strlen(why_prefix)) == 0, "why '%s' for '%s'", why.text,
+              text);
     free(c.s);
 }
 

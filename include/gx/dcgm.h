@@ -23,7 +23,6 @@ struct gx_card_sample {
     double value;
     int64_t at_ms;
     const char *pod; /* "namespace/name" is not built; the pod label value or NULL */
-    const char *pci_bus_id; /* "pci_bus_id" label (e.g. "00000000:81:00.0") or NULL */
 };
 
 /** Signal whose configured family name is @name; false if none. */
@@ -38,16 +37,16 @@ bool gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct g
 
 /** Latest value and time of one signal of one card. */
 struct gx_card_value {
-    double value; /* NaN = unknown */
+    double value;  /* NaN = unknown */
     int64_t at_ms; /* 0 = never seen */
 };
 
 /** What the store knows about one card. */
 struct gx_mcard {
-    char *uuid; /* may be NULL */
-    int gpu;    /* -1 unknown */
-    char *pod;  /* workload pod label, may be NULL */
-    char *pci_bus_id; /* last "pci_bus_id" seen, may be NULL */
+    char *uuid;       /* may be NULL */
+    int gpu;          /* -1 unknown */
+    char *pod;        /* workload pod label, may be NULL */
+    char *pci_bus_id; /* "pci_bus_id" label of a page's series (gx_mstore_load_page), or NULL */
     struct gx_card_value v[GX_SIG_COUNT];
 };
 
@@ -84,13 +83,14 @@ void gx_mstore_commit(struct gx_mstore *ms);
  * Cards known for @node (array of *n, borrowed until the next change of
  * the store), or NULL with *n = 0.
  */
-const struct gx_mcard *gx_mstore_cards(const struct gx_mstore *ms, const char *node,
-                                       size_t *n);
+const struct gx_mcard *gx_mstore_cards(const struct gx_mstore *ms, const char *node, size_t *n);
 
 /**
  * Parse a whole dcgm-exporter page from file source @source and replace all
- * signals it carries (begin/put/commit for each signal). Series of families
- * not mapped to a signal are skipped.
+ * signals it carries (begin/put/commit for each configured signal, so a
+ * family missing from the page becomes unknown). Series of families not
+ * mapped to a signal are skipped. A page that fails to parse changes
+ * nothing (GX_EPARSE, "line N: reason" in @why).
  */
 enum gx_err gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int source,
                                 const char *text, size_t len, int64_t now_ms,
