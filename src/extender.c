@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * extender.c - the kube-scheduler extender wire codec (extender/v1 types).
+ *
+ * Decoding walks ExtenderArgs with the gx_json scanner: the Pod span goes to
+ * gx_kobj_decode_pod, and in full Nodes mode each NodeList item is only
+ * scanned for metadata.name while its byte span is kept, so the filter
+ * reply can echo kept nodes verbatim without ever building a tree of
+ * thousands of Node objects. Keys match case-insensitively and the last
+ * duplicate wins, as with Go's encoding/json; unknown keys are skipped.
+ *
+ * Encoding writes the exact PascalCase keys. kube-scheduler passes the
+ * Error text of filter and bind results to fmt.Errorf as a format string,
+ * so every '%' in text we author (reasons, errors) is written as
+ * " percent"; node names are copied as given (Kubernetes names cannot hold
+ * '%', and the scheduler must find them in its input set).
+ * No I/O.
+ */
+#include "gx/extender.h"
+
+#include "gx/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Written for '%' in reasons and errors. */
+#define EXT_PERCENT " percent"
+/* Reason used when a verdict rejects a node without giving one. */
+#define EXT_DEFAULT_REASON "rejected by gpu-extender"
+
+/* A growable list of nodes while decoding (copied into the arena at the end). */
+struct ext_vec {
+    struct gx_ext_node *v;
+    size_t n, cap;
+};
+
+/* Append @node; GX_ENOMEM. */
+static enum gx_err
+ext_vec_push(struct ext_vec *vec, const struct gx_ext_node *node)
+{
+    if (vec->n == vec->cap) {
+        size_t ncap = vec->cap ? vec->cap * 2 : 64;
+        struct gx_ext_node *nv;
+        if (ncap > SIZE_MAX / sizeof(*nv))
+            return GX_ENOMEM;
+        nv = realloc(vec->v, ncap * sizeof(*nv));
+        if (nv == NULL)
+            return GX_ENOMEM;
+        vec->v = nv;
+        vec->cap = ncap;
+    }
+    vec->v[vec->n++] = *node;
+    return GX_OK;
+}
+
+/* Record an out-of-memory reason and return GX_ENOMEM. */
+static enum gx_err
+ext_nomem(struct gx_why *why)
+{
+    gx_why_set(why, "out of memory decoding the request");
+    return GX_ENOMEM;
+}
+
+/*
+ * The value at the cursor has the wrong type and the caller has already put
+ * the reason in why: GX_EINVAL, unless the value is not even valid JSON
+ * (then GX_EPARSE from the scanner, whose offset says more).
+ */
+static enum gx_err
+ext_wrong_type(struct gx_json *j)
+{
+    enum gx_err rc = gx_json_skip(j);
+
+    return rc != GX_OK ? rc : GX_EINVAL;
+}
+
+/*
+ * Scan one NodeList item: keep its span and metadata.name. GX_EINVAL when it
+ * is not an object or has no non-empty metadata.name string.
+ */
+static enum gx_err
+ext_node_item(struct gx_json *j, struct gx_arena *a, size_t idx, struct gx_ext_node *out,
+              struct gx_why *why)
+{
+    struct gx_ext_node node = {0};
+    const char *key;
+    size_t klen, start;
+    enum gx_err rc = GX_OK;
+
+    if (gx_json_peek(j) != '{') {
+        gx_why_set(why, "Nodes.items[%zu] must be an object", idx);
+        return ext_wrong_type(j);
+    }
+    start = j->pos;
+    if ((rc = gx_json_enter_object(j)) != GX_OK)
+        return rc;
+    while (gx_json_next_member(j, &key, &klen, &rc)) {
+        if (!gx_json_key_is(key, klen, "metadata")) {
+            if ((rc = gx_json_skip(j)) != GX_OK)
+                return rc;
+            continue;
+        }
+        node.name = NULL;
+        if (gx_json_take_null(j))
+            continue;
+        if (gx_json_peek(j) != '{') {
+            gx_why_set(why, "Nodes.items[%zu].metadata must be an object", idx);
+            return ext_wrong_type(j);
+        }
+        if ((rc = gx_json_enter_object(j)) != GX_OK)
+            return rc;
+        while (gx_json_next_member(j, &key, &klen, &rc)) {
+            if (!gx_json_key_is(key, klen, "name")) {
+                if ((rc = gx_json_skip(j)) != GX_OK)
+                    return rc;
+                continue;
+            }
+            if (gx_json_peek(j) != '"') {
+                gx_why_set(why, "Nodes.items[%zu].metadata.name must be a string", idx);
+                return ext_wrong_type(j);
+            }
+            if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK)
+                return rc;
+        }
+        if (rc != GX_OK)
+            return rc;
+    }
+    if (rc != GX_OK)
+        return rc;
+    if (node.name == NULL || node.name_len == 0) {
+        gx_why_set(why, "Nodes.items[%zu] has no metadata.name", idx);
+        return GX_EINVAL;
+    }
+    node.item_off = start;
+    node.item_len = j->pos - start;
+    *out = node;
+    return GX_OK;
+}
+
+/* Decode a non-null "Nodes" (a NodeList) into @vec (emptied first). */
+static enum gx_err
+ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_why *why)
+{
+    const char *key;
+    size_t klen;
+    enum gx_err rc = GX_OK;
+
+    vec->n = 0;
+    if (gx_json_peek(j) != '{') {
+        gx_why_set(why, "Nodes must be a NodeList object or null");
+        return ext_wrong_type(j);
+    }
+    if ((rc = gx_json_enter_object(j)) != GX_OK)
+        return rc;
+    while (gx_json_next_member(j, &key, &klen, &rc)) {
+        size_t idx = 0;
+        if (!gx_json_key_is(key, klen, "items")) {
+            if ((rc = gx_json_skip(j)) != GX_OK)
+                return rc;
+            continue;
+        }
+        vec->n = 0;
+        if (gx_json_take_null(j))
+            continue;
+        if (gx_json_peek(j) != '[') {
+            gx_why_set(why, "Nodes.items must be an array");
+            return ext_wrong_type(j);
+        }
+        if ((rc = gx_json_enter_array(j)) != GX_OK)
+            return rc;
+        while (gx_json_next_element(j, &rc)) {
+            struct gx_ext_node node;
+            if ((rc = ext_node_item(j, a, idx, &node, why)) != GX_OK)
+                return rc;
+            if (ext_vec_push(vec, &node) != GX_OK)
+                return ext_nomem(why);
+            idx++;
+        }
+        if (rc != GX_OK)
+            return rc;
+    }
+    return rc;
+}
+
+/* Decode a non-null "NodeNames" (array of non-empty strings) into @vec (emptied first). */
+static enum gx_err
+ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_why *why)
+{
+    size_t idx = 0;
+    enum gx_err rc = GX_OK;
+
+    vec->n = 0;
+    if (gx_json_peek(j) != '[') {
+        gx_why_set(why, "NodeNames must be an array of strings or null");
+        return ext_wrong_type(j);
+    }
+    if ((rc = gx_json_enter_array(j)) != GX_OK)
+        return rc;
+    while (gx_json_next_element(j, &rc)) {
+        struct gx_ext_node node = {0};
+        if (gx_json_peek(j) != '"') {
+            gx_why_set(why, "NodeNames[%zu] must be a string", idx);
+            return ext_wrong_type(j);
+        }
+        if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK)
+            return rc;
+        if (node.name_len == 0) {
+            gx_why_set(why, "NodeNames[%zu] is empty", idx);
+            return GX_EINVAL;
+        }
+        if (ext_vec_push(vec, &node) != GX_OK)
+            return ext_nomem(why);
+        idx++;
+    }
+    return rc;
+}
+
+/*
+ * Enter the top-level object of a request. A body that is valid JSON but
+ * not an object is GX_EINVAL; anything else malformed is GX_EPARSE.
+ */
+static enum gx_err
+ext_enter_top(struct gx_json *j, const char *what, struct gx_why *why)
+{
+    if (gx_json_peek(j) == '{')
+        return gx_json_enter_object(j);
+    gx_why_set(why, "%s must be a JSON object", what);
+    return ext_wrong_type(j);
+}
+
+/* GX_EPARSE unless only whitespace follows the top-level value. */
+static enum gx_err
+ext_expect_end(struct gx_json *j, struct gx_why *why)
+{
+    if (gx_json_peek(j) != '\0' || j->pos != j->len) {
+        gx_why_set(why, "offset %zu: unexpected data after the JSON object", j->pos);
+        return GX_EPARSE;
+    }
+    return GX_OK;
+}
+
+enum gx_err
+gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_args *out,
+                   struct gx_why *why)
+{
+    struct gx_ext_args args;
+    struct ext_vec items = {0}, names = {0};
+    struct ext_vec *chosen;
+    struct gx_json j;
+    const char *key;
+    size_t klen, pod_off = 0, pod_len = 0;
+    bool pod_seen = false, pod_null = false, nodes_set = false, names_set = false;
+    enum gx_err rc = GX_OK;
+
+    memset(&args, 0, sizeof(args));
+    gx_arena_init(&args.arena, 0);
+    gx_json_init(&j, body, len, max_depth, why);
+    if ((rc = ext_enter_top(&j, "ExtenderArgs", why)) != GX_OK)
+        goto out;
+    while (gx_json_next_member(&j, &key, &klen, &rc)) {
+        if (gx_json_key_is(key, klen, "Pod")) {
+            pod_seen = true;
+            pod_null = gx_json_take_null(&j);
+            if (pod_null)
+                continue;
+            if (gx_json_peek(&j) != '{') {
+                gx_why_set(why, "Pod must be an object");
+                rc = ext_wrong_type(&j);
+                goto out;
+            }
+            pod_off = j.pos;
+            if ((rc = gx_json_skip(&j)) != GX_OK)
+                goto out;
+            pod_len = j.pos - pod_off;
+        } else if (gx_json_key_is(key, klen, "Nodes")) {
+            nodes_set = !gx_json_take_null(&j);
+            if (nodes_set && (rc = ext_nodes(&j, &args.arena, &items, why)) != GX_OK)
+                goto out;
+        } else if (gx_json_key_is(key, klen, "NodeNames")) {
+            names_set = !gx_json_take_null(&j);
+            if (names_set && (rc = ext_node_names(&j, &args.arena, &names, why)) != GX_OK)
+                goto out;
+        } else if ((rc = gx_json_skip(&j)) != GX_OK) {
+            goto out;
+        }
+    }
+    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK)
+        goto out;
+    rc = GX_EINVAL;
+    if (!pod_seen) {
+        gx_why_set(why, "Pod is missing");
+        goto out;
+    }
+    if (pod_null) {
+        gx_why_set(why, "Pod is null");
+        goto out;
+    }
+    if (nodes_set && names_set) {
+        gx_why_set(why, "both Nodes and NodeNames are set; exactly one must be non-null");
+        goto out;
+    }
+    if (!nodes_set && !names_set) {
+        gx_why_set(why, "neither Nodes nor NodeNames is set; exactly one must be non-null");
+        goto out;
+    }
+    /* The Pod sits one level inside ExtenderArgs. */
+    rc = gx_kobj_decode_pod(body + pod_off, pod_len, max_depth > 1 ? max_depth - 1 : 1, &args.arena,
+                            &args.pod, why);
+    if (rc != GX_OK) {
+        gx_why_prefix(why, "Pod");
+        goto out;
+    }
+    args.mode = nodes_set ? GX_ARGS_NODES : GX_ARGS_NAMES;
+    chosen = nodes_set ? &items : &names;
+    args.n_nodes = chosen->n;
+    if (chosen->n > 0) {
+        if (chosen->n > SIZE_MAX / sizeof(*args.nodes)) {
+            rc = ext_nomem(why);
+            goto out;
+        }
+        args.nodes = gx_arena_alloc(&args.arena, chosen->n * sizeof(*args.nodes));
+        if (args.nodes == NULL) {
+            rc = ext_nomem(why);
+            goto out;
+        }
+        memcpy(args.nodes, chosen->v, chosen->n * sizeof(*args.nodes));
+    }
+    *out = args;
+    rc = GX_OK;
+out:
+    free(items.v);
+    free(names.v);
+    if (rc != GX_OK)
+        gx_arena_release(&args.arena);
+    return rc;
+}
+
+void
+gx_ext_args_release(struct gx_ext_args *args)
+{
+    if (args == NULL)
+        return;
+    gx_arena_release(&args->arena);
+    args->nodes = NULL;
+    args->n_nodes = 0;
+}
+
+/* Append text we author as a JSON string, each '%' written as " percent". */
+static enum gx_err
+ext_add_text(struct gx_buf *b, const char *s)
+{
+    size_t n, pct = 0, o = 0;
+    enum gx_err rc;
+    char *tmp;
+
+    if (s == NULL)
+        s = "";
+    n = strlen(s);
+    for (const char *q = memchr(s, '%', n); q != NULL;
+         q = memchr(q + 1, '%', n - (size_t)(q + 1 - s)))
+        pct++;
+    if (pct == 0)
+        return gx_buf_add_json_str(b, s, n);
+    tmp = malloc(n + pct * (sizeof(EXT_PERCENT) - 2) + 1);
+    if (tmp == NULL)
+        return GX_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            memcpy(tmp + o, EXT_PERCENT, sizeof(EXT_PERCENT) - 1);
+            o += sizeof(EXT_PERCENT) - 1;
+        } else {
+            tmp[o++] = s[i];
+        }
+    }
+    rc = gx_buf_add_json_str(b, tmp, o);
+    free(tmp);
+    return rc;
+}
+
+/* Undo a failed encode: drop what was appended after @mark. */
+static void
+ext_truncate(struct gx_buf *b, size_t mark)
+{
+    if (b->data != NULL && b->len > mark) {
+        b->len = mark;
+        b->data[mark] = '\0';
+    }
+}
+
+/* Append the map of rejected nodes whose unresolvable flag is @unresolvable. */
+static enum gx_err
+ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
+               const struct gx_ext_filter_verdict *v, bool unresolvable)
+{
+    bool first = true;
+    enum gx_err rc;
+
+    if ((rc = gx_buf_add(b, "{", 1)) != GX_OK)
+        return rc;
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        const char *reason;
+        if (v[i].keep || v[i].unresolvable != unresolvable)
+            continue;
+        reason = v[i].reason != NULL && v[i].reason[0] != '\0' ? v[i].reason : EXT_DEFAULT_REASON;
+        if ((!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) ||
+            (rc = gx_buf_add_json_str(b, args->nodes[i].name, args->nodes[i].name_len)) != GX_OK ||
+            (rc = gx_buf_add(b, ":", 1)) != GX_OK || (rc = ext_add_text(b, reason)) != GX_OK)
+            return rc;
+        first = false;
+    }
+    return gx_buf_add(b, "}", 1);
+}
+
+enum gx_err
+gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_args *args,
+                     const struct gx_ext_filter_verdict *v)
+{
+    size_t mark = out->len;
+    bool first = true;
+    enum gx_err rc = GX_OK;
+
+    if (args->n_nodes > 0 && (v == NULL || (args->mode == GX_ARGS_NODES && body == NULL)))
+        return GX_EINVAL;
+    if (args->mode == GX_ARGS_NODES) {
+        if ((rc = gx_buf_adds(out, "{\"Nodes\":{\"metadata\":{},\"items\":[")) != GX_OK)
+            goto out;
+        for (size_t i = 0; i < args->n_nodes; i++) {
+            if (!v[i].keep)
+                continue;
+            if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
+                (rc = gx_buf_add(out, body + args->nodes[i].item_off, args->nodes[i].item_len)) !=
+                    GX_OK)
+                goto out;
+            first = false;
+        }
+        rc = gx_buf_adds(out, "]},\"NodeNames\":null");
+    } else {
+        if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":[")) != GX_OK)
+            goto out;
+        for (size_t i = 0; i < args->n_nodes; i++) {
+            if (!v[i].keep)
+                continue;
+            if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
+                (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
+                    GX_OK)
+                goto out;
+            first = false;
+        }
+        rc = gx_buf_add(out, "]", 1);
+    }
+    if (rc != GX_OK || (rc = gx_buf_adds(out, ",\"FailedNodes\":")) != GX_OK ||
+        (rc = ext_failed_map(out, args, v, false)) != GX_OK ||
+        (rc = gx_buf_adds(out, ",\"FailedAndUnresolvableNodes\":")) != GX_OK ||
+        (rc = ext_failed_map(out, args, v, true)) != GX_OK)
+        goto out;
+    rc = gx_buf_adds(out, ",\"Error\":\"\"}");
+out:
+    if (rc != GX_OK)
+        ext_truncate(out, mark);
+    return rc;
+}
+
+enum gx_err
+gx_ext_encode_filter_error(struct gx_buf *out, const char *msg)
+{
+    size_t mark = out->len;
+    enum gx_err rc;
+
+    /* An empty Error would read as "no node fits": always say something. */
+    if (msg == NULL || msg[0] == '\0')
+        msg = "internal error";
+    if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
+                               "\"FailedAndUnresolvableNodes\":{},\"Error\":")) != GX_OK ||
+        (rc = ext_add_text(out, msg)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK)
+        ext_truncate(out, mark);
+    return rc;
+}
+
+enum gx_err
+gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, const int *scores)
+{
+    size_t mark = out->len;
+    enum gx_err rc;
+
+    if (args->n_nodes > 0 && scores == NULL)
+        return GX_EINVAL;
+    if ((rc = gx_buf_add(out, "[", 1)) != GX_OK)
+        goto out;
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        int s = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
+        if ((rc = gx_buf_adds(out, i ? ",{\"Host\":" : "{\"Host\":")) != GX_OK ||
+            (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
+                GX_OK ||
+            (rc = gx_buf_addf(out, ",\"Score\":%d}", s)) != GX_OK)
+            goto out;
+    }
+    rc = gx_buf_add(out, "]", 1);
+out:
+    if (rc != GX_OK)
+        ext_truncate(out, mark);
+    return rc;
+}
+
+/* Field table of ExtenderBindingArgs. */
+static const char *const ext_bind_fields[] = {"PodName", "PodNamespace", "PodUID", "Node"};
+
+enum gx_err
+gx_ext_decode_bind(const char *body, size_t len, int max_depth, struct gx_ext_bind_args *out,
+                   struct gx_why *why)
+{
+    struct gx_ext_bind_args b;
+    const char *val[GX_ARRAY_LEN(ext_bind_fields)] = {NULL};
+    bool seen[GX_ARRAY_LEN(ext_bind_fields)] = {false};
+    struct gx_json j;
+    const char *key;
+    size_t klen, i;
+    enum gx_err rc = GX_OK;
+
+    memset(&b, 0, sizeof(b));
+    gx_arena_init(&b.arena, 1024);
+    gx_json_init(&j, body, len, max_depth, why);
+    if ((rc = ext_enter_top(&j, "ExtenderBindingArgs", why)) != GX_OK)
+        goto out;
+    while (gx_json_next_member(&j, &key, &klen, &rc)) {
+        for (i = 0; i < GX_ARRAY_LEN(ext_bind_fields); i++) {
+            if (gx_json_key_is(key, klen, ext_bind_fields[i]))
+                break;
+        }
+        if (i == GX_ARRAY_LEN(ext_bind_fields)) {
+            if ((rc = gx_json_skip(&j)) != GX_OK)
+                goto out;
+            continue;
+        }
+        seen[i] = true;
+        val[i] = NULL;
+        if (gx_json_take_null(&j))
+            continue;
+        if (gx_json_peek(&j) != '"') {
+            gx_why_set(why, "%s must be a string", ext_bind_fields[i]);
+            rc = ext_wrong_type(&j);
+            goto out;
+        }
+        if ((rc = gx_json_string(&j, &b.arena, &val[i], NULL)) != GX_OK)
+            goto out;
+    }
+    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK)
+        goto out;
+    for (i = 0; i < GX_ARRAY_LEN(ext_bind_fields); i++) {
+        if (!seen[i]) {
+            gx_why_set(why, "%s is missing", ext_bind_fields[i]);
+            rc = GX_EINVAL;
+            goto out;
+        }
+        if (val[i] == NULL || val[i][0] == '\0') {
+            gx_why_set(why, "%s must be a non-empty string", ext_bind_fields[i]);
+            rc = GX_EINVAL;
+            goto out;
+        }
+    }
+    b.pod_name = val[0];
+    b.pod_namespace = val[1];
+    b.pod_uid = val[2];
+    b.node = val[3];
+    *out = b;
+out:
+    if (rc != GX_OK)
+        gx_arena_release(&b.arena);
+    return rc;
+}
+
+void
+gx_ext_bind_args_release(struct gx_ext_bind_args *args)
+{
+    if (args == NULL)
+        return;
+    gx_arena_release(&args->arena);
+    args->pod_name = args->pod_namespace = args->pod_uid = args->node = NULL;
+}
+
+enum gx_err
+gx_ext_encode_bind_result(struct gx_buf *out, const char *error)
+{
+    size_t mark = out->len;
+    enum gx_err rc;
+
+    if ((rc = gx_buf_adds(out, "{\"Error\":")) != GX_OK ||
+        (rc = ext_add_text(out, error)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK)
+        ext_truncate(out, mark);
+    return rc;
+}
+
+enum gx_err
+gx_ext_encode_http_error(struct gx_buf *out, int status, const char *msg)
+{
+    size_t mark = out->len;
+    enum gx_err rc;
+
+    if ((rc = gx_buf_adds(out, "{\"error\":")) != GX_OK || (rc = ext_add_text(out, msg)) != GX_OK ||
+        (rc = gx_buf_addf(out, ",\"status\":%d}", status)) != GX_OK)
+        ext_truncate(out, mark);
+    return rc;
+}

@@ -30,8 +30,6 @@
 enum prom_rtype { PROM_RT_NONE, PROM_RT_VECTOR, PROM_RT_MATRIX, PROM_RT_OTHER };
 
 struct prom_parse {
-    const char *body;
-    int max_depth;
     gx_series_cb cb;
     void *ctx;
     struct gx_why *why;
@@ -49,31 +47,19 @@ struct prom_sample {
 };
 
 /*
- * Append the string at the cursor, decoded and NUL-terminated, to the
- * scratch buffer; *off is where it starts. GX_EPARSE when it is not a string.
+ * Append the JSON string @q/@qlen (quotes included, already validated),
+ * decoded and NUL-terminated, to the scratch buffer; *off is where it starts.
  */
 static enum gx_err
-prom_take_str(struct prom_parse *pp, struct gx_json *j, size_t *off, const char *what)
+prom_put(struct prom_parse *pp, const char *q, size_t qlen, size_t *off)
 {
-    size_t start, rawlen;
-    const char *raw, *s;
-    size_t n;
+    const char *s = q + 1;
+    size_t n = qlen - 2;
     enum gx_err rc;
 
-    if (gx_json_peek(j) != '"') {
-        gx_why_set(pp->why, "result[%zu]: %s must be a string", pp->index, what);
-        return GX_EPARSE;
-    }
-    start = j->pos;
-    if ((rc = gx_json_skip(j)) != GX_OK)
-        return rc;
-    raw = j->p + start + 1;
-    rawlen = j->pos - start - 2;
-    s = raw;
-    n = rawlen;
-    if (memchr(raw, '\\', rawlen) != NULL) {
+    if (memchr(s, '\\', n) != NULL) {
         struct gx_json sub;
-        gx_json_init(&sub, j->p + start, j->pos - start, 1, pp->why);
+        gx_json_init(&sub, q, qlen, 1, pp->why);
         if ((rc = gx_json_string(&sub, &pp->esc, &s, &n)) != GX_OK)
             return rc;
     }
@@ -87,12 +73,30 @@ prom_take_str(struct prom_parse *pp, struct gx_json *j, size_t *off, const char 
     return GX_OK;
 }
 
+/* Append the string value at the cursor to the scratch buffer (see prom_put). */
+static enum gx_err
+prom_take_str(struct prom_parse *pp, struct gx_json *j, size_t *off, const char *what)
+{
+    size_t start;
+    enum gx_err rc;
+
+    if (gx_json_peek(j) != '"') {
+        gx_why_set(pp->why, "result[%zu]: %s must be a string", pp->index, what);
+        return GX_EPARSE;
+    }
+    start = j->pos;
+    if ((rc = gx_json_skip(j)) != GX_OK)
+        return rc;
+    return prom_put(pp, j->p + start, j->pos - start, off);
+}
+
 /* Decode the "metric" object into the scratch buffer; *name_off is __name__ or SIZE_MAX. */
 static enum gx_err
 prom_metric(struct prom_parse *pp, struct gx_json *j, size_t *n_labels, size_t *name_off)
 {
     const char *key;
     size_t klen, koff, voff, n = 0;
+    bool is_name;
     enum gx_err rc = GX_OK;
 
     *name_off = SIZE_MAX;
@@ -103,16 +107,14 @@ prom_metric(struct prom_parse *pp, struct gx_json *j, size_t *n_labels, size_t *
     if ((rc = gx_json_enter_object(j)) != GX_OK)
         return rc;
     while (gx_json_next_member(j, &key, &klen, &rc)) {
-        /* Reuse prom_take_str on the key by rewinding to its opening quote. */
-        size_t after_key = j->pos;
-        struct gx_json kj;
-        gx_json_init(&kj, key - 1, klen + 2, 1, pp->why);
-        if ((rc = prom_take_str(pp, &kj, &koff, "label name")) != GX_OK)
+        /* The raw key sits between quotes in the body: decode it from there. */
+        if ((rc = prom_put(pp, key - 1, klen + 2, &koff)) != GX_OK)
             return rc;
-        j->pos = after_key;
+        is_name = pp->scratch.len - koff == sizeof("__name__") &&
+                  memcmp(pp->scratch.data + koff, "__name__", sizeof("__name__")) == 0;
         if ((rc = prom_take_str(pp, j, &voff, "label value")) != GX_OK)
             return rc;
-        if (strcmp(pp->scratch.data + koff, "__name__") == 0) {
+        if (is_name) {
             *name_off = voff;
             continue;
         }
@@ -140,6 +142,7 @@ prom_sample(struct prom_parse *pp, struct gx_json *j, struct prom_sample *out)
     const char *s;
     char *end;
     double ts, v;
+    char c;
     enum gx_err rc = GX_OK;
 
     if (gx_json_peek(j) != '[')
@@ -148,9 +151,10 @@ prom_sample(struct prom_parse *pp, struct gx_json *j, struct prom_sample *out)
         return rc;
     if (!gx_json_next_element(j, &rc))
         goto bad;
-    start = j->pos;
-    if (gx_json_peek(j) != '-' && (j->p[start] < '0' || j->p[start] > '9'))
+    c = gx_json_peek(j);
+    if (c != '-' && (c < '0' || c > '9'))
         goto bad;
+    start = j->pos;
     if ((rc = gx_json_skip(j)) != GX_OK)
         return rc;
     n = j->pos - start;
@@ -311,6 +315,7 @@ prom_data(struct prom_parse *pp, struct gx_json *j)
 {
     const char *key, *rtype = NULL;
     size_t klen, res_off = 0, res_len = 0;
+    int res_depth = 0;
     enum prom_rtype rt = PROM_RT_NONE;
     bool done = false, seen = false;
     enum gx_err rc = GX_OK;
@@ -336,6 +341,7 @@ prom_data(struct prom_parse *pp, struct gx_json *j)
                 done = true;
             } else {
                 (void)gx_json_peek(j);
+                res_depth = j->depth;
                 res_off = j->pos;
                 if ((rc = gx_json_skip(j)) != GX_OK)
                     return rc;
@@ -361,7 +367,7 @@ prom_data(struct prom_parse *pp, struct gx_json *j)
     }
     if (!done) {
         struct gx_json sub;
-        gx_json_init(&sub, j->p + res_off, res_len, pp->max_depth - j->depth, pp->why);
+        gx_json_init(&sub, j->p + res_off, res_len, j->max_depth - res_depth, pp->why);
         return prom_result(pp, &sub, rt);
     }
     return GX_OK;
@@ -371,7 +377,7 @@ enum gx_err
 gx_prom_parse_query(const char *body, size_t len, int max_depth, gx_series_cb cb, void *ctx,
                     struct gx_why *why)
 {
-    struct prom_parse pp = {.body = body, .max_depth = max_depth, .cb = cb, .ctx = ctx, .why = why};
+    struct prom_parse pp = {.cb = cb, .ctx = ctx, .why = why};
     struct gx_json j;
     const char *key, *status = NULL, *etype = NULL, *etext = NULL;
     size_t klen, data_off = 0, data_len = 0;

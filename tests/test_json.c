@@ -49,8 +49,7 @@ Test(json, accepts_valid_documents)
     struct gx_why why = {{0}};
 
     for (size_t i = 0; i < GX_ARRAY_LEN(docs); i++)
-        cr_expect_eq(skip_all(docs[i], 64, &why), GX_OK, "doc %zu (%s): %s", i, docs[i],
-                     why.text);
+        cr_expect_eq(skip_all(docs[i], 64, &why), GX_OK, "doc %zu (%s): %s", i, docs[i], why.text);
 }
 
 Test(json, rejects_invalid_documents_with_offset)
@@ -279,7 +278,8 @@ Test(json, lone_surrogates_become_replacement_characters)
     cr_expect_str_eq(s, "\xef\xbf\xbd");
     /* High surrogate followed by a non-surrogate escape: both kept apart. */
     cr_assert_eq(decode("\"\\ud83d\\u0041\"", &a, &s, &n), GX_OK);
-    cr_expect_str_eq(s, "\xef\xbf\xbd" "A");
+    cr_expect_str_eq(s, "\xef\xbf\xbd"
+                        "A");
     /* High surrogate at the very end. */
     cr_assert_eq(decode("\"\\uD83D\"", &a, &s, &n), GX_OK);
     cr_expect_str_eq(s, "\xef\xbf\xbd");

@@ -83,7 +83,11 @@ enum gx_err gx_ext_decode_bind(const char *body, size_t len, int max_depth,
 /** Free decoded bind args. */
 void gx_ext_bind_args_release(struct gx_ext_bind_args *args);
 
-/** Encode ExtenderBindingResult: {"Error":""} or {"Error":"msg"} ('%' replaced). */
+/**
+ * Encode ExtenderBindingResult: {"Error":""} or {"Error":"msg"}. In every
+ * reason and error text this codec writes, '%' becomes " percent" (the
+ * scheduler uses Error as a format string).
+ */
 enum gx_err gx_ext_encode_bind_result(struct gx_buf *out, const char *error) GX_WUR;
 
 /** Encode an HTTP error body: {"error":"msg","status":code}. */

@@ -13,9 +13,9 @@
 #include "gx/common.h"
 
 struct gx_json {
-    const char *p;   /* input */
+    const char *p; /* input */
     size_t len;
-    size_t pos;      /* cursor */
+    size_t pos; /* cursor */
     int max_depth;
     struct gx_why *why; /* may be NULL */
     int depth;          /* containers entered with gx_json_enter_* and not yet closed */
