@@ -206,8 +206,8 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
     put(out, &rc, "\n");
-    putf(out, &rc, "%-*s  %-*s  %-*s  SCORE  UTIL MEM  TEMP LABELS FIT   CARDS\n", w.node, "NODE",
-         w.verdict, "VERDICT", w.reason, "REASON");
+    putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE", w.verdict,
+         "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS", "FIT", "CARDS");
     for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
         struct gx_verdict v;
@@ -216,12 +216,12 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         gx_score_node(ctx, req, node, &v);
         cards_list(&v, cards, sizeof(cards));
         if (v.keep) {
-            putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %.2f %.2f %.2f %.2f   %.2f  %s%s\n", w.node,
+            putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %4.2f %4.2f %4.2f %6.2f %4.2f  %s%s\n", w.node,
                  node->name, w.verdict, "fit", w.reason, "-", v.score, v.parts.util, v.parts.memory,
                  v.parts.temp, v.parts.labels, v.parts.fit, cards,
                  v.parts.metrics_neutral ? "  (metrics neutral)" : "");
         } else {
-            putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %4s   %4s  %s\n", w.node, node->name,
+            putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, node->name,
                  w.verdict, "reject", w.reason, gx_reason_text(v.reason), "-", "-", "-", "-", "-",
                  "-", "-");
         }

@@ -532,14 +532,14 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     rc = GX_ENOMEM;
     if (n > 0 && (copy = malloc(n * sizeof(*copy))) == NULL)
         goto out;
-    if (n_uids > 0 && (links = calloc(n_uids, sizeof(*links))) == NULL)
+    if (n > 0 && (links = calloc(n, sizeof(*links))) == NULL)
         goto out;
     if (resource_version != NULL &&
         (rv = gx_strndup(resource_version, strlen(resource_version))) == NULL)
         goto out;
     if ((e = entry_get_or_create(l, node)) == NULL)
         goto out;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; links != NULL && i < n; i++) {
         if (uid_seen_before(t, i))
             continue;
         if ((links[li++] = uid_link_new(t[i].uid, e)) == NULL)

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_ledger.c - ledger invariants, lifecycle, Lease codec and a random-walk property test. */
+#include "gx_test.h"
+
+#include "gx/ledger.h"
+
+#include <stdio.h>
+#include <string.h>
+
+GX_SUITE(ledger);
+
+static const int SLOTS4[4] = {4, 4, 4, 4};
+
+/* A tenant of @uid on @card. */
+static struct gx_tenant
+mk(const char *uid, int card, bool exclusive, int slices, int64_t mem, int64_t since)
+{
+    struct gx_tenant t;
+
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    (void)snprintf(t.pod, sizeof(t.pod), "default/%s", uid);
+    t.card = card;
+    t.exclusive = exclusive;
+    t.slices = slices;
+    t.memory_mib = mem;
+    t.util_pct = -1;
+    t.state = GX_TENANT_RESERVED;
+    t.since_ms = since;
+    return t;
+}
+
+/* Add one tenant; returns the result code. */
+static enum gx_err
+add1(struct gx_ledger *l, const char *node, struct gx_tenant t)
+{
+    return gx_ledger_add(l, node, &t, 1, SLOTS4, 4);
+}
+
+Test(ledger, rejects_second_tenant_when_slots_full)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_card_usage u;
+
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 3, 1000, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("b", 0, false, 2, 1000, 1)), GX_ECONFLICT);
+    cr_assert_eq(add1(l, "n1", mk("c", 0, false, 1, 2000, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("d", 0, false, 1, 0, 1)), GX_ECONFLICT);
+    gx_ledger_card_usage(l, "n1", 0, &u);
+    cr_assert_eq(u.slices, 4);
+    cr_assert_eq(u.memory_mib, 3000);
+    cr_assert_eq(u.tenants, 2);
+    cr_assert_not(u.exclusive);
+    cr_assert_null(gx_ledger_find_pod(l, "b"));
+    gx_ledger_free(l);
+}
+
+Test(ledger, keeps_exclusive_and_shared_apart)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_card_usage u;
+
+    cr_assert_eq(add1(l, "n1", mk("ex", 1, true, 0, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("sh", 1, false, 1, 0, 1)), GX_ECONFLICT);
+    cr_assert_eq(add1(l, "n1", mk("ex2", 1, true, 0, 0, 1)), GX_ECONFLICT);
+    cr_assert_eq(add1(l, "n1", mk("sh", 2, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("ex3", 2, true, 0, 0, 1)), GX_ECONFLICT);
+    gx_ledger_card_usage(l, "n1", 1, &u);
+    cr_assert(u.exclusive);
+    cr_assert_eq(u.slices, 0);
+    cr_assert_eq(u.tenants, 1);
+    gx_ledger_free(l);
+}
+
+Test(ledger, rejects_uid_on_a_second_node)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    const struct gx_ledger_node *n;
+
+    cr_assert_eq(add1(l, "n1", mk("pod-1", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("pod-1", 0, false, 1, 0, 1)), GX_ECONFLICT);
+    n = gx_ledger_find_pod(l, "pod-1");
+    cr_assert_not_null(n);
+    cr_assert_str_eq(n->node, "n1");
+    cr_assert(gx_ledger_node(l, "n2") == NULL || gx_ledger_node(l, "n2")->n_tenants == 0);
+    gx_ledger_free(l);
+}
+
+Test(ledger, re_adding_the_same_pod_is_idempotent)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant two[2] = {mk("p", 0, true, 0, 0, 5), mk("p", 3, true, 0, 0, 5)};
+    struct gx_tenant other[2] = {mk("p", 0, true, 0, 0, 5), mk("p", 2, true, 0, 0, 5)};
+    int64_t slices = -1, tenants = -1;
+
+    cr_assert_eq(gx_ledger_add(l, "n1", two, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(gx_ledger_add(l, "n1", two, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(gx_ledger_node(l, "n1")->n_tenants, 2);
+    /* same uid, different cards: not a retry but a conflicting assignment */
+    cr_assert_eq(gx_ledger_add(l, "n1", other, 2, SLOTS4, 4), GX_ECONFLICT);
+    cr_assert_eq(gx_ledger_add(l, "n1", two, 1, SLOTS4, 4), GX_ECONFLICT);
+    gx_ledger_totals(l, &slices, &tenants);
+    cr_assert_eq(tenants, 2);
+    cr_assert_eq(slices, 0);
+    gx_ledger_free(l);
+}
+
+Test(ledger, add_is_all_or_nothing)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant pair[2] = {mk("q", 0, false, 1, 0, 1), mk("q", 1, false, 1, 0, 1)};
+    struct gx_card_usage u;
+
+    cr_assert_eq(add1(l, "n1", mk("full", 1, false, 4, 0, 1)), GX_OK);
+    cr_assert_eq(gx_ledger_add(l, "n1", pair, 2, SLOTS4, 4), GX_ECONFLICT);
+    gx_ledger_card_usage(l, "n1", 0, &u);
+    cr_assert_eq(u.tenants, 0);
+    cr_assert_null(gx_ledger_find_pod(l, "q"));
+    gx_ledger_free(l);
+}
+
+Test(ledger, rejects_malformed_tenants)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant dup[2] = {mk("d", 0, false, 1, 0, 1), mk("d", 0, false, 1, 0, 1)};
+    struct gx_tenant mixed[2] = {mk("x", 0, false, 1, 0, 1), mk("y", 1, false, 1, 0, 1)};
+    struct gx_tenant bad = mk("b", 0, false, 1, 0, 1);
+
+    cr_assert_eq(add1(l, "n1", mk("a", 4, false, 1, 0, 1)), GX_EINVAL);
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 0, 0, 1)), GX_EINVAL);
+    cr_assert_eq(add1(l, "n1", mk("", 0, false, 1, 0, 1)), GX_EINVAL);
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 1, -5, 1)), GX_EINVAL);
+    cr_assert_eq(gx_ledger_add(l, "n1", dup, 2, SLOTS4, 4), GX_EINVAL);
+    cr_assert_eq(gx_ledger_add(l, "n1", mixed, 2, SLOTS4, 4), GX_EINVAL);
+    memset(bad.uid, 'u', sizeof(bad.uid)); /* not NUL-terminated */
+    cr_assert_eq(add1(l, "n1", bad), GX_EINVAL);
+    bad = mk("b", 0, false, 1, 0, 1);
+    bad.util_pct = 150;
+    cr_assert_eq(add1(l, "n1", bad), GX_EINVAL);
+    cr_assert_eq(add1(l, "", mk("a", 0, false, 1, 0, 1)), GX_EINVAL);
+    cr_assert(gx_ledger_node(l, "n1") == NULL || gx_ledger_node(l, "n1")->n_tenants == 0);
+    gx_ledger_free(l);
+}
+
+Test(ledger, release_removes_every_tenant_of_the_pod)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant pair[2] = {mk("r", 0, false, 2, 100, 1), mk("r", 1, false, 2, 100, 1)};
+    struct gx_card_usage u;
+
+    cr_assert_eq(gx_ledger_add(l, "n1", pair, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("s", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(gx_ledger_release(l, "r"), 2);
+    cr_assert_eq(gx_ledger_release(l, "r"), 0);
+    cr_assert_null(gx_ledger_find_pod(l, "r"));
+    gx_ledger_card_usage(l, "n1", 0, &u);
+    cr_assert_eq(u.slices, 1);
+    cr_assert_eq(u.tenants, 1);
+    /* the slots are free again, and the uid may go elsewhere */
+    cr_assert_eq(add1(l, "n2", mk("r", 0, false, 4, 0, 1)), GX_OK);
+    cr_assert_str_eq(gx_ledger_find_pod(l, "r")->node, "n2");
+    gx_ledger_free(l);
+}
+
+Test(ledger, expires_only_old_reservations)
+{
+    struct gx_ledger *l = gx_ledger_new();
+
+    cr_assert_eq(add1(l, "n1", mk("old", 0, false, 1, 0, 1000)), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("new", 1, false, 1, 0, 250000)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("bound", 0, false, 1, 0, 1000)), GX_OK);
+    cr_assert_eq(gx_ledger_mark_bound(l, "bound"), GX_OK);
+    cr_assert_eq(gx_ledger_expire(l, 301000, 300000), 0); /* exactly the TTL: kept */
+    cr_assert_eq(gx_ledger_expire(l, 301001, 300000), 1);
+    cr_assert_null(gx_ledger_find_pod(l, "old"));
+    cr_assert_not_null(gx_ledger_find_pod(l, "new"));
+    cr_assert_not_null(gx_ledger_find_pod(l, "bound"));
+    cr_assert_eq(gx_ledger_expire(l, 10000000, 300000), 1);
+    cr_assert_null(gx_ledger_find_pod(l, "new"));
+    cr_assert_not_null(gx_ledger_find_pod(l, "bound"));
+    gx_ledger_free(l);
+}
+
+Test(ledger, mark_bound_flags_every_tenant)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant pair[2] = {mk("m", 2, true, 0, 0, 1), mk("m", 3, true, 0, 0, 1)};
+    const struct gx_ledger_node *n;
+
+    cr_assert_eq(gx_ledger_mark_bound(l, "m"), GX_ENOTFOUND);
+    cr_assert_eq(gx_ledger_add(l, "n1", pair, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(gx_ledger_mark_bound(l, "m"), GX_OK);
+    n = gx_ledger_node(l, "n1");
+    cr_assert_eq(n->n_tenants, 2);
+    cr_assert_eq(n->tenants[0].state, GX_TENANT_BOUND);
+    cr_assert_eq(n->tenants[1].state, GX_TENANT_BOUND);
+    gx_ledger_free(l);
+}
+
+Test(ledger, set_node_replaces_and_reindexes)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant lease[3] = {mk("x", 0, false, 1, 0, 1), mk("y", 0, false, 2, 0, 1),
+                                 mk("y", 1, false, 1, 0, 1)};
+    struct gx_tenant mix[2] = {mk("e", 0, true, 0, 0, 1), mk("f", 0, false, 1, 0, 1)};
+    struct gx_tenant steal = mk("z", 0, false, 1, 0, 1);
+
+    cr_assert_eq(add1(l, "n1", mk("gone", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("z", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(gx_ledger_set_node(l, "n1", lease, 3, "42"), GX_OK);
+    cr_assert_null(gx_ledger_find_pod(l, "gone"));
+    cr_assert_str_eq(gx_ledger_find_pod(l, "y")->node, "n1");
+    cr_assert_str_eq(gx_ledger_node(l, "n1")->resource_version, "42");
+    cr_assert_eq(gx_ledger_node(l, "n1")->n_tenants, 3);
+    cr_assert_eq(gx_ledger_set_node(l, "n1", mix, 2, "43"), GX_ECONFLICT);
+    cr_assert_eq(gx_ledger_set_node(l, "n1", &steal, 1, "44"), GX_ECONFLICT);
+    cr_assert_str_eq(gx_ledger_node(l, "n1")->resource_version, "42");
+    cr_assert_eq(gx_ledger_set_node(l, "n1", NULL, 0, NULL), GX_OK);
+    cr_assert_null(gx_ledger_find_pod(l, "x"));
+    cr_assert_null(gx_ledger_find_pod(l, "y"));
+    cr_assert_eq(gx_ledger_node(l, "n1")->n_tenants, 0);
+    gx_ledger_free(l);
+}
+
+/* Count callback for gx_ledger_each. */
+static void
+count_cb(void *ctx, const struct gx_ledger_node *n)
+{
+    size_t *c = ctx;
+    *c += n->n_tenants;
+}
+
+Test(ledger, totals_and_each_agree_with_tenants)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    int64_t slices = 0, tenants = 0;
+    size_t seen = 0;
+
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 3, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("b", 1, false, 2, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n3", mk("c", 1, true, 0, 0, 1)), GX_OK);
+    gx_ledger_totals(l, &slices, &tenants);
+    cr_assert_eq(slices, 5);
+    cr_assert_eq(tenants, 3);
+    gx_ledger_each(l, count_cb, &seen);
+    cr_assert_eq(seen, 3);
+    gx_ledger_free(l);
+}
+
+Test(ledger, lease_codec_round_trips)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant a = mk("11111111-2222-3333-4444-555555555555", 1, false, 2, 6144, 0);
+    struct gx_tenant *out = NULL;
+    struct gx_buf b;
+    struct gx_why why = {{0}};
+    size_t n = 0;
+
+    a.util_pct = 37.5;
+    a.since_ms = 1700000000123;
+    (void)snprintf(a.pod, sizeof(a.pod), "ml/\"quoted\" pod");
+    cr_assert_eq(gx_ledger_add(l, "n1", &a, 1, SLOTS4, 4), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("ex", 3, true, 0, 0, 77)), GX_OK);
+    cr_assert_eq(gx_ledger_mark_bound(l, "ex"), GX_OK);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "n1"), &b), GX_OK);
+    cr_assert_not_null(strstr(b.data, "\"v\":1"));
+    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &out, &n, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(out[0].uid, a.uid);
+    cr_assert_str_eq(out[0].pod, a.pod);
+    cr_assert_eq(out[0].card, 1);
+    cr_assert_eq(out[0].slices, 2);
+    cr_assert_eq(out[0].memory_mib, 6144);
+    cr_assert_float_eq(out[0].util_pct, 37.5, 1e-9);
+    cr_assert_eq(out[0].since_ms, 1700000000123);
+    cr_assert_eq(out[0].state, GX_TENANT_RESERVED);
+    cr_assert(out[1].exclusive);
+    cr_assert_eq(out[1].state, GX_TENANT_BOUND);
+    cr_assert_eq(out[1].util_pct, -1);
+    free(out);
+    gx_buf_release(&b);
+    gx_ledger_free(l);
+}
+
+Test(ledger, lease_decode_accepts_empty_and_rejects_bad_input)
+{
+    static const char *const bad[] = {
+        "",
+        "{",
+        "[]",
+        "{\"v\":2,\"tenants\":[]}",
+        "{\"tenants\":[]}",
+        "{\"v\":1,\"tenants\":{}}",
+        "{\"v\":1,\"tenants\":[]} x",
+        "{\"v\":1,\"tenants\":[1]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":\"0\",\"exclusive\":false,"
+        "\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0.5,\"exclusive\":false,"
+        "\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,\"exclusive\":0,"
+        "\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,\"exclusive\":false,"
+        "\"slices\":0,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,\"exclusive\":false,"
+        "\"slices\":1,\"memory_mib\":-1,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,\"exclusive\":false,"
+        "\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"gone\",\"since_ms\":1}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,\"exclusive\":false,"
+        "\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\"}]}",
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"uid\":\"v\",\"pod\":\"p\",\"card\":0,"
+        "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\","
+        "\"since_ms\":1}]}",
+    };
+    const char *empty = "{\"v\":1,\"tenants\":[]}";
+    struct gx_tenant *t = NULL;
+    size_t n = 99;
+    struct gx_why why = {{0}};
+    struct gx_buf big;
+    char uid[80];
+
+    cr_assert_eq(gx_ledger_node_decode(empty, strlen(empty), &t, &n, &why), GX_OK);
+    cr_assert_eq(n, 0);
+    free(t);
+    for (size_t i = 0; i < GX_ARRAY_LEN(bad); i++) {
+        t = NULL;
+        why.text[0] = '\0';
+        cr_assert_neq(gx_ledger_node_decode(bad[i], strlen(bad[i]), &t, &n, &why), GX_OK,
+                      "accepted %s", bad[i]);
+        cr_assert_null(t);
+        cr_assert_neq(why.text[0], '\0', "no reason for %s", bad[i]);
+    }
+    /* uid of GX_UID_MAX characters does not fit */
+    memset(uid, 'a', GX_UID_MAX);
+    uid[GX_UID_MAX] = '\0';
+    gx_buf_init(&big, 1 << 22);
+    cr_assert_eq(gx_buf_addf(&big,
+                             "{\"v\":1,\"tenants\":[{\"uid\":\"%s\",\"pod\":\"p\",\"card\":0,"
+                             "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,"
+                             "\"state\":\"bound\",\"since_ms\":1}]}",
+                             uid),
+                 GX_OK);
+    cr_assert_eq(gx_ledger_node_decode(big.data, big.len, &t, &n, &why), GX_EPARSE);
+    cr_assert_not_null(strstr(why.text, "uid"));
+    /* more than 1024 tenants */
+    gx_buf_reset(&big);
+    cr_assert_eq(gx_buf_adds(&big, "{\"v\":1,\"tenants\":["), GX_OK);
+    for (int i = 0; i < 1025; i++)
+        cr_assert_eq(gx_buf_addf(&big, "%s{}", i ? "," : ""), GX_OK);
+    cr_assert_eq(gx_buf_adds(&big, "]}"), GX_OK);
+    cr_assert_eq(gx_ledger_node_decode(big.data, big.len, &t, &n, &why), GX_EPARSE);
+    cr_assert_not_null(strstr(why.text, "1024"));
+    gx_buf_release(&big);
+}
+
+/* ---- property test ---- */
+
+#define P_NODES 3
+#define P_CARDS 4
+#define P_UIDS 40
+
+static const char *const P_NODE_NAMES[P_NODES] = {"gpu-a", "gpu-b", "gpu-c"};
+static const int P_SLOTS[P_CARDS] = {4, 3, 2, 1};
+
+/* xorshift64* step. */
+static uint64_t
+rnd(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+/* Uniform-ish integer in [0, n). */
+static int
+pick(uint64_t *s, int n)
+{
+    return (int)(rnd(s) % (uint64_t)n);
+}
+
+/* Usage of (@n, @card) recomputed from the raw tenant array. */
+static void
+recount(const struct gx_ledger_node *n, int card, struct gx_card_usage *u)
+{
+    memset(u, 0, sizeof(*u));
+    for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
+        if (n->tenants[i].card != card)
+            continue;
+        u->tenants++;
+        if (n->tenants[i].exclusive)
+            u->exclusive = true;
+        else
+            u->slices += n->tenants[i].slices;
+    }
+}
+
+/* What gx_ledger_add must answer for @t[0..k) on node @ni, from the raw tenants. */
+static enum gx_err
+oracle_add(const struct gx_ledger *l, int ni, const struct gx_tenant *t, size_t k)
+{
+    const struct gx_ledger_node *here = gx_ledger_node(l, P_NODE_NAMES[ni]);
+
+    for (int j = 0; j < P_NODES; j++) {
+        const struct gx_ledger_node *n = gx_ledger_node(l, P_NODE_NAMES[j]);
+        size_t have = 0, match = 0;
+        for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
+            if (strcmp(n->tenants[i].uid, t[0].uid) != 0)
+                continue;
+            have++;
+            for (size_t m = 0; m < k; m++) {
+                match += n->tenants[i].card == t[m].card &&
+                         n->tenants[i].exclusive == t[m].exclusive &&
+                         n->tenants[i].slices == t[m].slices &&
+                         n->tenants[i].memory_mib == t[m].memory_mib;
+            }
+        }
+        if (have == 0)
+            continue;
+        return j == ni && have == k && match == k ? GX_OK : GX_ECONFLICT;
+    }
+    for (size_t m = 0; m < k; m++) {
+        struct gx_card_usage u;
+        recount(here, t[m].card, &u);
+        if (t[m].exclusive ? u.tenants > 0
+                           : u.exclusive || u.slices + t[m].slices > P_SLOTS[t[m].card])
+            return GX_ECONFLICT;
+    }
+    return GX_OK;
+}
+
+/* Check every invariant by recomputing from the tenants. */
+static void
+check_invariants(const struct gx_ledger *l, int64_t now, int64_t ttl, bool just_expired, int op)
+{
+    int64_t slices = 0, tenants = 0, got_slices, got_tenants;
+
+    for (int j = 0; j < P_NODES; j++) {
+        const struct gx_ledger_node *n = gx_ledger_node(l, P_NODE_NAMES[j]);
+        for (int c = 0; c < P_CARDS; c++) {
+            struct gx_card_usage want, got;
+            recount(n, c, &want);
+            gx_ledger_card_usage(l, P_NODE_NAMES[j], c, &got);
+            cr_assert_leq(want.slices, P_SLOTS[c], "op %d: slots exceeded", op);
+            cr_assert(!want.exclusive || want.tenants == 1, "op %d: exclusive mixed", op);
+            cr_assert_eq(got.slices, want.slices, "op %d", op);
+            cr_assert_eq(got.tenants, want.tenants, "op %d", op);
+            cr_assert_eq(got.exclusive, want.exclusive, "op %d", op);
+        }
+        for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
+            const struct gx_tenant *t = &n->tenants[i];
+            cr_assert_eq(gx_ledger_find_pod(l, t->uid), n, "op %d: index of %s", op, t->uid);
+            for (int k = 0; k < P_NODES; k++) {
+                const struct gx_ledger_node *o = gx_ledger_node(l, P_NODE_NAMES[k]);
+                for (size_t m = 0; k != j && o != NULL && m < o->n_tenants; m++)
+                    cr_assert_str_neq(o->tenants[m].uid, t->uid, "op %d: uid on two nodes", op);
+            }
+            if (just_expired && t->state == GX_TENANT_RESERVED)
+                cr_assert_leq(now - t->since_ms, ttl, "op %d: stale reservation", op);
+            slices += t->exclusive ? 0 : t->slices;
+            tenants++;
+        }
+    }
+    for (int u = 0; u < P_UIDS; u++) {
+        char uid[16];
+        const struct gx_ledger_node *n;
+        bool present = false;
+        (void)snprintf(uid, sizeof(uid), "uid-%d", u);
+        n = gx_ledger_find_pod(l, uid);
+        for (size_t i = 0; n != NULL && i < n->n_tenants; i++)
+            present = present || strcmp(n->tenants[i].uid, uid) == 0;
+        cr_assert_eq(n != NULL, present, "op %d: index disagrees for %s", op, uid);
+    }
+    gx_ledger_totals(l, &got_slices, &got_tenants);
+    cr_assert_eq(got_slices, slices, "op %d", op);
+    cr_assert_eq(got_tenants, tenants, "op %d", op);
+}
+
+/* Encode and decode every node and compare with the live tenants. */
+static void
+check_codec(const struct gx_ledger *l)
+{
+    for (int j = 0; j < P_NODES; j++) {
+        const struct gx_ledger_node *n = gx_ledger_node(l, P_NODE_NAMES[j]);
+        struct gx_tenant *t = NULL;
+        struct gx_buf b;
+        size_t k = 0;
+        struct gx_why why = {{0}};
+
+        if (n == NULL)
+            continue;
+        gx_buf_init(&b, 1 << 20);
+        cr_assert_eq(gx_ledger_node_encode(n, &b), GX_OK);
+        cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &t, &k, &why), GX_OK, "%s", why.text);
+        cr_assert_eq(k, n->n_tenants);
+        for (size_t i = 0; i < k; i++) {
+            cr_assert_str_eq(t[i].uid, n->tenants[i].uid);
+            cr_assert_eq(t[i].card, n->tenants[i].card);
+            cr_assert_eq(t[i].slices, n->tenants[i].slices);
+            cr_assert_eq(t[i].exclusive, n->tenants[i].exclusive);
+            cr_assert_eq(t[i].state, n->tenants[i].state);
+            cr_assert_eq(t[i].since_ms, n->tenants[i].since_ms);
+        }
+        free(t);
+        gx_buf_release(&b);
+    }
+}
+
+Test(ledger, random_operations_keep_every_invariant)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    int64_t now = 1000000, ttl = 60000;
+    int adds_ok = 0, adds_conflict = 0, released = 0, expired = 0;
+
+    for (int op = 0; op < 10000; op++) {
+        int kind = pick(&seed, 100);
+        char uid[16];
+        bool just_expired = false;
+
+        now += pick(&seed, 20000);
+        (void)snprintf(uid, sizeof(uid), "uid-%d", pick(&seed, P_UIDS));
+        if (kind < 50) {
+            struct gx_tenant t[2];
+            int ni = pick(&seed, P_NODES);
+            bool excl = pick(&seed, 4) == 0;
+            size_t k = (size_t)pick(&seed, 2) + 1;
+            int c0 = pick(&seed, P_CARDS);
+            enum gx_err want, got;
+
+            for (size_t m = 0; m < k; m++) {
+                int slices = excl ? 0 : pick(&seed, 3) + 1;
+                t[m] = mk(uid, (c0 + (int)m) % P_CARDS, excl, slices, (int64_t)1024 * slices, now);
+            }
+            want = oracle_add(l, ni, t, k);
+            got = gx_ledger_add(l, P_NODE_NAMES[ni], t, k, P_SLOTS, P_CARDS);
+            cr_assert_eq(got, want, "op %d: add %s returned %d, expected %d", op, uid, got, want);
+            adds_ok += got == GX_OK;
+            adds_conflict += got == GX_ECONFLICT;
+        } else if (kind < 65) {
+            enum gx_err rc = gx_ledger_mark_bound(l, uid);
+            cr_assert_eq(rc, gx_ledger_find_pod(l, uid) != NULL ? GX_OK : GX_ENOTFOUND);
+        } else if (kind < 85) {
+            bool had = gx_ledger_find_pod(l, uid) != NULL;
+            size_t r = gx_ledger_release(l, uid);
+            cr_assert_eq(r > 0, had, "op %d", op);
+            cr_assert_null(gx_ledger_find_pod(l, uid));
+            released += (int)r;
+        } else {
+            expired += (int)gx_ledger_expire(l, now, ttl);
+            just_expired = true;
+        }
+        check_invariants(l, now, ttl, just_expired, op);
+        if (op % 500 == 0)
+            check_codec(l);
+    }
+    /* the walk must have exercised both outcomes and every removal path */
+    cr_assert_gt(adds_ok, 500);
+    cr_assert_gt(adds_conflict, 500);
+    cr_assert_gt(released, 100);
+    cr_assert_gt(expired, 10);
+    gx_ledger_free(l);
+}

@@ -1,0 +1,750 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_score.c - filter reasons, card choice and scores on hand-built nodes.
+ * Config, snapshot nodes and requests are plain structs built here, so these
+ * tests depend on the score and ledger modules only.
+ */
+#include "gx_test.h"
+
+#include "gx/score.h"
+
+#include <math.h>
+#include <string.h>
+
+GX_SUITE(score);
+
+#define NOW INT64_C(1700000000000)
+#define CARD_MIB 24564
+#define MAX_CARDS 8
+
+struct world {
+    struct gx_config cfg;
+    struct gx_node node;
+    struct gx_card cards[MAX_CARDS];
+    struct gx_ledger *ledger;
+    struct gx_decide_ctx ctx;
+};
+
+/* Defaults as documented in config.h. */
+static void
+cfg_init(struct gx_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (int s = 0; s < GX_SIG_COUNT; s++)
+        c->max_age_s[s] = 60;
+    c->on_stale = GX_STALE_IGNORE;
+    c->max_temperature_c = 85;
+    c->max_utilization_pct = 90;
+    c->default_slots = 4;
+    c->oversubscription = 1.0;
+    c->memory_reserve_mib = 512;
+    c->util_ceiling_pct = 100;
+    c->default_slices = 1;
+    c->reservation_ttl_s = 300;
+    c->policy = GX_POLICY_BINPACK;
+    c->w_util = c->w_memory = c->w_temp = c->w_labels = c->w_fit = 20;
+    c->prefer_cpu_nodes_for_cpu_pods = true;
+}
+
+/* A card with every signal sampled one second ago. */
+static void
+card_set(struct gx_card *c, int index, double util, double mem_used, double temp)
+{
+    memset(c, 0, sizeof(*c));
+    c->index = index;
+    c->uuid = "GPU-test";
+    c->numa = -1;
+    c->v[GX_SIG_UTIL] = util;
+    c->v[GX_SIG_MEM_USED] = mem_used;
+    c->v[GX_SIG_MEM_FREE] = CARD_MIB - mem_used;
+    c->v[GX_SIG_TEMP] = temp;
+    c->v[GX_SIG_POWER] = 100;
+    c->v[GX_SIG_XID] = 0;
+    for (int s = 0; s < GX_SIG_COUNT; s++)
+        c->at_ms[s] = NOW - 1000;
+}
+
+/* A ready GPU node named @name with @n idle, cool cards. */
+static void
+world_init(struct world *w, const char *name, int n)
+{
+    memset(w, 0, sizeof(*w));
+    cfg_init(&w->cfg);
+    for (int i = 0; i < n; i++)
+        card_set(&w->cards[i], i, 5, 300, 40);
+    w->node.name = name;
+    w->node.product = "NVIDIA-A100-SXM4-40GB";
+    w->node.gpu_count = n;
+    w->node.gpu_memory_mib = CARD_MIB;
+    w->node.replicas = 1;
+    w->node.sharing = GX_SHARING_NONE;
+    w->node.alloc_gpu = n;
+    w->node.ready = true;
+    w->node.cards = w->cards;
+    w->node.n_cards = (size_t)n;
+    w->ledger = gx_ledger_new();
+    cr_assert_not_null(w->ledger);
+    w->ctx.cfg = &w->cfg;
+    w->ctx.ledger = w->ledger;
+    w->ctx.now_ms = NOW;
+}
+
+static void
+world_free(struct world *w)
+{
+    gx_ledger_free(w->ledger);
+}
+
+/* Book @slices slices and @mem MiB on card @card of the world's node for pod @uid. */
+static void
+book(struct world *w, const char *uid, int card, bool exclusive, int slices, int64_t mem)
+{
+    int slots[MAX_CARDS];
+    struct gx_tenant t;
+
+    for (int i = 0; i < MAX_CARDS; i++)
+        slots[i] = gx_score_card_slots(&w->cfg, &w->node);
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    t.card = card;
+    t.exclusive = exclusive;
+    t.slices = slices;
+    t.memory_mib = mem;
+    t.util_pct = -1;
+    t.since_ms = NOW;
+    cr_assert_eq(gx_ledger_add(w->ledger, w->node.name, &t, 1, slots, MAX_CARDS), GX_OK);
+}
+
+static struct gx_podreq
+req_none(void)
+{
+    struct gx_podreq r = {.kind = GX_REQ_NONE, .util_pct = -1};
+    return r;
+}
+
+static struct gx_podreq
+req_excl(int64_t gpus)
+{
+    struct gx_podreq r = {.kind = GX_REQ_EXCLUSIVE, .gpus = gpus, .util_pct = -1};
+    return r;
+}
+
+static struct gx_podreq
+req_shared(int slices, int64_t mem, double util)
+{
+    struct gx_podreq r = {
+        .kind = GX_REQ_SHARED, .slices = slices, .memory_mib = mem, .util_pct = util};
+    return r;
+}
+
+/* Verdict for @r on the world's node. */
+static struct gx_verdict
+decide(struct world *w, struct gx_podreq r)
+{
+    struct gx_verdict v;
+
+    gx_score_node(&w->ctx, &r, &w->node, &v);
+    if (v.keep) {
+        cr_assert_geq(v.score, 0);
+        cr_assert_leq(v.score, 10);
+    }
+    return v;
+}
+
+Test(score, reason_texts_names_and_resolvability)
+{
+    static const struct {
+        enum gx_reason r;
+        const char *text, *name;
+        bool unresolvable;
+    } want[] = {
+        {GX_REASON_UNKNOWN_NODE, "node unknown to gpu-extender", "unknown_node", true},
+        {GX_REASON_NOT_READY, "node not ready", "not_ready", false},
+        {GX_REASON_NO_GPUS, "node has no GPUs", "no_gpus", true},
+        {GX_REASON_TOO_FEW_GPUS, "too few usable GPUs", "too_few_gpus", true},
+        {GX_REASON_UNHEALTHY, "GPU unhealthy", "unhealthy", false},
+        {GX_REASON_BUSY, "GPU utilization above limit", "busy", false},
+        {GX_REASON_NO_SLOT, "no GPU time slot available", "no_slot", false},
+        {GX_REASON_NO_MEMORY, "insufficient GPU memory", "no_memory", false},
+        {GX_REASON_STALE, "GPU metrics stale", "stale", false},
+        {GX_REASON_SHARING_MISMATCH, "GPU sharing mode does not match the request",
+         "sharing_mismatch", true},
+        {GX_REASON_BAD_REQUEST, "invalid GPU request", "bad_request", true},
+    };
+
+    cr_assert_str_eq(gx_reason_text(GX_REASON_NONE), "");
+    for (size_t i = 0; i < GX_ARRAY_LEN(want); i++) {
+        cr_assert_str_eq(gx_reason_text(want[i].r), want[i].text);
+        cr_assert_str_eq(gx_reason_name(want[i].r), want[i].name);
+        cr_assert_eq(gx_reason_unresolvable(want[i].r), want[i].unresolvable, "%s", want[i].name);
+    }
+}
+
+Test(score, cpu_pod_keeps_every_node_and_prefers_cpu_nodes)
+{
+    struct world w;
+    struct gx_podreq r = req_none();
+    struct gx_node cpu;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    memset(&cpu, 0, sizeof(cpu));
+    cpu.name = "cpu-1";
+    cpu.ready = true;
+    gx_score_node(&w.ctx, &r, NULL, &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.score, 10);
+    gx_score_node(&w.ctx, &r, &cpu, &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.score, 10);
+    gx_score_node(&w.ctx, &r, &w.node, &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.score, 0);
+    w.cfg.prefer_cpu_nodes_for_cpu_pods = false;
+    gx_score_node(&w.ctx, &r, &w.node, &v);
+    cr_assert_eq(v.score, 5);
+    gx_score_node(&w.ctx, &r, &cpu, &v);
+    cr_assert_eq(v.score, 5);
+    world_free(&w);
+}
+
+Test(score, gpu_pod_rejects_unknown_cpu_and_not_ready_nodes)
+{
+    struct world w;
+    struct gx_podreq r = req_excl(1);
+    struct gx_node cpu;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    gx_score_node(&w.ctx, &r, NULL, &v);
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_UNKNOWN_NODE);
+    memset(&cpu, 0, sizeof(cpu));
+    cpu.name = "cpu-1";
+    cpu.ready = true;
+    gx_score_node(&w.ctx, &r, &cpu, &v);
+    cr_assert_eq(v.reason, GX_REASON_NO_GPUS);
+    r = req_shared(1, 0, -1);
+    gx_score_node(&w.ctx, &r, &cpu, &v);
+    cr_assert_eq(v.reason, GX_REASON_NO_GPUS);
+    w.node.ready = false;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_NOT_READY);
+    w.node.ready = true;
+    w.node.unschedulable = true;
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_NOT_READY);
+    w.node.unschedulable = false;
+    cr_assert(decide(&w, req_excl(1)).keep);
+    world_free(&w);
+}
+
+Test(score, rejects_malformed_requests)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    cr_assert_eq(decide(&w, req_excl(0)).reason, GX_REASON_BAD_REQUEST);
+    cr_assert_eq(decide(&w, req_shared(0, 0, -1)).reason, GX_REASON_BAD_REQUEST);
+    cr_assert_eq(decide(&w, req_shared(1, -1, -1)).reason, GX_REASON_BAD_REQUEST);
+    cr_assert_eq(decide(&w, req_shared(1, 0, 250)).reason, GX_REASON_BAD_REQUEST);
+    gx_score_node(&w.ctx, NULL, &w.node, &v);
+    cr_assert_eq(v.reason, GX_REASON_BAD_REQUEST);
+    cr_assert(gx_reason_unresolvable(v.reason));
+    world_free(&w);
+}
+
+Test(score, exclusive_skips_card_with_xid_error)
+{
+    struct world w;
+    struct gx_verdict v;
+    int ignored[] = {43};
+
+    world_init(&w, "gpu-1", 2);
+    w.cards[0].v[GX_SIG_XID] = 79;
+    v = decide(&w, req_excl(1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.n_cards, 1);
+    cr_assert_eq(v.cards[0], 1);
+    cr_assert_eq(v.usable_cards, 1);
+    v = decide(&w, req_excl(2));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_UNHEALTHY);
+    /* an ignored XID keeps the card usable */
+    w.cfg.ignored_xids = ignored;
+    w.cfg.n_ignored_xids = 1;
+    w.cards[0].v[GX_SIG_XID] = 43;
+    v = decide(&w, req_excl(2));
+    cr_assert(v.keep);
+    cr_assert_eq(v.n_cards, 2);
+    world_free(&w);
+}
+
+Test(score, hot_card_is_unhealthy_for_every_request)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 1);
+    w.cards[0].v[GX_SIG_TEMP] = 91;
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_UNHEALTHY);
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_UNHEALTHY);
+    w.cards[0].v[GX_SIG_TEMP] = 84;
+    cr_assert(decide(&w, req_shared(1, 0, -1)).keep);
+    world_free(&w);
+}
+
+Test(score, busy_card_is_rejected)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 1);
+    w.cards[0].v[GX_SIG_UTIL] = 97;
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_BUSY);
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_BUSY);
+    cr_assert_str_eq(gx_reason_text(decide(&w, req_excl(1)).reason), "GPU utilization above limit");
+    world_free(&w);
+}
+
+Test(score, exclusive_treats_untracked_memory_use_as_busy)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    w.cards[0].v[GX_SIG_MEM_USED] = 9000; /* something we did not place */
+    v = decide(&w, req_excl(1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    w.cards[1].pod = "other/training-0";
+    v = decide(&w, req_excl(1));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_BUSY);
+    world_free(&w);
+}
+
+Test(score, exclusive_skips_cards_held_in_the_ledger)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 3);
+    book(&w, "a", 0, true, 0, 0);
+    book(&w, "b", 2, false, 1, 0);
+    v = decide(&w, req_excl(1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    v = decide(&w, req_excl(2));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_NO_SLOT);
+    cr_assert_not(gx_reason_unresolvable(v.reason));
+    v = decide(&w, req_excl(4));
+    cr_assert_eq(v.reason, GX_REASON_TOO_FEW_GPUS);
+    cr_assert(gx_reason_unresolvable(v.reason));
+    world_free(&w);
+}
+
+Test(score, stale_metrics_scored_neutral_under_ignore)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 1);
+    for (int s = 0; s < GX_SIG_COUNT; s++)
+        w.cards[0].at_ms[s] = NOW - 61000;
+    w.cards[0].v[GX_SIG_TEMP] = 99; /* old sample: the rule is skipped */
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert(v.keep);
+    cr_assert(v.parts.metrics_neutral);
+    cr_assert_float_eq(v.parts.util, 0.5, 1e-9);
+    cr_assert_float_eq(v.parts.temp, 0.5, 1e-9);
+    v = decide(&w, req_excl(1));
+    cr_assert(v.keep);
+    cr_assert(v.parts.metrics_neutral);
+    world_free(&w);
+}
+
+Test(score, stale_metrics_rejected_under_reject)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    w.cfg.on_stale = GX_STALE_REJECT;
+    w.cards[0].at_ms[GX_SIG_UTIL] = 0; /* never sampled */
+    v = decide(&w, req_excl(1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    cr_assert_not(v.parts.metrics_neutral);
+    w.cards[1].at_ms[GX_SIG_XID] = NOW - 120000;
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_STALE);
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_STALE);
+    w.cards[1].v[GX_SIG_TEMP] = 95; /* unhealthy outranks stale */
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_UNHEALTHY);
+    world_free(&w);
+}
+
+Test(score, full_slots_reject_with_time_slot_reason)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    book(&w, "a", 0, false, 4, 0);
+    book(&w, "b", 1, false, 3, 0);
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    v = decide(&w, req_shared(2, 0, -1));
+    cr_assert_not(v.keep);
+    cr_assert_str_eq(gx_reason_text(v.reason), "no GPU time slot available");
+    book(&w, "c", 1, false, 1, 0);
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_not(v.keep);
+    cr_assert_str_eq(gx_reason_text(v.reason), "no GPU time slot available");
+    cr_assert_eq(v.usable_cards, 0);
+    world_free(&w);
+}
+
+Test(score, card_held_exclusively_has_no_slot_for_shared_pods)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 1);
+    book(&w, "ex", 0, true, 0, 0);
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_NO_SLOT);
+    world_free(&w);
+}
+
+Test(score, memory_uses_max_of_booked_and_measured)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 1);
+    book(&w, "a", 0, false, 1, 16000);
+    /* 16000 + 6144 = 22144 <= 24564 - 512 */
+    v = decide(&w, req_shared(1, 6144, -1));
+    cr_assert(v.keep);
+    cr_assert_eq(decide(&w, req_shared(1, 8192, -1)).reason, GX_REASON_NO_MEMORY);
+    /* measured use above the booking counts */
+    w.cards[0].v[GX_SIG_MEM_USED] = 20000;
+    cr_assert_eq(decide(&w, req_shared(1, 6144, -1)).reason, GX_REASON_NO_MEMORY);
+    cr_assert(decide(&w, req_shared(1, 2048, -1)).keep);
+    /* a card already past its usable memory takes no pod, even without an ask */
+    w.cards[0].v[GX_SIG_MEM_USED] = 24300;
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_NO_MEMORY);
+    world_free(&w);
+}
+
+Test(score, reason_comes_from_the_card_that_got_furthest)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 3);
+    w.cards[0].v[GX_SIG_TEMP] = 99;        /* unhealthy */
+    book(&w, "full", 1, false, 4, 0);      /* no slot */
+    w.cards[2].v[GX_SIG_MEM_USED] = 22000; /* no memory for 4 GiB */
+    cr_assert_eq(decide(&w, req_shared(1, 4096, -1)).reason, GX_REASON_NO_MEMORY);
+    w.cards[2].v[GX_SIG_MEM_USED] = 1000;
+    w.cards[2].v[GX_SIG_UTIL] = 80; /* 80 + 30 > 100 */
+    cr_assert_eq(decide(&w, req_shared(1, 4096, 30)).reason, GX_REASON_BUSY);
+    cr_assert(decide(&w, req_shared(1, 4096, 20)).keep);
+    world_free(&w);
+}
+
+Test(score, util_ceiling_counts_declared_and_expected_load)
+{
+    struct world w;
+    struct gx_tenant t;
+    int slots[1] = {4};
+
+    world_init(&w, "gpu-1", 1);
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "declared");
+    t.slices = 1;
+    t.util_pct = 70;
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-1", &t, 1, slots, 1), GX_OK);
+    /* measured 5% but 70% already promised */
+    cr_assert_eq(decide(&w, req_shared(1, 0, 40)).reason, GX_REASON_BUSY);
+    cr_assert(decide(&w, req_shared(1, 0, 30)).keep);
+    world_free(&w);
+}
+
+Test(score, exclusive_on_time_sliced_node_needs_physical_cards)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "ts-1", 2);
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    w.node.replicas = 4;
+    w.node.alloc_gpu = 8;
+    v = decide(&w, req_excl(8));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_TOO_FEW_GPUS);
+    cr_assert(gx_reason_unresolvable(v.reason));
+    v = decide(&w, req_excl(2));
+    cr_assert(v.keep);
+    cr_assert(v.device_plugin);
+    cr_assert_eq(v.n_cards, 0);
+    book(&w, "a", 0, false, 4, 0);
+    book(&w, "b", 1, false, 3, 0);
+    v = decide(&w, req_excl(2));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_NO_SLOT);
+    cr_assert(decide(&w, req_excl(1)).keep);
+    world_free(&w);
+}
+
+Test(score, device_plugin_shared_needs_time_sliced_node)
+{
+    struct world w;
+    struct gx_podreq r = req_shared(1, 0, -1);
+    struct gx_verdict v;
+
+    r.device_plugin = true;
+    world_init(&w, "plain-1", 2);
+    v = decide(&w, r);
+    cr_assert_eq(v.reason, GX_REASON_SHARING_MISMATCH);
+    cr_assert(gx_reason_unresolvable(v.reason));
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    w.node.replicas = 2;
+    v = decide(&w, r);
+    cr_assert(v.keep);
+    cr_assert(v.device_plugin);
+    book(&w, "a", 0, false, 2, 0);
+    book(&w, "b", 1, false, 2, 0);
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_NO_SLOT);
+    world_free(&w);
+}
+
+Test(score, device_plugin_blames_sick_cards_only_when_they_would_help)
+{
+    struct world w;
+    struct gx_podreq r = req_shared(1, 0, -1);
+
+    r.device_plugin = true;
+    world_init(&w, "ts-1", 2);
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    w.node.replicas = 2;
+    book(&w, "a", 0, false, 2, 0);
+    w.cards[1].v[GX_SIG_XID] = 48;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_UNHEALTHY);
+    book(&w, "b", 1, false, 2, 0);
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_NO_SLOT);
+    world_free(&w);
+}
+
+Test(score, binpack_fills_used_card_and_spread_picks_empty_one)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 3);
+    book(&w, "a", 1, false, 2, 2048);
+    v = decide(&w, req_shared(1, 1024, -1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9);
+    w.cfg.policy = GX_POLICY_SPREAD;
+    v = decide(&w, req_shared(1, 1024, -1));
+    cr_assert(v.keep);
+    cr_assert_neq(v.cards[0], 1);
+    cr_assert_float_eq(v.parts.fit, 1.0, 1e-9);
+    /* spread breaks ties by free memory */
+    w.cards[0].v[GX_SIG_MEM_USED] = 8000;
+    cr_assert_eq(decide(&w, req_shared(1, 1024, -1)).cards[0], 2);
+    world_free(&w);
+}
+
+Test(score, binpack_prefers_node_left_without_fragments)
+{
+    struct world small, big;
+    struct gx_verdict vs, vb;
+
+    world_init(&small, "small", 2);
+    world_init(&big, "big", 8);
+    small.cfg.w_util = small.cfg.w_memory = small.cfg.w_temp = small.cfg.w_labels = 0;
+    big.cfg = small.cfg;
+    vs = decide(&small, req_excl(2));
+    vb = decide(&big, req_excl(2));
+    cr_assert(vs.keep && vb.keep);
+    cr_assert_float_eq(vs.parts.fit, 1.0, 1e-9);
+    cr_assert_float_eq(vb.parts.fit, 1.0 - 6.0 / 8.0, 1e-9);
+    cr_assert_gt(vs.score, vb.score);
+    small.cfg.policy = big.cfg.policy = GX_POLICY_SPREAD;
+    vs = decide(&small, req_excl(2));
+    vb = decide(&big, req_excl(2));
+    cr_assert_lt(vs.score, vb.score);
+    world_free(&small);
+    world_free(&big);
+}
+
+Test(score, exclusive_picks_the_idlest_cards)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 4);
+    w.cards[0].v[GX_SIG_UTIL] = 12;
+    w.cards[1].v[GX_SIG_UTIL] = 30;
+    w.cards[2].v[GX_SIG_UTIL] = 0;
+    w.cards[3].v[GX_SIG_UTIL] = 0;
+    w.cards[3].v[GX_SIG_TEMP] = 60; /* same load, hotter */
+    v = decide(&w, req_excl(1));
+    cr_assert_eq(v.cards[0], 2);
+    v = decide(&w, req_excl(3));
+    cr_assert_eq(v.n_cards, 3);
+    cr_assert_eq(v.cards[0], 2);
+    cr_assert_eq(v.cards[1], 3);
+    cr_assert_eq(v.cards[2], 0);
+    world_free(&w);
+}
+
+Test(score, exclusive_keeps_numa_groups_together)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 4);
+    w.cards[0].numa = 0;
+    w.cards[1].numa = 0;
+    w.cards[2].numa = 1;
+    w.cards[3].numa = 1;
+    w.cards[0].v[GX_SIG_UTIL] = 0;
+    w.cards[1].v[GX_SIG_UTIL] = 40;
+    w.cards[2].v[GX_SIG_UTIL] = 10;
+    w.cards[3].v[GX_SIG_UTIL] = 20;
+    /* the two idlest cards (0, 2) sit on different NUMA nodes */
+    v = decide(&w, req_excl(2));
+    cr_assert(v.keep);
+    cr_assert_eq(v.n_cards, 2);
+    cr_assert_eq(w.cards[v.cards[0]].numa, w.cards[v.cards[1]].numa);
+    cr_assert_float_eq(v.parts.fit, 1.0 - 2.0 / 4.0, 1e-9);
+    /* binpack takes a lone card from the smaller group, keeping the pair whole */
+    w.cards[2].v[GX_SIG_UTIL] = 99; /* busy */
+    v = decide(&w, req_excl(1));
+    cr_assert_eq(v.cards[0], 3);
+    v = decide(&w, req_excl(2));
+    cr_assert_eq(v.cards[0], 0);
+    cr_assert_eq(v.cards[1], 1);
+    /* spread takes it from the larger group */
+    w.cfg.policy = GX_POLICY_SPREAD;
+    v = decide(&w, req_excl(1));
+    cr_assert_eq(v.cards[0], 0);
+    /* no group fits 3: cards cross NUMA nodes and fit is halved */
+    w.cfg.policy = GX_POLICY_BINPACK;
+    v = decide(&w, req_excl(3));
+    cr_assert(v.keep);
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9);
+    world_free(&w);
+}
+
+Test(score, label_rules_in_and_gt)
+{
+    struct world w;
+    struct gx_kv labels[2] = {{"nvidia.com/gpu.family", "ampere"},
+                              {"nvidia.com/gpu.memory", "40960"}};
+    char *fam[] = {"ampere", "hopper"};
+    struct gx_label_rule rules[2];
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 1);
+    memset(rules, 0, sizeof(rules));
+    rules[0].label = "nvidia.com/gpu.family";
+    rules[0].op = GX_OP_IN;
+    rules[0].values = fam;
+    rules[0].n_values = 2;
+    rules[0].weight = 60;
+    rules[1].label = "nvidia.com/gpu.memory";
+    rules[1].op = GX_OP_GT;
+    rules[1].number = 32000;
+    rules[1].weight = 40;
+    w.cfg.label_rules = rules;
+    w.cfg.n_label_rules = 2;
+    w.cfg.w_util = w.cfg.w_memory = w.cfg.w_temp = w.cfg.w_fit = 0;
+    w.node.labels = labels;
+    w.node.n_labels = 2;
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_float_eq(v.parts.labels, 1.0, 1e-9);
+    cr_assert_eq(v.score, 10);
+    labels[1].value = "lots"; /* not a number: Gt does not match */
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_float_eq(v.parts.labels, 0.5 + 60.0 / 200.0, 1e-9);
+    cr_assert_eq(v.score, 8);
+    labels[0].value = "volta";
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_float_eq(v.parts.labels, 0.5, 1e-9);
+    cr_assert_eq(v.score, 5);
+    rules[0].op = GX_OP_NOT_IN;
+    rules[0].weight = -100;
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_float_eq(v.parts.labels, 0.5 - 100.0 / 280.0, 1e-9);
+    world_free(&w);
+}
+
+Test(score, weights_combine_parts_and_zero_weights_give_five)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 1);
+    w.cfg.w_memory = w.cfg.w_temp = w.cfg.w_labels = w.cfg.w_fit = 0;
+    w.cards[0].v[GX_SIG_UTIL] = 30;
+    v = decide(&w, req_excl(1));
+    cr_assert_float_eq(v.parts.util, 0.7, 1e-9);
+    cr_assert_eq(v.score, 7);
+    w.cfg.w_util = 0;
+    cr_assert_eq(decide(&w, req_excl(1)).score, 5);
+    world_free(&w);
+}
+
+Test(score, card_slots_follow_product_replicas_and_oversubscription)
+{
+    struct world w;
+    struct gx_product_slots ps = {"NVIDIA-A100-SXM4-40GB", 7};
+
+    world_init(&w, "gpu-1", 1);
+    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 4);
+    w.node.replicas = 3;
+    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 3);
+    w.cfg.product_slots = &ps;
+    w.cfg.n_product_slots = 1;
+    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 7);
+    w.cfg.oversubscription = 1.5;
+    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 10);
+    w.cfg.n_product_slots = 0;
+    w.node.replicas = 1;
+    w.cfg.default_slots = 0;
+    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 1);
+    world_free(&w);
+}
+
+Test(score, scores_stay_in_range_on_random_nodes)
+{
+    struct world w;
+    uint64_t s = 88172645463325252ULL;
+
+    world_init(&w, "gpu-1", 4);
+    for (int iter = 0; iter < 2000; iter++) {
+        struct gx_verdict v;
+        for (int c = 0; c < 4; c++) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            card_set(&w.cards[c], c, (double)(s % 120), (double)(s % 30000), (double)(s % 100));
+            w.cards[c].at_ms[GX_SIG_UTIL] = (s & 1) ? NOW : 0;
+        }
+        w.cfg.policy = (s & 2) ? GX_POLICY_SPREAD : GX_POLICY_BINPACK;
+        v = decide(&w, (s & 4) ? req_excl((int64_t)(s % 4) + 1)
+                               : req_shared((int)(s % 3) + 1, (int64_t)(s % 8000), -1));
+        if (v.keep) {
+            cr_assert(v.parts.util >= 0 && v.parts.util <= 1);
+            cr_assert(v.parts.memory >= 0 && v.parts.memory <= 1);
+            cr_assert(v.parts.temp >= 0 && v.parts.temp <= 1);
+            cr_assert(v.parts.fit >= 0 && v.parts.fit <= 1);
+        } else {
+            cr_assert_neq(v.reason, GX_REASON_NONE);
+        }
+    }
+    world_free(&w);
+}
