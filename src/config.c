@@ -108,6 +108,9 @@ _Static_assert(GX_LOG_ERROR == 3 && GX_OP_LT == 5 && GX_POLICY_SPREAD == 1 && GX
      .names = (nm), .flags = (fl)}
 
 #define F_RPATH (F_RESTART | F_NULLABLE | F_PATH | F_NONEMPTY)
+#define F_LPATH (F_NULLABLE | F_PATH | F_NONEMPTY)
+/* A PromQL query per signal; "" disables the signal. */
+#define PROMQL(sig, idx, d) STR("prometheus.queries." #sig, prom_queries[idx], d, 0)
 
 /*
  * Every key. Keep docs/configuration.md in step: a test compares the two.
@@ -183,6 +186,39 @@ static const struct kspec keys_table[] = {
      .off_n = ROFF(n_values)},
     RULE("weight", K_INT, weight, -100, 100, NULL, F_REQUIRED),
     BOOL("score.prefer_cpu_nodes_for_cpu_pods", prefer_cpu_nodes_for_cpu_pods, 1),
+
+    STR("prometheus.url", prom_url, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
+    INT("prometheus.interval_s", prom_interval_s, 1, 3600, 5, 0),
+    INT("prometheus.timeout_s", prom_timeout_s, 1, 60, 3, 0),
+    PROMQL(util, GX_SIG_UTIL, "DCGM_FI_DEV_GPU_UTIL"),
+    PROMQL(mem_used, GX_SIG_MEM_USED, "DCGM_FI_DEV_FB_USED"),
+    PROMQL(mem_free, GX_SIG_MEM_FREE, "DCGM_FI_DEV_FB_FREE"),
+    PROMQL(temp, GX_SIG_TEMP, "DCGM_FI_DEV_GPU_TEMP"),
+    PROMQL(power, GX_SIG_POWER, "DCGM_FI_DEV_POWER_USAGE"),
+    PROMQL(xid, GX_SIG_XID, "max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])"),
+    STR("prometheus.bearer_token_file", prom_bearer_token_file, NULL, F_LPATH),
+    STR("prometheus.basic_auth.username", prom_basic_user, NULL, F_NULLABLE | F_NONEMPTY),
+    STR("prometheus.basic_auth.password_file", prom_basic_password_file, NULL, F_LPATH),
+    STR("prometheus.ca_file", prom_ca_file, NULL, F_LPATH),
+    BOOL("prometheus.insecure_skip_verify", prom_insecure, 0),
+    NUM("prometheus.max_response_bytes", K_SIZE, prom_max_response_bytes, 1024, 4294967296.0,
+        268435456.0),
+
+    {.path = "kubernetes.enabled", .type = K_BOOL, .off = OFF(kube_enabled), .def = 0,
+     .flags = F_RESTART},
+    STR("kubernetes.url", kube_url, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
+    STR("kubernetes.token_file", kube_token_file, NULL, F_RPATH),
+    STR("kubernetes.ca_file", kube_ca_file, NULL, F_RPATH),
+    {.path = "kubernetes.insecure_skip_verify", .type = K_BOOL, .off = OFF(kube_insecure),
+     .def = 0, .flags = F_RESTART},
+    STR("kubernetes.node_selector", kube_node_selector, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
+    STR("kubernetes.namespace", kube_namespace, "gpu-extender", F_RESTART | F_NONEMPTY),
+    INT("kubernetes.timeout_s", kube_timeout_s, 1, 60, 10, 0),
+    INT("kubernetes.watch_timeout_s", kube_watch_timeout_s, 10, 3600, 300, 0),
+    NUM("kubernetes.max_event_bytes", K_SIZE, kube_max_event_bytes, 1024, 268435456.0,
+        16777216.0),
+    NUM("kubernetes.max_list_bytes", K_SIZE, kube_max_list_bytes, 1048576.0, 4294967296.0,
+        1073741824.0),
 };
 /* clang-format on */
 

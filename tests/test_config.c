@@ -546,13 +546,20 @@ Test(config, demo_config_loads_with_resolved_files)
     gx_config_free(c);
 }
 
-Test(config, production_config_is_the_defaults)
+/* The production file is the defaults plus the live sources switched on. */
+Test(config, production_config_is_the_defaults_with_live_sources)
 {
     struct gx_config *c = NULL;
     struct gx_why why = {""};
 
     cr_assert_eq(gx_config_load(GX_SOURCE_DIR "/config/config.json", &c, &why), GX_OK, "%s",
                  why.text);
+    cr_assert(c->kube_enabled);
+    cr_assert_null(c->kube_url);
+    cr_assert_str_eq(c->kube_node_selector, "nvidia.com/gpu.present=true");
+    cr_assert_str_eq(c->prom_url, "http://prometheus-k8s.monitoring.svc:9090");
+    cr_assert_str_eq(c->prom_queries[GX_SIG_XID], "max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])");
+    c->kube_enabled = false;
     assert_defaults(c);
     gx_config_free(c);
 }
