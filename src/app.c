@@ -17,11 +17,14 @@
 #include "gx/explain.h"
 #include "gx/extender.h"
 #include "gx/http.h"
+#include "gx/httpc.h"
+#include "gx/kube.h"
 #include "gx/kobj.h"
 #include "gx/ledger.h"
 #include "gx/log.h"
 #include "gx/metrics.h"
 #include "gx/podreq.h"
+#include "gx/promsrc.h"
 #include "gx/score.h"
 #include "gx/snapshot.h"
 
@@ -59,6 +62,13 @@ struct gx_app {
     struct gx_node_info *nodes;
     size_t n_nodes;
     struct file_stamp nodes_stamp;
+
+    /* live sources */
+    struct gx_httpc *httpc;
+    struct gx_promsrc *prom;
+    struct gx_kube *kube;
+    struct event *rebuild_timer;
+    bool rebuild_pending;
 
     struct event *refresh_timer;
     struct event *reload_timer;
@@ -158,17 +168,23 @@ rebuild_snapshot(struct gx_app *app)
     int64_t now = gx_wall_ms();
     enum gx_err rc;
 
-    rc = gx_snapshot_build(app->cfg, app->nodes, app->n_nodes, app->mstore, now, &snap);
+    const struct gx_node_info *nodes = app->nodes;
+    size_t n_nodes = app->n_nodes;
+
+    if (app->kube != NULL)
+        nodes = gx_kube_nodes(app->kube, &n_nodes);
+    rc = gx_snapshot_build(app->cfg, nodes, n_nodes, app->mstore, now, &snap);
     if (rc != GX_OK) {
         gx_error("snapshot build failed, keeping the previous one", "error=\"%s\"",
                  gx_strerror(rc));
         return rc;
     }
     snap->generation = ++app->generation;
-    snap->nodes_ms = app->metrics.up_last_success_ms[GX_UP_FILES];
-    snap->metrics_ms = app->metrics.up_last_success_ms[GX_UP_FILES];
+    snap->nodes_ms = app->metrics.up_last_success_ms[app->kube ? GX_UP_KUBERNETES : GX_UP_FILES];
+    snap->metrics_ms = app->metrics.up_last_success_ms[app->prom ? GX_UP_PROMETHEUS : GX_UP_FILES];
     gx_snapshot_free(app->snap);
     app->snap = snap;
+    app->ready = app->kube == NULL || gx_kube_nodes_synced(app->kube);
     return GX_OK;
 }
 
@@ -184,7 +200,7 @@ refresh_files(struct gx_app *app, bool force, struct gx_why *why)
     const struct gx_config *cfg = app->cfg;
     enum gx_err first = GX_OK, rc;
 
-    if (cfg->nodes_file != NULL && (stamp_changed(cfg->nodes_file, &app->nodes_stamp) || force))
+    if (cfg->nodes_file != NULL && !cfg->kube_enabled && (stamp_changed(cfg->nodes_file, &app->nodes_stamp) || force))
         first = load_nodes_file(app, why);
     for (size_t i = 0; i < cfg->n_metrics_files; i++) {
         rc = load_metrics_file(app, i, first == GX_OK ? why : NULL);
@@ -681,6 +697,92 @@ arm(struct event *ev, int seconds)
 }
 
 static void
+rebuild_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct gx_app *app = arg;
+
+    (void)fd;
+    (void)what;
+    app->rebuild_pending = false;
+    (void)rebuild_snapshot(app);
+}
+
+/* Coalesce bursts of source changes (a relist, a watch storm) into one rebuild. */
+static void
+schedule_rebuild(void *ctx)
+{
+    struct gx_app *app = ctx;
+    struct timeval tv = {0, 50000};
+
+    if (app->rebuild_pending || app->rebuild_timer == NULL)
+        return;
+    app->rebuild_pending = true;
+    (void)evtimer_add(app->rebuild_timer, &tv);
+}
+
+static bool
+pod_finished(const struct gx_pod *pod)
+{
+    return pod->deleting || strcmp(pod->phase, "Succeeded") == 0 ||
+           strcmp(pod->phase, "Failed") == 0;
+}
+
+/* A managed pod changed: tenants of finished or deleted pods are released. */
+static void
+pod_event_cb(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
+{
+    struct gx_app *app = ctx;
+
+    if (type == GX_WATCH_DELETED || (type != GX_WATCH_BOOKMARK && pod_finished(pod))) {
+        size_t n = gx_ledger_release(app->ledger, pod->uid);
+        if (n > 0)
+            gx_info("released GPUs of a finished pod", "pod=%s/%s tenants=%zu", pod->namespace,
+                    pod->name, n);
+    }
+}
+
+static void
+pods_listed_cb(void *ctx, const struct gx_pod *pods, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pod_finished(&pods[i]))
+            pod_event_cb(ctx, GX_WATCH_MODIFIED, &pods[i]);
+}
+
+static enum gx_err
+start_live_sources(struct gx_app *app, struct gx_why *why)
+{
+    static const struct gx_kube_cbs cbs = {
+        .nodes_changed = schedule_rebuild,
+        .pod_event = pod_event_cb,
+        .pods_listed = pods_listed_cb,
+    };
+    const struct gx_config *cfg = app->cfg;
+
+    if (cfg->prom_url == NULL && !cfg->kube_enabled)
+        return GX_OK;
+    app->httpc = gx_httpc_new(app->base);
+    app->rebuild_timer = evtimer_new(app->base, rebuild_cb, app);
+    if (app->httpc == NULL || app->rebuild_timer == NULL)
+        return GX_ENOMEM;
+    if (cfg->prom_insecure)
+        gx_warn("TLS verification of Prometheus is OFF (prometheus.insecure_skip_verify)", NULL);
+    if (cfg->prom_url != NULL) {
+        app->prom = gx_promsrc_new(app->base, app->httpc, cfg, app->mstore, &app->metrics,
+                                   schedule_rebuild, app);
+        if (app->prom == NULL)
+            return GX_ENOMEM;
+    }
+    if (cfg->kube_enabled) {
+        app->kube = gx_kube_new(app->base, app->httpc, cfg, &app->metrics, &cbs, app, why);
+        if (app->kube == NULL)
+            return GX_EINVAL;
+        app->ready = false;
+    }
+    return GX_OK;
+}
+
+static void
 refresh_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct gx_app *app = arg;
@@ -719,6 +821,10 @@ gx_app_reload(struct gx_app *app)
     }
     if (gx_config_restart_keys_changed(app->cfg, cfg, changed, sizeof(changed)))
         gx_warn("config keys changed that apply only after a restart", "keys=%s", changed);
+    if (app->prom != NULL)
+        gx_promsrc_set_config(app->prom, cfg);
+    if (app->kube != NULL)
+        gx_kube_set_config(app->kube, cfg);
     gx_config_free(app->cfg);
     app->cfg = cfg;
     app->metrics.config_hash = cfg->hash;
@@ -807,7 +913,6 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     rc = reset_sources(app, why);
     if (rc != GX_OK)
         goto fail;
-    app->ready = app->snap != NULL;
     *out = app;
     return GX_OK;
 fail:
@@ -850,6 +955,8 @@ gx_app_listen(struct gx_app *app, struct gx_why *why)
     }
     if (rc != GX_OK)
         return rc;
+    if ((rc = start_live_sources(app, why)) != GX_OK)
+        return rc;
     app->refresh_timer = evtimer_new(app->base, refresh_cb, app);
     app->reload_timer = evtimer_new(app->base, reload_cb, app);
     app->drain_timer = evtimer_new(app->base, drain_cb, app);
@@ -880,6 +987,11 @@ gx_app_free(struct gx_app *app)
     if (app->drain_timer != NULL)
         event_free(app->drain_timer);
     gx_http_free(app->http);
+    gx_promsrc_free(app->prom);
+    gx_kube_free(app->kube);
+    gx_httpc_free(app->httpc);
+    if (app->rebuild_timer != NULL)
+        event_free(app->rebuild_timer);
     gx_snapshot_free(app->snap);
     gx_mstore_free(app->mstore);
     gx_ledger_free(app->ledger);

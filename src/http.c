@@ -291,17 +291,19 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     h->max_body = opts->max_body;
     if (opts->tls_cert != NULL)
         h->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_SOCK_ADDR, &ss,
+            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
+            MHD_OPTION_SOCK_ADDR, &ss,
             MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
             (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL, MHD_OPTION_HTTPS_MEM_CERT,
+            MHD_OPTION_HTTPS_MEM_CERT,
             opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
     else
         h->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_SOCK_ADDR, &ss,
+            flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
+            MHD_OPTION_SOCK_ADDR, &ss,
             MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
             (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL, MHD_OPTION_END);
+            MHD_OPTION_END);
     if (h->daemon == NULL) {
         gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)",
                    opts->address, opts->port);

@@ -14,7 +14,9 @@
  *    exceeds sharing.memory_reserve_mib, or on which dcgm-exporter reports a
  *    workload pod, is in use by someone else and counts as BUSY;
  *  - shared: booked memory is max(ledger reservations, measured use) and the
- *    utilization headroom is max(measured, declared) + expected.
+ *    utilization headroom is max(measured, declared) + expected; on a node
+ *    without device-plugin sharing a card showing a workload pod we did not
+ *    book is held by the device plugin and has no slot.
  */
 #include "gx/score.h"
 
@@ -539,6 +541,14 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
 
         usage_of(ctx, node, c, &u);
         if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices))
+            r = GX_REASON_NO_SLOT;
+        /*
+         * On a node without device-plugin sharing, a workload pod that
+         * dcgm-exporter sees on a card we never booked holds that card
+         * through the device plugin: it has no time slot for anyone else.
+         */
+        if (r == GX_REASON_NONE && node->sharing == GX_SHARING_NONE && u.tenants == 0 &&
+            c->pod != NULL && c->pod[0] != '\0')
             r = GX_REASON_NO_SLOT;
         if (r == GX_REASON_NONE)
             r = card_headroom(ctx, req, node, c, &u);

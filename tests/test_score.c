@@ -414,6 +414,26 @@ Test(score, card_held_exclusively_has_no_slot_for_shared_pods)
     world_free(&w);
 }
 
+/* A device-plugin pod dcgm-exporter sees on a card we never booked owns that card. */
+Test(score, card_with_unbooked_workload_has_no_slot_on_unshared_node)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    w.cards[0].pod = "vllm-llama3-8b-6c9d7f5b8-x2kqp";
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1);
+    w.cards[1].pod = "sd-webui-5f6b8c7d9-q8wzl";
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_NO_SLOT);
+    /* On a time-slicing node the labels are the device plugin's shared tenants. */
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    w.node.replicas = 4;
+    cr_assert(decide(&w, req_shared(1, 0, -1)).keep);
+    world_free(&w);
+}
+
 Test(score, memory_uses_max_of_booked_and_measured)
 {
     struct world w;
