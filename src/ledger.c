@@ -12,6 +12,10 @@
  * An exclusive tenant holds the whole card: its slices field is not counted
  * in gx_card_usage.slices (shared slots only), and no other tenant may sit
  * on that card.
+ *
+ * Card GX_CARD_ANY (-1) marks a shared tenant whose card the NVIDIA device
+ * plugin picks (time-slicing replicas): it counts against the node's slots,
+ * which the decision code checks, not against any one card.
  */
 #include "gx/ledger.h"
 #include "gx/strmap.h"
@@ -315,7 +319,9 @@ tenant_valid(const struct gx_tenant *t)
 {
     if (uid_len(t->uid) == 0 || memchr(t->pod, '\0', sizeof(t->pod)) == NULL)
         return false;
-    if (t->card < 0 || t->card > LEDGER_MAX_CARD)
+    if (t->card < GX_CARD_ANY || t->card > LEDGER_MAX_CARD)
+        return false;
+    if (t->card == GX_CARD_ANY && t->exclusive)
         return false;
     if (t->slices < (t->exclusive ? 0 : 1) || t->slices > LEDGER_MAX_SLICES)
         return false;
@@ -367,7 +373,9 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
         n > LEDGER_MAX_TENANTS || (n_cards > 0 && slots_per_card == NULL))
         return GX_EINVAL;
     for (size_t i = 0; i < n; i++) {
-        if (!tenant_valid(&t[i]) || (size_t)t[i].card >= n_cards || strcmp(t[i].uid, t[0].uid) != 0)
+        if (!tenant_valid(&t[i]) || strcmp(t[i].uid, t[0].uid) != 0)
+            return GX_EINVAL;
+        if (t[i].card != GX_CARD_ANY && (size_t)t[i].card >= n_cards)
             return GX_EINVAL;
         for (size_t j = 0; j < i; j++) {
             if (t[j].card == t[i].card)
@@ -385,6 +393,8 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
         return GX_ECONFLICT;
     for (size_t i = 0; i < n; i++) {
         struct gx_card_usage u;
+        if (t[i].card == GX_CARD_ANY)
+            continue;
         entry_card_usage(e, t[i].card, &u);
         if (t[i].exclusive && u.tenants > 0)
             return GX_ECONFLICT;
@@ -724,7 +734,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
                 memcpy(t->pod, c->valuestring, strlen(c->valuestring) + 1);
             break;
         case F_CARD:
-            ok = json_int(c, 0, LEDGER_MAX_CARD, &v);
+            ok = json_int(c, GX_CARD_ANY, LEDGER_MAX_CARD, &v);
             t->card = (int)v;
             break;
         case F_EXCL:

@@ -37,6 +37,32 @@ add1(struct gx_ledger *l, const char *node, struct gx_tenant t)
     return gx_ledger_add(l, node, &t, 1, SLOTS4, 4);
 }
 
+/* Device-plugin tenants hold node slots, not a card; they survive the Lease codec. */
+Test(ledger, device_plugin_tenants_use_card_any)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant *back = NULL;
+    struct gx_buf b;
+    size_t n = 0;
+    int64_t slices = 0, tenants = 0;
+
+    cr_assert_eq(add1(l, "gpu-c", mk("dp1", GX_CARD_ANY, false, 2, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "gpu-c", mk("dp2", GX_CARD_ANY, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "gpu-c", mk("ex", GX_CARD_ANY, true, 0, 0, 1)), GX_EINVAL);
+    gx_ledger_totals(l, &slices, &tenants);
+    cr_assert_eq(slices, 3);
+    cr_assert_eq(tenants, 2);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "gpu-c"), &b), GX_OK);
+    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &back, &n, NULL), GX_OK);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(back[0].card, GX_CARD_ANY);
+    cr_assert_eq(gx_ledger_set_node(l, "gpu-c", back, n, "7"), GX_OK);
+    free(back);
+    gx_buf_release(&b);
+    gx_ledger_free(l);
+}
+
 Test(ledger, rejects_second_tenant_when_slots_full)
 {
     struct gx_ledger *l = gx_ledger_new();

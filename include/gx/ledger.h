@@ -19,10 +19,13 @@ enum gx_tenant_state { GX_TENANT_RESERVED, GX_TENANT_BOUND };
 
 #define GX_UID_MAX 64
 
+/** Card index of a shared tenant whose card the device plugin chooses. */
+#define GX_CARD_ANY (-1)
+
 struct gx_tenant {
     char uid[GX_UID_MAX];   /* pod UID */
     char pod[256];          /* "namespace/name" for humans */
-    int card;               /* card index on the node */
+    int card;               /* card index on the node, or GX_CARD_ANY */
     bool exclusive;         /* holds the whole card */
     int slices;             /* shared: slots held */
     int64_t memory_mib;     /* shared: declared reservation, 0 none */
