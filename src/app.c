@@ -5,6 +5,7 @@
  * requests, and a config likewise.
  */
 #include "gx/app.h"
+#include "app_int.h"
 
 #include <event2/event.h>
 #include <math.h>
@@ -27,58 +28,6 @@
 #include "gx/promsrc.h"
 #include "gx/score.h"
 #include "gx/snapshot.h"
-
-#define FILE_CAP (256u << 20)
-#define POD_CACHE_SLOTS 16384
-#define POD_CACHE_TTL_MS (15 * 60 * 1000)
-
-/* What filter learned about a pod, so bind (which only gets names) can act. */
-struct pod_seen {
-    char uid[GX_UID_MAX];
-    char pod[256];
-    struct gx_podreq req;
-    int64_t seen_ms;
-};
-
-struct file_stamp {
-    time_t mtime;
-    off_t size;
-    ino_t ino;
-};
-
-struct gx_app {
-    struct event_base *base;
-    struct gx_config *cfg;
-    struct gx_snapshot *snap;
-    struct gx_ledger *ledger;
-    struct gx_mstore *mstore;
-    struct gx_http *http;
-    struct gx_metrics metrics;
-    char *config_path;
-    struct file_stamp config_stamp;
-
-    /* file sources */
-    struct gx_arena nodes_arena;
-    struct gx_node_info *nodes;
-    size_t n_nodes;
-    struct file_stamp nodes_stamp;
-
-    /* live sources */
-    struct gx_httpc *httpc;
-    struct gx_promsrc *prom;
-    struct gx_kube *kube;
-    struct event *rebuild_timer;
-    bool rebuild_pending;
-
-    struct event *refresh_timer;
-    struct event *reload_timer;
-    struct event *drain_timer;
-    int64_t drain_deadline_ms;
-    bool ready;
-    bool draining;
-    uint64_t generation;
-    struct pod_seen *pods; /* POD_CACHE_SLOTS direct-mapped entries */
-};
 
 static bool
 stamp_changed(const char *path, struct file_stamp *st)
@@ -161,8 +110,8 @@ load_metrics_file(struct gx_app *app, size_t i, struct gx_why *why)
 }
 
 /* Rebuild the snapshot from the current sources and swap it in. */
-static enum gx_err
-rebuild_snapshot(struct gx_app *app)
+enum gx_err
+app_rebuild_snapshot(struct gx_app *app)
 {
     struct gx_snapshot *snap = NULL;
     int64_t now = gx_wall_ms();
@@ -184,7 +133,6 @@ rebuild_snapshot(struct gx_app *app)
     snap->metrics_ms = app->metrics.up_last_success_ms[app->prom ? GX_UP_PROMETHEUS : GX_UP_FILES];
     gx_snapshot_free(app->snap);
     app->snap = snap;
-    app->ready = app->kube == NULL || gx_kube_nodes_synced(app->kube);
     return GX_OK;
 }
 
@@ -211,7 +159,7 @@ refresh_files(struct gx_app *app, bool force, struct gx_why *why)
         app->metrics.up_syncs[GX_UP_FILES]++;
         app->metrics.up_last_success_ms[GX_UP_FILES] = gx_wall_ms();
     }
-    rc = rebuild_snapshot(app);
+    rc = app_rebuild_snapshot(app);
     return first != GX_OK ? first : rc;
 }
 
@@ -228,8 +176,8 @@ reset_sources(struct gx_app *app, struct gx_why *why)
 
 /* ---- request handling ---- */
 
-static void
-respond_json(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
+void
+app_respond_json(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
              struct gx_buf *body)
 {
     double secs = (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0;
@@ -238,8 +186,8 @@ respond_json(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int s
     gx_http_respond(r, status, "application/json", body);
 }
 
-static void
-respond_error(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
+void
+app_respond_error(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
               const char *msg)
 {
     struct gx_buf b;
@@ -251,7 +199,7 @@ respond_error(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int 
             gx_http_peer(r), gx_log_quote(q, sizeof(q), msg));
     if (gx_ext_encode_http_error(&b, status, msg) != GX_OK)
         gx_buf_reset(&b);
-    respond_json(app, r, verb, status, &b);
+    app_respond_json(app, r, verb, status, &b);
 }
 
 static struct pod_seen *
@@ -260,8 +208,8 @@ pod_slot(struct gx_app *app, const char *uid)
     return &app->pods[gx_hash(uid, strlen(uid)) % POD_CACHE_SLOTS];
 }
 
-static void
-remember_pod(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *req)
+void
+app_remember_pod(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *req)
 {
     struct pod_seen *s;
 
@@ -274,8 +222,8 @@ remember_pod(struct gx_app *app, const struct gx_pod *pod, const struct gx_podre
     s->seen_ms = gx_mono_ms();
 }
 
-static const struct pod_seen *
-recall_pod(struct gx_app *app, const char *uid)
+const struct pod_seen *
+app_recall_pod(struct gx_app *app, const char *uid)
 {
     const struct pod_seen *s = pod_slot(app, uid);
 
@@ -284,8 +232,8 @@ recall_pod(struct gx_app *app, const char *uid)
     return s;
 }
 
-static void
-decide_ctx(struct gx_app *app, struct gx_decide_ctx *ctx)
+void
+app_decide_ctx(struct gx_app *app, struct gx_decide_ctx *ctx)
 {
     ctx->cfg = app->cfg;
     ctx->snap = app->snap;
@@ -309,7 +257,7 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
 
     rc = gx_ext_decode_args(body, len, app->cfg->max_json_depth, args, &why);
     if (rc != GX_OK) {
-        respond_error(app, r, verb, 400, why.text);
+        app_respond_error(app, r, verb, 400, why.text);
         return false;
     }
     *bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
@@ -349,12 +297,12 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     fv = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*fv));
     if (fv == NULL) {
         gx_ext_args_release(&args);
-        respond_error(app, r, GX_VERB_FILTER, 500, "out of memory");
+        app_respond_error(app, r, GX_VERB_FILTER, 500, "out of memory");
         return;
     }
     if (!bad)
-        remember_pod(app, &args.pod, &req);
-    decide_ctx(app, &ctx);
+        app_remember_pod(app, &args.pod, &req);
+    app_decide_ctx(app, &ctx);
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_verdict v;
         const struct gx_ext_node *n = &args.nodes[i];
@@ -381,13 +329,13 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
             gx_buf_release(&out);
             free(fv);
             gx_ext_args_release(&args);
-            respond_error(app, r, GX_VERB_FILTER, 500, "cannot encode the filter result");
+            app_respond_error(app, r, GX_VERB_FILTER, 500, "cannot encode the filter result");
             return;
         }
     }
     free(fv);
     gx_ext_args_release(&args);
-    respond_json(app, r, GX_VERB_FILTER, 200, &out);
+    app_respond_json(app, r, GX_VERB_FILTER, 200, &out);
 }
 
 static void
@@ -405,10 +353,10 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
     if (scores == NULL) {
         gx_ext_args_release(&args);
-        respond_error(app, r, GX_VERB_PRIORITIZE, 500, "out of memory");
+        app_respond_error(app, r, GX_VERB_PRIORITIZE, 500, "out of memory");
         return;
     }
-    decide_ctx(app, &ctx);
+    app_decide_ctx(app, &ctx);
     for (size_t i = 0; i < args.n_nodes && !bad; i++) {
         struct gx_verdict v;
         const struct gx_ext_node *n = &args.nodes[i];
@@ -422,128 +370,27 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         gx_buf_release(&out);
         free(scores);
         gx_ext_args_release(&args);
-        respond_error(app, r, GX_VERB_PRIORITIZE, 500, "cannot encode the priority list");
+        app_respond_error(app, r, GX_VERB_PRIORITIZE, 500, "cannot encode the priority list");
         return;
     }
     free(scores);
     gx_ext_args_release(&args);
-    respond_json(app, r, GX_VERB_PRIORITIZE, 200, &out);
+    app_respond_json(app, r, GX_VERB_PRIORITIZE, 200, &out);
 }
 
-static void
-bind_answer(struct gx_app *app, struct gx_http_req *r, enum gx_bind_outcome o, const char *err)
+
+
+
+/* Ready once every configured source has synced: nodes, managed pods and the ledger. */
+static bool
+app_ready(const struct gx_app *app)
 {
-    struct gx_buf out;
-
-    app->metrics.binds[o]++;
-    gx_buf_init(&out, 4096);
-    if (gx_ext_encode_bind_result(&out, err) != GX_OK)
-        gx_buf_reset(&out);
-    respond_json(app, r, GX_VERB_BIND, 200, &out);
-}
-
-/* Turn a verdict into ledger tenants; returns how many. */
-static size_t
-tenants_for(const struct gx_ext_bind_args *b, const struct pod_seen *seen,
-            const struct gx_verdict *v, struct gx_tenant *t)
-{
-    size_t n = 0;
-    int count = v->n_cards;
-
-    if (seen->req.kind == GX_REQ_NONE)
-        return 0;
-    if (v->device_plugin || count == 0)
-        count = 1;
-    for (int i = 0; i < count && i < GX_MAX_PICK; i++, n++) {
-        memset(&t[n], 0, sizeof(t[n]));
-        (void)snprintf(t[n].uid, sizeof(t[n].uid), "%s", b->pod_uid);
-        (void)snprintf(t[n].pod, sizeof(t[n].pod), "%s/%s", b->pod_namespace, b->pod_name);
-        t[n].card = v->device_plugin || v->n_cards == 0 ? -1 : v->cards[i];
-        t[n].exclusive = seen->req.kind == GX_REQ_EXCLUSIVE && !v->device_plugin;
-        t[n].slices = seen->req.kind == GX_REQ_SHARED ? seen->req.slices
-                      : v->device_plugin             ? (int)seen->req.gpus
-                                                     : 0;
-        t[n].memory_mib = seen->req.kind == GX_REQ_SHARED ? seen->req.memory_mib : 0;
-        t[n].util_pct = seen->req.kind == GX_REQ_SHARED ? seen->req.util_pct : -1;
-        t[n].state = GX_TENANT_RESERVED;
-        t[n].since_ms = gx_wall_ms();
-    }
-    return n;
-}
-
-static void
-handle_bind(struct gx_app *app, struct gx_http_req *r)
-{
-    struct gx_ext_bind_args b;
-    struct gx_why why = {{0}};
-    const struct gx_ledger_node *held;
-    const struct pod_seen *seen;
-    const struct gx_node *node;
-    struct gx_decide_ctx ctx;
-    struct gx_verdict v;
-    struct gx_tenant t[GX_MAX_PICK];
-    int slots[256];
-    size_t n, len;
-    const char *body = gx_http_body(r, &len);
-    char msg[256];
-    enum gx_err rc;
-
-    if (gx_ext_decode_bind(body, len, app->cfg->max_json_depth, &b, &why) != GX_OK) {
-        respond_error(app, r, GX_VERB_BIND, 400, why.text);
-        return;
-    }
-    held = gx_ledger_find_pod(app->ledger, b.pod_uid);
-    if (held != NULL) {
-        if (strcmp(held->node, b.node) == 0) {
-            bind_answer(app, r, GX_BIND_REPEAT, "");
-        } else {
-            (void)snprintf(msg, sizeof(msg), "pod %s/%s already holds GPUs on node %s",
-                           b.pod_namespace, b.pod_name, held->node);
-            bind_answer(app, r, GX_BIND_REJECTED, msg);
-        }
-        gx_ext_bind_args_release(&b);
-        return;
-    }
-    seen = recall_pod(app, b.pod_uid);
-    node = gx_snapshot_find(app->snap, b.node, strlen(b.node));
-    if (seen == NULL) {
-        (void)snprintf(msg, sizeof(msg),
-                       "pod %s/%s was not seen by filter on this extender, retry scheduling",
-                       b.pod_namespace, b.pod_name);
-        bind_answer(app, r, GX_BIND_ERROR, msg);
-        gx_ext_bind_args_release(&b);
-        return;
-    }
-    decide_ctx(app, &ctx);
-    gx_score_node(&ctx, &seen->req, node, &v);
-    if (seen->req.kind != GX_REQ_NONE && !v.keep) {
-        (void)snprintf(msg, sizeof(msg), "cannot bind to %s: %s", b.node,
-                       gx_reason_text(v.reason));
-        bind_answer(app, r, GX_BIND_REJECTED, msg);
-        gx_ext_bind_args_release(&b);
-        return;
-    }
-    n = tenants_for(&b, seen, &v, t);
-    for (size_t i = 0; node != NULL && i < node->n_cards && i < GX_ARRAY_LEN(slots); i++)
-        slots[i] = gx_config_card_slots(app->cfg, node->product, node->replicas);
-    rc = n == 0 ? GX_OK
-                : gx_ledger_add(app->ledger, b.node, t, n, slots,
-                                node ? (node->n_cards < GX_ARRAY_LEN(slots) ? node->n_cards
-                                                                           : GX_ARRAY_LEN(slots))
-                                     : 0);
-    if (rc == GX_OK && n > 0)
-        rc = gx_ledger_mark_bound(app->ledger, b.pod_uid);
-    if (rc != GX_OK) {
-        (void)snprintf(msg, sizeof(msg), "cannot reserve GPUs on %s: %s", b.node,
-                       rc == GX_ECONFLICT ? "no GPU time slot available" : gx_strerror(rc));
-        bind_answer(app, r, GX_BIND_REJECTED, msg);
-    } else {
-        gx_info("pod bound", "req=%llu pod=%s/%s node=%s cards=%d",
-                (unsigned long long)gx_http_id(r), b.pod_namespace, b.pod_name, b.node,
-                v.n_cards);
-        bind_answer(app, r, GX_BIND_OK, "");
-    }
-    gx_ext_bind_args_release(&b);
+    if (app->snap == NULL || app->draining)
+        return false;
+    if (app->kube == NULL)
+        return true;
+    return gx_kube_nodes_synced(app->kube) && app->pods_synced && app->leases != NULL &&
+           gx_leases_synced(app->leases);
 }
 
 static void
@@ -555,7 +402,7 @@ handle_text(struct gx_app *app, struct gx_http_req *r, int status, const char *c
     gx_buf_init(&b, 1 << 20);
     if (gx_buf_adds(&b, text) != GX_OK)
         gx_buf_reset(&b);
-    respond_json(app, r, GX_VERB_OTHER, status, &b);
+    app_respond_json(app, r, GX_VERB_OTHER, status, &b);
     (void)ctype;
 }
 
@@ -571,7 +418,7 @@ handle_version(struct gx_app *app, struct gx_http_req *r)
         gx_buf_addf(&b, ",\"snapshot_generation\":%llu}",
                     (unsigned long long)app->generation) != GX_OK)
         gx_buf_reset(&b);
-    respond_json(app, r, GX_VERB_OTHER, 200, &b);
+    app_respond_json(app, r, GX_VERB_OTHER, 200, &b);
 }
 
 static void
@@ -597,7 +444,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     double secs = (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0;
 
     memset(&g, 0, sizeof(g));
-    g.ready = app->ready;
+    g.ready = app_ready(app);
     g.now_ms = gx_wall_ms();
     g.inflight = (int64_t)gx_http_inflight(app->http);
     snapshot_counts(app->snap, &g, app->cfg);
@@ -622,10 +469,10 @@ handle_explain(struct gx_app *app, struct gx_http_req *r)
     if (gx_app_explain(app, body, len, fmt == NULL || strcmp(fmt, "text") != 0, &out, &why) !=
         GX_OK) {
         gx_buf_release(&out);
-        respond_error(app, r, GX_VERB_OTHER, 400, why.text);
+        app_respond_error(app, r, GX_VERB_OTHER, 400, why.text);
         return;
     }
-    respond_json(app, r, GX_VERB_OTHER, 200, &out);
+    app_respond_json(app, r, GX_VERB_OTHER, 200, &out);
 }
 
 /* Routes: verbs under the prefix, operational endpoints at the root. */
@@ -647,27 +494,26 @@ handle(void *ctx, struct gx_http_req *r)
                                               : GX_VERB_OTHER;
     if (v != GX_VERB_OTHER) {
         if (!post)
-            respond_error(app, r, v, 405, "method not allowed: use POST");
+            app_respond_error(app, r, v, 405, "method not allowed: use POST");
         else if (gx_http_too_big(r))
-            respond_error(app, r, v, 413, "request body exceeds server.max_body_bytes");
+            app_respond_error(app, r, v, 413, "request body exceeds server.max_body_bytes");
         else if (v == GX_VERB_FILTER)
             handle_filter(app, r);
         else if (v == GX_VERB_PRIORITIZE)
             handle_prioritize(app, r);
         else
-            handle_bind(app, r);
+            app_handle_bind(app, r);
         return;
     }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
         strcmp(path, "/version") == 0 || strcmp(path, "/metrics") == 0) {
         if (!get && strcmp(method, "HEAD") != 0)
-            respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use GET");
+            app_respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use GET");
         else if (strcmp(path, "/healthz") == 0)
             handle_text(app, r, 200, "application/json", "{\"status\":\"ok\"}");
         else if (strcmp(path, "/readyz") == 0)
-            handle_text(app, r, app->ready && !app->draining ? 200 : 503, "application/json",
-                        app->ready && !app->draining ? "{\"status\":\"ready\"}"
-                                                     : "{\"status\":\"not ready\"}");
+            handle_text(app, r, app_ready(app) ? 200 : 503, "application/json",
+                        app_ready(app) ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}");
         else if (strcmp(path, "/version") == 0)
             handle_version(app, r);
         else
@@ -676,14 +522,14 @@ handle(void *ctx, struct gx_http_req *r)
     }
     if (app->cfg->debug_endpoints && strcmp(path, "/debug/explain") == 0) {
         if (!post)
-            respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use POST");
+            app_respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use POST");
         else if (gx_http_too_big(r))
-            respond_error(app, r, GX_VERB_OTHER, 413, "request body exceeds server.max_body_bytes");
+            app_respond_error(app, r, GX_VERB_OTHER, 413, "request body exceeds server.max_body_bytes");
         else
             handle_explain(app, r);
         return;
     }
-    respond_error(app, r, GX_VERB_OTHER, 404, "not found");
+    app_respond_error(app, r, GX_VERB_OTHER, 404, "not found");
 }
 
 /* ---- timers ---- */
@@ -704,7 +550,7 @@ rebuild_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     app->rebuild_pending = false;
-    (void)rebuild_snapshot(app);
+    (void)app_rebuild_snapshot(app);
 }
 
 /* Coalesce bursts of source changes (a relist, a watch storm) into one rebuild. */
@@ -720,42 +566,13 @@ schedule_rebuild(void *ctx)
     (void)evtimer_add(app->rebuild_timer, &tv);
 }
 
-static bool
-pod_finished(const struct gx_pod *pod)
-{
-    return pod->deleting || strcmp(pod->phase, "Succeeded") == 0 ||
-           strcmp(pod->phase, "Failed") == 0;
-}
-
-/* A managed pod changed: tenants of finished or deleted pods are released. */
-static void
-pod_event_cb(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
-{
-    struct gx_app *app = ctx;
-
-    if (type == GX_WATCH_DELETED || (type != GX_WATCH_BOOKMARK && pod_finished(pod))) {
-        size_t n = gx_ledger_release(app->ledger, pod->uid);
-        if (n > 0)
-            gx_info("released GPUs of a finished pod", "pod=%s/%s tenants=%zu", pod->namespace,
-                    pod->name, n);
-    }
-}
-
-static void
-pods_listed_cb(void *ctx, const struct gx_pod *pods, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (pod_finished(&pods[i]))
-            pod_event_cb(ctx, GX_WATCH_MODIFIED, &pods[i]);
-}
-
 static enum gx_err
 start_live_sources(struct gx_app *app, struct gx_why *why)
 {
     static const struct gx_kube_cbs cbs = {
         .nodes_changed = schedule_rebuild,
-        .pod_event = pod_event_cb,
-        .pods_listed = pods_listed_cb,
+        .pod_event = app_pod_event,
+        .pods_listed = app_pods_listed,
     };
     const struct gx_config *cfg = app->cfg;
 
@@ -777,7 +594,8 @@ start_live_sources(struct gx_app *app, struct gx_why *why)
         app->kube = gx_kube_new(app->base, app->httpc, cfg, &app->metrics, &cbs, app, why);
         if (app->kube == NULL)
             return GX_EINVAL;
-        app->ready = false;
+        if (app_start_ledger(app) != GX_OK)
+            return GX_ENOMEM;
     }
     return GX_OK;
 }
@@ -825,13 +643,15 @@ gx_app_reload(struct gx_app *app)
         gx_promsrc_set_config(app->prom, cfg);
     if (app->kube != NULL)
         gx_kube_set_config(app->kube, cfg);
+    if (app->leases != NULL)
+        gx_leases_set_config(app->leases, cfg);
     gx_config_free(app->cfg);
     app->cfg = cfg;
     app->metrics.config_hash = cfg->hash;
     gx_log_set_level((enum gx_log_level)cfg->log_level);
     if (app->http != NULL)
         gx_http_set_max_body(app->http, cfg->max_body_bytes);
-    (void)rebuild_snapshot(app);
+    (void)app_rebuild_snapshot(app);
     gx_info("config reloaded", "path=%s hash=%016llx", app->config_path,
             (unsigned long long)cfg->hash);
 }
@@ -986,6 +806,7 @@ gx_app_free(struct gx_app *app)
         event_free(app->reload_timer);
     if (app->drain_timer != NULL)
         event_free(app->drain_timer);
+    app_stop_ledger(app);
     gx_http_free(app->http);
     gx_promsrc_free(app->prom);
     gx_kube_free(app->kube);
@@ -1019,7 +840,7 @@ gx_app_explain(struct gx_app *app, const char *pod_json, size_t len, bool json,
         rc = gx_podreq_parse(app->cfg, &pod, &req, why);
     if (rc == GX_OK) {
         (void)snprintf(name, sizeof(name), "%s/%s", pod.namespace, pod.name);
-        decide_ctx(app, &ctx);
+        app_decide_ctx(app, &ctx);
         rc = json ? gx_explain_json(&ctx, &req, name, out) : gx_explain_text(&ctx, &req, name, out);
     }
     gx_arena_release(&a);

@@ -219,6 +219,11 @@ static const struct kspec keys_table[] = {
         16777216.0),
     NUM("kubernetes.max_list_bytes", K_SIZE, kube_max_list_bytes, 1048576.0, 4294967296.0,
         1073741824.0),
+
+    INT("ledger.sync_interval_s", ledger_sync_s, 1, 3600, 5, 0),
+    INT("ledger.reconcile_interval_s", ledger_reconcile_s, 1, 3600, 10, 0),
+    INT("ledger.cas_retries", ledger_cas_retries, 1, 20, 8, 0),
+    INT("ledger.bind_deadline_ms", bind_deadline_ms, 500, 30000, 4000, 0),
 };
 /* clang-format on */
 

@@ -140,6 +140,12 @@ struct gx_config {
     size_t kube_max_event_bytes; /* one watch event line, 16 MiB */
     size_t kube_max_list_bytes;  /* one list response, 1 GiB */
 
+    /* ledger: durable copy in one Lease per GPU node (with kube_enabled) */
+    int ledger_sync_s;      /* list the Leases into the cache every N s, 5 */
+    int ledger_reconcile_s; /* release tenants of gone pods, expire reservations, 10 */
+    int ledger_cas_retries; /* attempts of one Lease compare-and-swap, 8 */
+    int bind_deadline_ms;   /* a bind answers within this, 4000 (< httpTimeout) */
+
     /* bookkeeping */
     char *path;        /* file it came from, NULL if from a string */
     char *base_dir;    /* directory relative paths are resolved against */
