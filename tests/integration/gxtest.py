@@ -158,3 +158,94 @@ class Extender:
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class FakeApiServer:
+    """tests/integration/fake_apiserver.py in a subprocess, with its control API."""
+
+    def __init__(self, nodes=None, token=None, extra=()):
+        self.dir = tempfile.mkdtemp(prefix="gx-api-")
+        port_file = os.path.join(self.dir, "port")
+        args = ["/usr/bin/python3", os.path.join(ROOT, "tests", "integration", "fake_apiserver.py"),
+                "--port", "0", "--port-file", port_file,
+                "--nodes", nodes or os.path.join(ROOT, "config", "demo", "nodes.json")]
+        if token:
+            args += ["--token", token]
+        args += list(extra)
+        self.log = open(os.path.join(self.dir, "api.log"), "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
+                with open(port_file) as f:
+                    self.port = int(f.read().strip())
+                self.url = f"http://127.0.0.1:{self.port}"
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("fake API server did not start")
+
+    def control(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def state(self):
+        return self.control("GET", "/control/state")[1]
+
+    def lease_tenants(self, node, ns="gpu-extender"):
+        lease = self.state()["leases"].get(f"{ns}/gpu-extender-{node}")
+        if not lease:
+            return []
+        ann = lease["metadata"].get("annotations", {}).get("gpu-extender.io/tenants")
+        return json.loads(ann)["tenants"] if ann else []
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def live_overrides(api, **extra):
+    """Config overrides for an extender whose nodes and ledger live in @api."""
+    o = {
+        "sources.files.nodes": None,
+        "kubernetes.enabled": True,
+        "kubernetes.url": api.url,
+        "kubernetes.namespace": "gpu-extender",
+        "ledger.sync_interval_s": 1,
+        "ledger.reconcile_interval_s": 1,
+    }
+    o.update(extra)
+    return o
+
+
+def shared_pod(name, uid, ns="team-a", slices="1", memory=None):
+    """A pending pod asking for a time slice through annotations."""
+    ann = {"gpu-extender.io/time-slices": slices}
+    if memory:
+        ann["gpu-extender.io/gpu-memory"] = memory
+    return {
+        "metadata": {"name": name, "namespace": ns, "uid": uid, "annotations": ann,
+                     "labels": {"app": "shared"}},
+        "spec": {"schedulerName": "gpu-scheduler",
+                 "containers": [{"name": "main", "image": "cuda:13", "resources": {}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def bind_args(pod, node):
+    md = pod["metadata"]
+    return {"PodName": md["name"], "PodNamespace": md["namespace"], "PodUID": md["uid"], "Node": node}
