@@ -184,7 +184,7 @@ op_free(struct bind_op *op)
         app->binds = op->next;
     if (op->next != NULL)
         op->next->prev = op->prev;
-    gx_httpc_cancel(op->xfer);
+    gx_kube_cancel(op->app->kube, op->xfer);
     free(op);
 }
 

@@ -82,7 +82,7 @@ op_free(struct op *o)
         ls->ops = o->next;
     if (o->next != NULL)
         o->next->prev = o->prev;
-    gx_httpc_cancel(o->xfer);
+    gx_kube_cancel(o->ls->kube, o->xfer);
     if (o->retry != NULL)
         event_free(o->retry);
     free(o->orig);
@@ -553,7 +553,7 @@ gx_leases_free(struct gx_leases *ls)
         return;
     while (ls->ops != NULL)
         op_free(ls->ops);
-    gx_httpc_cancel(ls->list_xfer);
+    gx_kube_cancel(ls->kube, ls->list_xfer);
     if (ls->sync_timer != NULL)
         event_free(ls->sync_timer);
     free(ls);
