@@ -464,15 +464,21 @@ handle_explain(struct gx_app *app, struct gx_http_req *r)
     size_t len;
     const char *body = gx_http_body(r, &len);
     const char *fmt = gx_http_query(r, "format");
+    bool json = fmt == NULL || strcmp(fmt, "text") != 0;
 
     gx_buf_init(&out, (size_t)64 << 20);
-    if (gx_app_explain(app, body, len, fmt == NULL || strcmp(fmt, "text") != 0, &out, &why) !=
-        GX_OK) {
+    if (gx_app_explain(app, body, len, json, &out, &why) != GX_OK) {
         gx_buf_release(&out);
         app_respond_error(app, r, GX_VERB_OTHER, 400, why.text);
         return;
     }
-    app_respond_json(app, r, GX_VERB_OTHER, 200, &out);
+    if (json) {
+        app_respond_json(app, r, GX_VERB_OTHER, 200, &out);
+        return;
+    }
+    gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200,
+                       (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0);
+    gx_http_respond(r, 200, "text/plain; charset=utf-8", &out);
 }
 
 /* Routes: verbs under the prefix, operational endpoints at the root. */
@@ -637,8 +643,15 @@ gx_app_reload(struct gx_app *app)
         gx_config_free(cfg);
         return;
     }
-    if (gx_config_restart_keys_changed(app->cfg, cfg, changed, sizeof(changed)))
-        gx_warn("config keys changed that apply only after a restart", "keys=%s", changed);
+    if (gx_config_restart_keys_changed(app->cfg, cfg, changed, sizeof(changed))) {
+        gx_warn("config keys changed that apply only after a restart; keeping their running "
+                "values",
+                "keys=%s", changed);
+        if (gx_config_keep_restart_keys(cfg, app->cfg) != GX_OK) {
+            gx_config_free(cfg);
+            return;
+        }
+    }
     if (app->prom != NULL)
         gx_promsrc_set_config(app->prom, cfg);
     if (app->kube != NULL)
@@ -656,6 +669,8 @@ gx_app_reload(struct gx_app *app)
             (unsigned long long)cfg->hash);
 }
 
+static void tls_rotate(struct gx_app *app);
+
 static void
 reload_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -665,6 +680,17 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (stamp_changed(app->config_path, &app->config_stamp))
         gx_app_reload(app);
+    if (app->cfg->tls_cert_file != NULL && !app->draining) {
+        /* evaluate both: each call records the file's new stamp */
+        bool cert = stamp_changed(app->cfg->tls_cert_file, &app->cert_stamp);
+        bool key = stamp_changed(app->cfg->tls_key_file, &app->key_stamp);
+        if (cert || key)
+            tls_rotate(app);
+    }
+    if (app->http_old != NULL && gx_http_inflight(app->http_old) == 0) {
+        gx_http_free(app->http_old);
+        app->http_old = NULL;
+    }
     arm(app->reload_timer, 1);
 }
 
@@ -740,41 +766,79 @@ fail:
     return rc;
 }
 
-enum gx_err
-gx_app_listen(struct gx_app *app, struct gx_why *why)
+/*
+ * Start an HTTP server on @port with the configured TLS files (read now).
+ * With TLS the socket is SO_REUSEPORT, so a successor can take over the
+ * port when the certificate is rotated while this one drains.
+ */
+static enum gx_err
+start_http(struct gx_app *app, int port, struct gx_http **out, struct gx_why *why)
 {
     const struct gx_config *cfg = app->cfg;
     struct gx_http_opts o = {
         .address = cfg->listen_address,
-        .port = cfg->port,
+        .port = port,
         .max_body = cfg->max_body_bytes,
         .conn_timeout_s = cfg->connection_timeout_s,
+        .reuse_port = cfg->tls_cert_file != NULL,
     };
     char *cert = NULL, *key = NULL;
-    size_t len;
-    enum gx_err rc;
+    size_t len = 0;
+    enum gx_err rc = GX_OK;
 
     if (cfg->tls_cert_file != NULL) {
+        (void)stamp_changed(cfg->tls_cert_file, &app->cert_stamp);
+        (void)stamp_changed(cfg->tls_key_file, &app->key_stamp);
         rc = gx_read_file(cfg->tls_cert_file, 1 << 20, &cert, &len);
         if (rc == GX_OK)
             rc = gx_read_file(cfg->tls_key_file, 1 << 20, &key, &len);
-        if (rc != GX_OK) {
+        if (rc != GX_OK)
             gx_why_set(why, "server.tls_*: cannot read %s: %s",
                        cert ? cfg->tls_key_file : cfg->tls_cert_file, gx_strerror(rc));
-            free(cert);
-            return rc;
-        }
         o.tls_cert = cert;
         o.tls_key = key;
     }
-    rc = gx_http_start(app->base, &o, handle, app, &app->http, why);
+    if (rc == GX_OK)
+        rc = gx_http_start(app->base, &o, handle, app, out, why);
     free(cert);
     if (key != NULL) {
         memset(key, 0, len);
         free(key);
     }
-    if (rc != GX_OK)
+    return rc;
+}
+
+/* The certificate or key file changed (a Secret update): serve with the new pair. */
+static void
+tls_rotate(struct gx_app *app)
+{
+    struct gx_http *fresh = NULL;
+    struct gx_why why = {{0}};
+    char q[300];
+
+    if (start_http(app, gx_http_port(app->http), &fresh, &why) != GX_OK) {
+        gx_error("cannot load the new TLS certificate, keeping the current one", "error=%s",
+                 gx_log_quote(q, sizeof(q), why.text));
+        return;
+    }
+    gx_http_free(app->http_old);
+    gx_http_quiesce(app->http);
+    app->http_old = app->http;
+    app->http = fresh;
+    gx_info("TLS certificate reloaded", "cert=%s", app->cfg->tls_cert_file);
+}
+
+enum gx_err
+gx_app_listen(struct gx_app *app, struct gx_why *why)
+{
+    const struct gx_config *cfg = app->cfg;
+    enum gx_err rc;
+
+    if ((rc = start_http(app, cfg->port, &app->http, why)) != GX_OK)
         return rc;
+    if (cfg->tls_cert_file == NULL && cfg->listen_address != NULL &&
+        strcmp(cfg->listen_address, "127.0.0.1") != 0 && strcmp(cfg->listen_address, "::1") != 0)
+        gx_info("serving plain HTTP; set server.tls_cert_file/tls_key_file for HTTPS", NULL);
     if ((rc = start_live_sources(app, why)) != GX_OK)
         return rc;
     app->refresh_timer = evtimer_new(app->base, refresh_cb, app);
@@ -785,7 +849,7 @@ gx_app_listen(struct gx_app *app, struct gx_why *why)
     arm(app->refresh_timer, cfg->files_refresh_s);
     arm(app->reload_timer, 1);
     gx_info("listening", "address=%s port=%d prefix=%s tls=%s", cfg->listen_address,
-            gx_http_port(app->http), cfg->url_prefix, cert != NULL ? "on" : "off");
+            gx_http_port(app->http), cfg->url_prefix, cfg->tls_cert_file != NULL ? "on" : "off");
     return GX_OK;
 }
 
@@ -807,6 +871,7 @@ gx_app_free(struct gx_app *app)
     if (app->drain_timer != NULL)
         event_free(app->drain_timer);
     app_stop_ledger(app);
+    gx_http_free(app->http_old);
     gx_http_free(app->http);
     gx_promsrc_free(app->prom);
     gx_kube_free(app->kube);

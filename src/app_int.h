@@ -58,6 +58,8 @@ struct gx_app {
     struct gx_ledger *ledger;
     struct gx_mstore *mstore;
     struct gx_http *http;
+    struct gx_http *http_old; /* draining after a certificate rotation */
+    struct file_stamp cert_stamp, key_stamp;
     struct gx_metrics metrics;
     char *config_path;
     struct file_stamp config_stamp;

@@ -1328,3 +1328,75 @@ gx_config_card_slots(const struct gx_config *cfg, const char *product, int repli
         return 1000000;
     return (int)total;
 }
+
+/* Copy row @k's value from @from into @to (top-level K_STR, K_STR_LIST and scalar rows). */
+static enum gx_err
+copy_field(struct gx_config *to, const struct gx_config *from, const struct kspec *k)
+{
+    void *pt = field(to, k);
+    const void *pf = cfield(from, k);
+
+    switch (k->type) {
+    case K_STR: {
+        const char *s = *(char *const *)pf;
+        char *d = s != NULL ? dup_str(s) : NULL;
+        if (s != NULL && d == NULL)
+            return GX_ENOMEM;
+        release_field(to, k);
+        *(char **)pt = d;
+        return GX_OK;
+    }
+    case K_STR_LIST: {
+        size_t n = ccount(from, k);
+        char **l = n > 0 ? calloc(n, sizeof(*l)) : NULL;
+        if (n > 0 && l == NULL)
+            return GX_ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            if ((l[i] = dup_str((*(char **const *)pf)[i])) == NULL) {
+                free_str_list(l, i);
+                return GX_ENOMEM;
+            }
+        }
+        release_field(to, k);
+        *(char ***)pt = l;
+        *count_field(to, k) = n;
+        return GX_OK;
+    }
+    case K_INT:
+    case K_ENUM:
+        *(int *)pt = *(const int *)pf;
+        return GX_OK;
+    case K_SIZE:
+        *(size_t *)pt = *(const size_t *)pf;
+        return GX_OK;
+    case K_I64:
+        *(int64_t *)pt = *(const int64_t *)pf;
+        return GX_OK;
+    case K_DOUBLE:
+        *(double *)pt = *(const double *)pf;
+        return GX_OK;
+    case K_BOOL:
+        *(bool *)pt = *(const bool *)pf;
+        return GX_OK;
+    case K_INT_LIST:
+    case K_SLOTS:
+    case K_RULES:
+        break;
+    }
+    return GX_EINVAL;
+}
+
+enum gx_err
+gx_config_keep_restart_keys(struct gx_config *fresh, const struct gx_config *running)
+{
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const struct kspec *k = &keys_table[i];
+        enum gx_err rc;
+
+        if (!(k->flags & F_RESTART) || is_elem_row(k) || field_equal(fresh, running, k))
+            continue;
+        if ((rc = copy_field(fresh, running, k)) != GX_OK)
+            return rc;
+    }
+    return GX_OK;
+}

@@ -295,8 +295,9 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
             MHD_OPTION_SOCK_ADDR, &ss,
             MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
             (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-            MHD_OPTION_HTTPS_MEM_CERT,
-            opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)opts->reuse_port,
+            MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key,
+            MHD_OPTION_END);
     else
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,

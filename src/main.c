@@ -4,6 +4,7 @@
  * Signals are handled through the event loop (SIGTERM/SIGINT drain and
  * exit 0, SIGHUP reloads the config), never in a raw signal handler.
  */
+#include <curl/curl.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,9 @@ usage(FILE *f)
                "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
                "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
                "                                           explain decisions for a pod\n"
+               "       gpu-extender explain --server URL --pod POD.json [--json]\n"
+               "                                           ask a running instance (its\n"
+               "                                           /debug/explain, server.debug_endpoints)\n"
                "       gpu-extender --version\n");
 }
 
@@ -91,10 +95,60 @@ out:
     return status;
 }
 
+static size_t
+collect_cb(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    return gx_buf_add(arg, ptr, size * nmemb) == GX_OK ? size * nmemb : 0;
+}
+
+/* POST the pod to a running instance's /debug/explain and print the answer. */
+static int
+explain_remote(const char *server, const char *pod_json, size_t len, bool json)
+{
+    char url[2048];
+    struct gx_buf out;
+    CURL *c;
+    CURLcode cc;
+    long status = 0;
+    struct curl_slist *h = NULL;
+    size_t n = strlen(server);
+
+    while (n > 0 && server[n - 1] == '/')
+        n--;
+    (void)snprintf(url, sizeof(url), "%.*s/debug/explain?format=%s", (int)n, server,
+                   json ? "json" : "text");
+    gx_buf_init(&out, (size_t)64 << 20);
+    c = curl_easy_init();
+    if (c == NULL)
+        return 1;
+    h = curl_slist_append(h, "Content-Type: application/json");
+    (void)curl_easy_setopt(c, CURLOPT_URL, url);
+    (void)curl_easy_setopt(c, CURLOPT_POSTFIELDS, pod_json);
+    (void)curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    (void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    (void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
+    (void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    (void)curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    cc = curl_easy_perform(c);
+    (void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (cc != CURLE_OK || status != 200) {
+        fprintf(stderr, "gpu-extender: %s: %s%s\n", url,
+                cc != CURLE_OK ? curl_easy_strerror(cc) : "HTTP error ",
+                cc != CURLE_OK ? "" : (out.data ? out.data : ""));
+        gx_buf_release(&out);
+        return 1;
+    }
+    fputs(out.data ? out.data : "", stdout);
+    gx_buf_release(&out);
+    return 0;
+}
+
 static int
 explain(int argc, char **argv)
 {
-    const char *config = NULL, *pod = NULL;
+    const char *config = NULL, *pod = NULL, *server = NULL;
     struct event_base *base = NULL;
     struct gx_app *app = NULL;
     struct gx_why why = {{0}};
@@ -109,6 +163,8 @@ explain(int argc, char **argv)
             config = argv[++i];
         else if (strcmp(argv[i], "--pod") == 0 && i + 1 < argc)
             pod = argv[++i];
+        else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc)
+            server = argv[++i];
         else if (strcmp(argv[i], "--json") == 0)
             json = true;
         else {
@@ -116,16 +172,20 @@ explain(int argc, char **argv)
             return 2;
         }
     }
-    if (config == NULL || pod == NULL) {
+    if ((config == NULL) == (server == NULL) || pod == NULL) {
         usage(stderr);
         return 2;
     }
     gx_buf_init(&out, (size_t)64 << 20);
-    base = event_base_new();
     if (gx_read_file(pod, 16u << 20, &text, &len) != GX_OK) {
         fprintf(stderr, "gpu-extender: cannot read %s\n", pod);
         goto out;
     }
+    if (server != NULL) {
+        status = explain_remote(server, text, len, json);
+        goto out;
+    }
+    base = event_base_new();
     if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK) {
         fprintf(stderr, "gpu-extender: %s\n", why.text);
         goto out;

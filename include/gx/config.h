@@ -183,6 +183,14 @@ const char *const *gx_config_keys(void);
 bool gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config *b,
                                     char *out, size_t n);
 
+/**
+ * Give @fresh the values of @running for every restart-only key, so a live
+ * reload applies only the live keys (the running process keeps its port,
+ * prefix, sources...). GX_ENOMEM.
+ */
+enum gx_err gx_config_keep_restart_keys(struct gx_config *fresh,
+                                        const struct gx_config *running) GX_WUR;
+
 /** Slots of one card of @product on a node advertising @replicas. */
 int gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas);
 

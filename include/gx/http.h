@@ -26,6 +26,7 @@ struct gx_http_opts {
     int conn_timeout_s;    /* idle/slow connections are closed after this */
     const char *tls_cert;  /* PEM text or NULL for plain HTTP */
     const char *tls_key;
+    bool reuse_port;       /* SO_REUSEPORT: a successor can bind while this one drains */
 };
 
 /**
