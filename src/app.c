@@ -702,7 +702,12 @@ drain_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (gx_http_inflight(app->http) == 0 || gx_mono_ms() >= app->drain_deadline_ms) {
+    /*
+     * Requests already on their way over open keep-alive connections get a
+     * short window to arrive before an idle server counts as drained.
+     */
+    if ((gx_http_inflight(app->http) == 0 && gx_mono_ms() >= app->drain_quiet_ms) ||
+        gx_mono_ms() >= app->drain_deadline_ms) {
         gx_info("shutdown complete", "unanswered=%zu", gx_http_inflight(app->http));
         (void)event_base_loopexit(app->base, NULL);
         return;
@@ -724,6 +729,7 @@ gx_app_shutdown(struct gx_app *app)
     }
     gx_http_quiesce(app->http);
     app->drain_deadline_ms = gx_mono_ms() + (int64_t)app->cfg->shutdown_grace_s * 1000;
+    app->drain_quiet_ms = gx_mono_ms() + DRAIN_MIN_MS;
     drain_cb(-1, 0, app);
 }
 

@@ -240,11 +240,28 @@ bound_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, stru
     return *write ? gx_ledger_mark_bound(l, uid) : GX_OK;
 }
 
-/* Background Lease update owning a copy of the pod UID. */
+/*
+ * Background Lease update owning a copy of the pod UID. The UID is the first
+ * member: the mutate callbacks read ctx as the UID string.
+ */
 struct bg {
     char uid[GX_UID_MAX];
     char node[256];
+    struct gx_app *app;
+    struct bg *prev, *next;
 };
+
+static void
+bg_unlink_free(struct bg *b)
+{
+    if (b->prev != NULL)
+        b->prev->next = b->next;
+    else
+        b->app->bgs = b->next;
+    if (b->next != NULL)
+        b->next->prev = b->prev;
+    free(b);
+}
 
 static void
 bg_done(void *ctx, enum gx_err rc, const char *why)
@@ -254,7 +271,7 @@ bg_done(void *ctx, enum gx_err rc, const char *why)
     if (rc != GX_OK)
         gx_warn("background ledger update failed; the reconciler will retry",
                 "node=%s uid=%s error=\"%s\"", b->node, b->uid, why);
-    free(b);
+    bg_unlink_free(b);
 }
 
 static void
@@ -266,11 +283,15 @@ bg_update(struct gx_app *app, const char *node, const char *uid, gx_leases_mutat
         return;
     (void)snprintf(b->uid, sizeof(b->uid), "%s", uid);
     (void)snprintf(b->node, sizeof(b->node), "%s", node);
-    /* the uid copy lives in @b, which the mutate reads through ctx's first member */
+    b->app = app;
+    b->next = app->bgs;
+    if (app->bgs != NULL)
+        app->bgs->prev = b;
+    app->bgs = b;
     if (!gx_leases_update(app->leases, node,
                           gx_mono_ms() + (int64_t)app->cfg->ledger_reconcile_s * 1000, mutate,
                           bg_done, b))
-        free(b);
+        bg_unlink_free(b);
 }
 
 /* Fail the bind: undo our reservation (in the background) and answer. */
@@ -802,8 +823,10 @@ app_stop_ledger(struct gx_app *app)
 {
     while (app->binds != NULL)
         op_free(app->binds);
-    gx_leases_free(app->leases);
+    gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;
+    while (app->bgs != NULL)
+        bg_unlink_free(app->bgs);
     if (app->reconcile_timer != NULL)
         event_free(app->reconcile_timer);
     app->reconcile_timer = NULL;

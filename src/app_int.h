@@ -27,6 +27,7 @@
 #define FILE_CAP (256u << 20)
 #define POD_CACHE_SLOTS 16384
 #define POD_CACHE_TTL_MS (15 * 60 * 1000)
+#define DRAIN_MIN_MS 300
 
 /* What filter learned about a pod, so bind (which only gets names) can act. */
 struct pod_seen {
@@ -50,6 +51,7 @@ struct pod_state {
 };
 
 struct bind_op;
+struct bg;
 
 struct gx_app {
     struct event_base *base;
@@ -83,11 +85,13 @@ struct gx_app {
     bool pods_synced;
     struct event *reconcile_timer;
     struct bind_op *binds; /* binds waiting for the API server */
+    struct bg *bgs;        /* background Lease updates (mark bound, undo) */
 
     struct event *refresh_timer;
     struct event *reload_timer;
     struct event *drain_timer;
     int64_t drain_deadline_ms;
+    int64_t drain_quiet_ms; /* not drained before this, even when idle */
     bool draining;
     uint64_t generation;
     struct pod_seen *pods; /* POD_CACHE_SLOTS direct-mapped entries */

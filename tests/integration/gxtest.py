@@ -249,3 +249,102 @@ def shared_pod(name, uid, ns="team-a", slices="1", memory=None):
 def bind_args(pod, node):
     md = pod["metadata"]
     return {"PodName": md["name"], "PodNamespace": md["namespace"], "PodUID": md["uid"], "Node": node}
+
+
+class PromStack:
+    """A real Prometheus (Debian package) scraping dcgm-exporter pages served from memory."""
+
+    def __init__(self, pages=None, interval="1s"):
+        import http.server
+        import threading
+
+        self.dir = tempfile.mkdtemp(prefix="gx-prom-")
+        self.lock = threading.Lock()
+        self.pages = pages or {}
+        if not self.pages:
+            for node in ("a", "b", "c"):
+                with open(os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{node}.prom")) as f:
+                    self.pages[f"/node-{node}"] = f.read()
+        stack = self
+
+        class Exporter(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                with stack.lock:
+                    body = stack.pages.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.exporter = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exporter)
+        threading.Thread(target=self.exporter.serve_forever, daemon=True).start()
+        exp_port = self.exporter.server_address[1]
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        jobs = "\n".join(f"""  - job_name: dcgm{p.replace('/', '-')}
+    scrape_interval: {interval}
+    scrape_timeout: 900ms
+    metrics_path: {p}
+    static_configs:
+      - targets: ['127.0.0.1:{exp_port}']""" for p in self.pages)
+        with open(os.path.join(self.dir, "prometheus.yml"), "w") as f:
+            f.write(f"global:\n  scrape_interval: {interval}\nscrape_configs:\n{jobs}\n")
+        self.proc = None
+
+    def start(self):
+        log = open(os.path.join(self.dir, "prometheus.log"), "ab")
+        self.proc = subprocess.Popen(["prometheus", f"--config.file={self.dir}/prometheus.yml",
+                                      f"--storage.tsdb.path={self.dir}/data",
+                                      f"--web.listen-address=127.0.0.1:{self.port}",
+                                      "--query.lookback-delta=5s"], stdout=log, stderr=log)
+        log.close()
+        return self
+
+    def wait_series(self, query, count, timeout=60):
+        import urllib.parse
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                url = f"{self.url}/api/v1/query?query=" + urllib.parse.quote(query)
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if len(json.loads(r.read())["data"]["result"]) >= count:
+                        return True
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def stop_prometheus(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def cleanup(self):
+        self.stop_prometheus()
+        self.exporter.shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def rss_kib(pid):
+    """Resident set size of @pid in KiB (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
