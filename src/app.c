@@ -34,10 +34,12 @@ stamp_changed(const char *path, struct file_stamp *st)
 {
     struct stat s;
 
-    if (stat(path, &s) != 0)
+    if (stat(path, &s) != 0) {
         return false;
-    if (s.st_mtime == st->mtime && s.st_size == st->size && s.st_ino == st->ino)
+    }
+    if (s.st_mtime == st->mtime && s.st_size == st->size && s.st_ino == st->ino) {
         return false;
+    }
     st->mtime = s.st_mtime;
     st->size = s.st_size;
     st->ino = s.st_ino;
@@ -120,8 +122,9 @@ app_rebuild_snapshot(struct gx_app *app)
     const struct gx_node_info *nodes = app->nodes;
     size_t n_nodes = app->n_nodes;
 
-    if (app->kube != NULL)
+    if (app->kube != NULL) {
         nodes = gx_kube_nodes(app->kube, &n_nodes);
+    }
     rc = gx_snapshot_build(app->cfg, nodes, n_nodes, app->mstore, now, &snap);
     if (rc != GX_OK) {
         gx_error("snapshot build failed, keeping the previous one", "error=\"%s\"",
@@ -148,12 +151,15 @@ refresh_files(struct gx_app *app, bool force, struct gx_why *why)
     const struct gx_config *cfg = app->cfg;
     enum gx_err first = GX_OK, rc;
 
-    if (cfg->nodes_file != NULL && !cfg->kube_enabled && (stamp_changed(cfg->nodes_file, &app->nodes_stamp) || force))
+    if (cfg->nodes_file != NULL && !cfg->kube_enabled &&
+        (stamp_changed(cfg->nodes_file, &app->nodes_stamp) || force)) {
         first = load_nodes_file(app, why);
+    }
     for (size_t i = 0; i < cfg->n_metrics_files; i++) {
         rc = load_metrics_file(app, i, first == GX_OK ? why : NULL);
-        if (rc != GX_OK && first == GX_OK)
+        if (rc != GX_OK && first == GX_OK) {
             first = rc;
+        }
     }
     if (first == GX_OK) {
         app->metrics.up_syncs[GX_UP_FILES]++;
@@ -168,8 +174,9 @@ reset_sources(struct gx_app *app, struct gx_why *why)
 {
     gx_mstore_free(app->mstore);
     app->mstore = gx_mstore_new();
-    if (app->mstore == NULL)
+    if (app->mstore == NULL) {
         return GX_ENOMEM;
+    }
     memset(&app->nodes_stamp, 0, sizeof(app->nodes_stamp));
     return refresh_files(app, true, why);
 }
@@ -178,7 +185,7 @@ reset_sources(struct gx_app *app, struct gx_why *why)
 
 void
 app_respond_json(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
-             struct gx_buf *body)
+                 struct gx_buf *body)
 {
     double secs = (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0;
 
@@ -188,7 +195,7 @@ app_respond_json(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, i
 
 void
 app_respond_error(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, int status,
-              const char *msg)
+                  const char *msg)
 {
     struct gx_buf b;
     char q[300];
@@ -197,8 +204,9 @@ app_respond_error(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, 
     gx_warn("request rejected", "req=%llu status=%d method=%s path=%s peer=%s error=%s",
             (unsigned long long)gx_http_id(r), status, gx_http_method(r), gx_http_path(r),
             gx_http_peer(r), gx_log_quote(q, sizeof(q), msg));
-    if (gx_ext_encode_http_error(&b, status, msg) != GX_OK)
+    if (gx_ext_encode_http_error(&b, status, msg) != GX_OK) {
         gx_buf_reset(&b);
+    }
     app_respond_json(app, r, verb, status, &b);
 }
 
@@ -213,8 +221,9 @@ app_remember_pod(struct gx_app *app, const struct gx_pod *pod, const struct gx_p
 {
     struct pod_seen *s;
 
-    if (pod->uid[0] == '\0' || strlen(pod->uid) >= GX_UID_MAX)
+    if (pod->uid[0] == '\0' || strlen(pod->uid) >= GX_UID_MAX) {
         return;
+    }
     s = pod_slot(app, pod->uid);
     (void)snprintf(s->uid, sizeof(s->uid), "%s", pod->uid);
     (void)snprintf(s->pod, sizeof(s->pod), "%s/%s", pod->namespace, pod->name);
@@ -227,8 +236,9 @@ app_recall_pod(struct gx_app *app, const char *uid)
 {
     const struct pod_seen *s = pod_slot(app, uid);
 
-    if (strcmp(s->uid, uid) != 0 || gx_mono_ms() - s->seen_ms > POD_CACHE_TTL_MS)
+    if (strcmp(s->uid, uid) != 0 || gx_mono_ms() - s->seen_ms > POD_CACHE_TTL_MS) {
         return NULL;
+    }
     return s;
 }
 
@@ -263,9 +273,9 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
     *bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
     if (*bad) {
         char q[300];
-        gx_warn("invalid GPU request, rejecting every node",
-                "req=%llu pod=%s/%s error=%s", (unsigned long long)gx_http_id(r),
-                args->pod.namespace, args->pod.name, gx_log_quote(q, sizeof(q), why.text));
+        gx_warn("invalid GPU request, rejecting every node", "req=%llu pod=%s/%s error=%s",
+                (unsigned long long)gx_http_id(r), args->pod.namespace, args->pod.name,
+                gx_log_quote(q, sizeof(q), why.text));
     }
     return true;
 }
@@ -274,11 +284,12 @@ static void
 log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
              const struct gx_ext_node *n, const struct gx_verdict *v)
 {
-    if (!gx_log_enabled(GX_LOG_DEBUG))
+    if (!gx_log_enabled(GX_LOG_DEBUG)) {
         return;
+    }
     gx_debug("decision", "req=%llu verb=%s pod=%s/%s node=%s keep=%d reason=\"%s\" score=%d",
-             (unsigned long long)gx_http_id(r), verb, pod->namespace, pod->name, n->name,
-             v->keep, gx_reason_text(v->reason), v->score);
+             (unsigned long long)gx_http_id(r), verb, pod->namespace, pod->name, n->name, v->keep,
+             gx_reason_text(v->reason), v->score);
 }
 
 static void
@@ -291,8 +302,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_buf out;
     bool bad = false;
 
-    if (!decode_scheduling_call(app, r, GX_VERB_FILTER, &args, &req, &bad))
+    if (!decode_scheduling_call(app, r, GX_VERB_FILTER, &args, &req, &bad)) {
         return;
+    }
     gx_buf_init(&out, (size_t)1 << 30);
     fv = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*fv));
     if (fv == NULL) {
@@ -300,8 +312,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         app_respond_error(app, r, GX_VERB_FILTER, 500, "out of memory");
         return;
     }
-    if (!bad)
+    if (!bad) {
         app_remember_pod(app, &args.pod, &req);
+    }
     app_decide_ctx(app, &ctx);
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_verdict v;
@@ -316,10 +329,11 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         fv[i].keep = v.keep;
         fv[i].reason = gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
-        if (v.keep)
+        if (v.keep) {
             app->metrics.nodes_kept++;
-        else
+        } else {
             app->metrics.rejections[v.reason]++;
+        }
         log_decision(r, "filter", &args.pod, n, &v);
     }
     {
@@ -348,8 +362,9 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     int *scores;
     bool bad = false;
 
-    if (!decode_scheduling_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad))
+    if (!decode_scheduling_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad)) {
         return;
+    }
     scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
     if (scores == NULL) {
         gx_ext_args_release(&args);
@@ -378,17 +393,16 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     app_respond_json(app, r, GX_VERB_PRIORITIZE, 200, &out);
 }
 
-
-
-
 /* Ready once every configured source has synced: nodes, managed pods and the ledger. */
 static bool
 app_ready(const struct gx_app *app)
 {
-    if (app->snap == NULL || app->draining)
+    if (app->snap == NULL || app->draining) {
         return false;
-    if (app->kube == NULL)
+    }
+    if (app->kube == NULL) {
         return true;
+    }
     return gx_kube_nodes_synced(app->kube) && app->pods_synced && app->leases != NULL &&
            gx_leases_synced(app->leases);
 }
@@ -400,8 +414,9 @@ handle_text(struct gx_app *app, struct gx_http_req *r, int status, const char *c
     struct gx_buf b;
 
     gx_buf_init(&b, 1 << 20);
-    if (gx_buf_adds(&b, text) != GX_OK)
+    if (gx_buf_adds(&b, text) != GX_OK) {
         gx_buf_reset(&b);
+    }
     app_respond_json(app, r, GX_VERB_OTHER, status, &b);
     (void)ctype;
 }
@@ -412,23 +427,26 @@ handle_version(struct gx_app *app, struct gx_http_req *r)
     struct gx_buf b;
 
     gx_buf_init(&b, 4096);
-    if (gx_buf_addf(&b, "{\"version\":\"%s\",\"config_hash\":\"%016llx\",\"config_path\":", GX_VERSION,
-                    (unsigned long long)app->cfg->hash) != GX_OK ||
+    if (gx_buf_addf(&b, "{\"version\":\"%s\",\"config_hash\":\"%016llx\",\"config_path\":",
+                    GX_VERSION, (unsigned long long)app->cfg->hash) != GX_OK ||
         gx_buf_add_json_str(&b, app->config_path, strlen(app->config_path)) != GX_OK ||
-        gx_buf_addf(&b, ",\"snapshot_generation\":%llu}",
-                    (unsigned long long)app->generation) != GX_OK)
+        gx_buf_addf(&b, ",\"snapshot_generation\":%llu}", (unsigned long long)app->generation) !=
+            GX_OK) {
         gx_buf_reset(&b);
+    }
     app_respond_json(app, r, GX_VERB_OTHER, 200, &b);
 }
 
 static void
-snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g, const struct gx_config *cfg)
+snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g,
+                const struct gx_config *cfg)
 {
     for (size_t i = 0; s != NULL && i < s->n_nodes; i++) {
         const struct gx_node *n = &s->nodes[i];
         g->snapshot_nodes++;
-        if (n->n_cards == 0)
+        if (n->n_cards == 0) {
             continue;
+        }
         g->snapshot_gpu_nodes++;
         g->snapshot_cards += (int64_t)n->n_cards;
         g->ledger_slots_total +=
@@ -451,8 +469,9 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, secs);
     gx_buf_init(&b, (size_t)16 << 20);
-    if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK)
+    if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK) {
         gx_buf_reset(&b);
+    }
     gx_http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
@@ -490,49 +509,55 @@ handle(void *ctx, struct gx_http_req *r)
     const char *prefix = app->cfg->url_prefix;
     size_t plen = strlen(prefix);
     bool post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0;
-    const char *verb = strncmp(path, prefix, plen) == 0 && path[plen] == '/' ? path + plen + 1 : NULL;
+    const char *verb =
+        strncmp(path, prefix, plen) == 0 && path[plen] == '/' ? path + plen + 1 : NULL;
     enum gx_verb v = GX_VERB_OTHER;
 
-    if (verb != NULL)
+    if (verb != NULL) {
         v = strcmp(verb, "filter") == 0       ? GX_VERB_FILTER
             : strcmp(verb, "prioritize") == 0 ? GX_VERB_PRIORITIZE
             : strcmp(verb, "bind") == 0       ? GX_VERB_BIND
                                               : GX_VERB_OTHER;
+    }
     if (v != GX_VERB_OTHER) {
-        if (!post)
+        if (!post) {
             app_respond_error(app, r, v, 405, "method not allowed: use POST");
-        else if (gx_http_too_big(r))
+        } else if (gx_http_too_big(r)) {
             app_respond_error(app, r, v, 413, "request body exceeds server.max_body_bytes");
-        else if (v == GX_VERB_FILTER)
+        } else if (v == GX_VERB_FILTER) {
             handle_filter(app, r);
-        else if (v == GX_VERB_PRIORITIZE)
+        } else if (v == GX_VERB_PRIORITIZE) {
             handle_prioritize(app, r);
-        else
+        } else {
             app_handle_bind(app, r);
+        }
         return;
     }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
         strcmp(path, "/version") == 0 || strcmp(path, "/metrics") == 0) {
-        if (!get && strcmp(method, "HEAD") != 0)
+        if (!get && strcmp(method, "HEAD") != 0) {
             app_respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use GET");
-        else if (strcmp(path, "/healthz") == 0)
+        } else if (strcmp(path, "/healthz") == 0) {
             handle_text(app, r, 200, "application/json", "{\"status\":\"ok\"}");
-        else if (strcmp(path, "/readyz") == 0)
+        } else if (strcmp(path, "/readyz") == 0) {
             handle_text(app, r, app_ready(app) ? 200 : 503, "application/json",
                         app_ready(app) ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}");
-        else if (strcmp(path, "/version") == 0)
+        } else if (strcmp(path, "/version") == 0) {
             handle_version(app, r);
-        else
+        } else {
             handle_metrics(app, r);
+        }
         return;
     }
     if (app->cfg->debug_endpoints && strcmp(path, "/debug/explain") == 0) {
-        if (!post)
+        if (!post) {
             app_respond_error(app, r, GX_VERB_OTHER, 405, "method not allowed: use POST");
-        else if (gx_http_too_big(r))
-            app_respond_error(app, r, GX_VERB_OTHER, 413, "request body exceeds server.max_body_bytes");
-        else
+        } else if (gx_http_too_big(r)) {
+            app_respond_error(app, r, GX_VERB_OTHER, 413,
+                              "request body exceeds server.max_body_bytes");
+        } else {
             handle_explain(app, r);
+        }
         return;
     }
     app_respond_error(app, r, GX_VERB_OTHER, 404, "not found");
@@ -566,8 +591,9 @@ schedule_rebuild(void *ctx)
     struct gx_app *app = ctx;
     struct timeval tv = {0, 50000};
 
-    if (app->rebuild_pending || app->rebuild_timer == NULL)
+    if (app->rebuild_pending || app->rebuild_timer == NULL) {
         return;
+    }
     app->rebuild_pending = true;
     (void)evtimer_add(app->rebuild_timer, &tv);
 }
@@ -582,26 +608,32 @@ start_live_sources(struct gx_app *app, struct gx_why *why)
     };
     const struct gx_config *cfg = app->cfg;
 
-    if (cfg->prom_url == NULL && !cfg->kube_enabled)
+    if (cfg->prom_url == NULL && !cfg->kube_enabled) {
         return GX_OK;
+    }
     app->httpc = gx_httpc_new(app->base);
     app->rebuild_timer = evtimer_new(app->base, rebuild_cb, app);
-    if (app->httpc == NULL || app->rebuild_timer == NULL)
+    if (app->httpc == NULL || app->rebuild_timer == NULL) {
         return GX_ENOMEM;
-    if (cfg->prom_insecure)
+    }
+    if (cfg->prom_insecure) {
         gx_warn("TLS verification of Prometheus is OFF (prometheus.insecure_skip_verify)", NULL);
+    }
     if (cfg->prom_url != NULL) {
         app->prom = gx_promsrc_new(app->base, app->httpc, cfg, app->mstore, &app->metrics,
                                    schedule_rebuild, app);
-        if (app->prom == NULL)
+        if (app->prom == NULL) {
             return GX_ENOMEM;
+        }
     }
     if (cfg->kube_enabled) {
         app->kube = gx_kube_new(app->base, app->httpc, cfg, &app->metrics, &cbs, app, why);
-        if (app->kube == NULL)
+        if (app->kube == NULL) {
             return GX_EINVAL;
-        if (app_start_ledger(app) != GX_OK)
+        }
+        if (app_start_ledger(app) != GX_OK) {
             return GX_ENOMEM;
+        }
     }
     return GX_OK;
 }
@@ -652,18 +684,22 @@ gx_app_reload(struct gx_app *app)
             return;
         }
     }
-    if (app->prom != NULL)
+    if (app->prom != NULL) {
         gx_promsrc_set_config(app->prom, cfg);
-    if (app->kube != NULL)
+    }
+    if (app->kube != NULL) {
         gx_kube_set_config(app->kube, cfg);
-    if (app->leases != NULL)
+    }
+    if (app->leases != NULL) {
         gx_leases_set_config(app->leases, cfg);
+    }
     gx_config_free(app->cfg);
     app->cfg = cfg;
     app->metrics.config_hash = cfg->hash;
     gx_log_set_level((enum gx_log_level)cfg->log_level);
-    if (app->http != NULL)
+    if (app->http != NULL) {
         gx_http_set_max_body(app->http, cfg->max_body_bytes);
+    }
     (void)app_rebuild_snapshot(app);
     gx_info("config reloaded", "path=%s hash=%016llx", app->config_path,
             (unsigned long long)cfg->hash);
@@ -678,14 +714,16 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (stamp_changed(app->config_path, &app->config_stamp))
+    if (stamp_changed(app->config_path, &app->config_stamp)) {
         gx_app_reload(app);
+    }
     if (app->cfg->tls_cert_file != NULL && !app->draining) {
         /* evaluate both: each call records the file's new stamp */
         bool cert = stamp_changed(app->cfg->tls_cert_file, &app->cert_stamp);
         bool key = stamp_changed(app->cfg->tls_key_file, &app->key_stamp);
-        if (cert || key)
+        if (cert || key) {
             tls_rotate(app);
+        }
     }
     if (app->http_old != NULL && gx_http_inflight(app->http_old) == 0) {
         gx_http_free(app->http_old);
@@ -718,8 +756,9 @@ drain_cb(evutil_socket_t fd, short what, void *arg)
 void
 gx_app_shutdown(struct gx_app *app)
 {
-    if (app->draining)
+    if (app->draining) {
         return;
+    }
     app->draining = true;
     gx_info("shutting down, draining in-flight requests", "inflight=%zu grace_s=%d",
             app->http ? gx_http_inflight(app->http) : 0, app->cfg->shutdown_grace_s);
@@ -742,8 +781,9 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     struct gx_app *app = calloc(1, sizeof(*app));
     enum gx_err rc;
 
-    if (app == NULL)
+    if (app == NULL) {
         return GX_ENOMEM;
+    }
     app->base = base;
     gx_arena_init(&app->nodes_arena, 0);
     gx_metrics_init(&app->metrics);
@@ -755,16 +795,18 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
         goto fail;
     }
     rc = gx_config_load(config_path, &app->cfg, why);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         goto fail;
+    }
     (void)stamp_changed(config_path, &app->config_stamp);
     app->metrics.last_reload_ok = true;
     app->metrics.last_reload_ms = gx_wall_ms();
     app->metrics.config_hash = app->cfg->hash;
     gx_log_set_level((enum gx_log_level)app->cfg->log_level);
     rc = reset_sources(app, why);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         goto fail;
+    }
     *out = app;
     return GX_OK;
 fail:
@@ -796,16 +838,19 @@ start_http(struct gx_app *app, int port, struct gx_http **out, struct gx_why *wh
         (void)stamp_changed(cfg->tls_cert_file, &app->cert_stamp);
         (void)stamp_changed(cfg->tls_key_file, &app->key_stamp);
         rc = gx_read_file(cfg->tls_cert_file, 1 << 20, &cert, &len);
-        if (rc == GX_OK)
+        if (rc == GX_OK) {
             rc = gx_read_file(cfg->tls_key_file, 1 << 20, &key, &len);
-        if (rc != GX_OK)
+        }
+        if (rc != GX_OK) {
             gx_why_set(why, "server.tls_*: cannot read %s: %s",
                        cert ? cfg->tls_key_file : cfg->tls_cert_file, gx_strerror(rc));
+        }
         o.tls_cert = cert;
         o.tls_key = key;
     }
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_http_start(app->base, &o, handle, app, out, why);
+    }
     free(cert);
     if (key != NULL) {
         memset(key, 0, len);
@@ -840,18 +885,22 @@ gx_app_listen(struct gx_app *app, struct gx_why *why)
     const struct gx_config *cfg = app->cfg;
     enum gx_err rc;
 
-    if ((rc = start_http(app, cfg->port, &app->http, why)) != GX_OK)
+    if ((rc = start_http(app, cfg->port, &app->http, why)) != GX_OK) {
         return rc;
+    }
     if (cfg->tls_cert_file == NULL && cfg->listen_address != NULL &&
-        strcmp(cfg->listen_address, "127.0.0.1") != 0 && strcmp(cfg->listen_address, "::1") != 0)
+        strcmp(cfg->listen_address, "127.0.0.1") != 0 && strcmp(cfg->listen_address, "::1") != 0) {
         gx_info("serving plain HTTP; set server.tls_cert_file/tls_key_file for HTTPS", NULL);
-    if ((rc = start_live_sources(app, why)) != GX_OK)
+    }
+    if ((rc = start_live_sources(app, why)) != GX_OK) {
         return rc;
+    }
     app->refresh_timer = evtimer_new(app->base, refresh_cb, app);
     app->reload_timer = evtimer_new(app->base, reload_cb, app);
     app->drain_timer = evtimer_new(app->base, drain_cb, app);
-    if (app->refresh_timer == NULL || app->reload_timer == NULL || app->drain_timer == NULL)
+    if (app->refresh_timer == NULL || app->reload_timer == NULL || app->drain_timer == NULL) {
         return GX_ENOMEM;
+    }
     arm(app->refresh_timer, cfg->files_refresh_s);
     arm(app->reload_timer, 1);
     gx_info("listening", "address=%s port=%d prefix=%s tls=%s", cfg->listen_address,
@@ -868,22 +917,27 @@ gx_app_port(const struct gx_app *app)
 void
 gx_app_free(struct gx_app *app)
 {
-    if (app == NULL)
+    if (app == NULL) {
         return;
-    if (app->refresh_timer != NULL)
+    }
+    if (app->refresh_timer != NULL) {
         event_free(app->refresh_timer);
-    if (app->reload_timer != NULL)
+    }
+    if (app->reload_timer != NULL) {
         event_free(app->reload_timer);
-    if (app->drain_timer != NULL)
+    }
+    if (app->drain_timer != NULL) {
         event_free(app->drain_timer);
+    }
     app_stop_ledger(app);
     gx_http_free(app->http_old);
     gx_http_free(app->http);
     gx_promsrc_free(app->prom);
     gx_kube_free(app->kube);
     gx_httpc_free(app->httpc);
-    if (app->rebuild_timer != NULL)
+    if (app->rebuild_timer != NULL) {
         event_free(app->rebuild_timer);
+    }
     gx_snapshot_free(app->snap);
     gx_mstore_free(app->mstore);
     gx_ledger_free(app->ledger);
@@ -895,8 +949,8 @@ gx_app_free(struct gx_app *app)
 }
 
 enum gx_err
-gx_app_explain(struct gx_app *app, const char *pod_json, size_t len, bool json,
-               struct gx_buf *out, struct gx_why *why)
+gx_app_explain(struct gx_app *app, const char *pod_json, size_t len, bool json, struct gx_buf *out,
+               struct gx_why *why)
 {
     struct gx_arena a;
     struct gx_pod pod;
@@ -907,8 +961,9 @@ gx_app_explain(struct gx_app *app, const char *pod_json, size_t len, bool json,
 
     gx_arena_init(&a, 0);
     rc = gx_kobj_decode_pod(pod_json, len, app->cfg->max_json_depth, &a, &pod, why);
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_podreq_parse(app->cfg, &pod, &req, why);
+    }
     if (rc == GX_OK) {
         (void)snprintf(name, sizeof(name), "%s/%s", pod.namespace, pod.name);
         app_decide_ctx(app, &ctx);

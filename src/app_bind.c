@@ -50,8 +50,9 @@ bind_answer(struct gx_app *app, struct gx_http_req *r, enum gx_bind_outcome o, c
 
     app->metrics.binds[o]++;
     gx_buf_init(&out, 4096);
-    if (gx_ext_encode_bind_result(&out, err) != GX_OK)
+    if (gx_ext_encode_bind_result(&out, err) != GX_OK) {
         gx_buf_reset(&out);
+    }
     app_respond_json(app, r, GX_VERB_BIND, 200, &out);
 }
 
@@ -63,8 +64,9 @@ tenants_for(const char *uid, const char *ns, const char *name, const struct gx_p
     size_t n = 0;
     int count = v->device_plugin || v->n_cards == 0 ? 1 : v->n_cards;
 
-    if (req->kind == GX_REQ_NONE)
+    if (req->kind == GX_REQ_NONE) {
         return 0;
+    }
     for (int i = 0; i < count && i < GX_MAX_PICK; i++, n++) {
         memset(&t[n], 0, sizeof(t[n]));
         (void)snprintf(t[n].uid, sizeof(t[n].uid), "%s", uid);
@@ -72,8 +74,8 @@ tenants_for(const char *uid, const char *ns, const char *name, const struct gx_p
         t[n].card = v->device_plugin || v->n_cards == 0 ? GX_CARD_ANY : v->cards[i];
         t[n].exclusive = req->kind == GX_REQ_EXCLUSIVE && !v->device_plugin;
         t[n].slices = req->kind == GX_REQ_SHARED ? req->slices
-                      : v->device_plugin          ? (int)req->gpus
-                                                  : 0;
+                      : v->device_plugin         ? (int)req->gpus
+                                                 : 0;
         t[n].memory_mib = req->kind == GX_REQ_SHARED ? req->memory_mib : 0;
         t[n].util_pct = req->kind == GX_REQ_SHARED ? req->util_pct : -1;
         t[n].state = GX_TENANT_RESERVED;
@@ -87,9 +89,9 @@ tenants_for(const char *uid, const char *ns, const char *name, const struct gx_p
  * Already there: nothing to do. Cannot fit: @why holds the user-facing reason.
  */
 static enum gx_err
-reserve(struct gx_app *app, struct gx_ledger *l, const char *node, const char *uid,
-        const char *ns, const char *name, const struct gx_podreq *req, int *cards, int *n_cards,
-        bool *changed, struct gx_why *why)
+reserve(struct gx_app *app, struct gx_ledger *l, const char *node, const char *uid, const char *ns,
+        const char *name, const struct gx_podreq *req, int *cards, int *n_cards, bool *changed,
+        struct gx_why *why)
 {
     const struct gx_ledger_node *held = gx_ledger_find_pod(l, uid);
     const struct gx_node *sn = gx_snapshot_find(app->snap, node, strlen(node));
@@ -103,9 +105,11 @@ reserve(struct gx_app *app, struct gx_ledger *l, const char *node, const char *u
     *changed = false;
     *n_cards = 0;
     if (held != NULL && strcmp(held->node, node) == 0) {
-        for (size_t i = 0; i < held->n_tenants && *n_cards < GX_MAX_PICK; i++)
-            if (strcmp(held->tenants[i].uid, uid) == 0 && held->tenants[i].card >= 0)
+        for (size_t i = 0; i < held->n_tenants && *n_cards < GX_MAX_PICK; i++) {
+            if (strcmp(held->tenants[i].uid, uid) == 0 && held->tenants[i].card >= 0) {
                 cards[(*n_cards)++] = held->tenants[i].card;
+            }
+        }
         return GX_OK;
     }
     if (held != NULL) {
@@ -120,18 +124,21 @@ reserve(struct gx_app *app, struct gx_ledger *l, const char *node, const char *u
         return GX_ECONFLICT;
     }
     n = tenants_for(uid, ns, name, req, &v, t);
-    if (n == 0)
+    if (n == 0) {
         return GX_OK;
-    for (; sn != NULL && n_slots < sn->n_cards && n_slots < GX_ARRAY_LEN(slots); n_slots++)
+    }
+    for (; sn != NULL && n_slots < sn->n_cards && n_slots < GX_ARRAY_LEN(slots); n_slots++) {
         slots[n_slots] = gx_config_card_slots(app->cfg, sn->product, sn->replicas);
+    }
     rc = gx_ledger_add(l, node, t, n, slots, n_slots);
     if (rc != GX_OK) {
         gx_why_set(why, "cannot reserve GPUs on %s: %s", node,
                    rc == GX_ECONFLICT ? gx_reason_text(GX_REASON_NO_SLOT) : gx_strerror(rc));
         return rc;
     }
-    for (int i = 0; i < v.n_cards && i < GX_MAX_PICK; i++)
+    for (int i = 0; i < v.n_cards && i < GX_MAX_PICK; i++) {
         cards[i] = v.cards[i];
+    }
     *n_cards = v.device_plugin ? 0 : v.n_cards;
     *changed = true;
     return GX_OK;
@@ -155,8 +162,8 @@ bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_a
         bind_answer(app, r, GX_BIND_ERROR, msg);
         return;
     }
-    if (reserve(app, app->ledger, b->node, b->pod_uid, b->pod_namespace, b->pod_name,
-                &seen->req, cards, &n_cards, &changed, &why) != GX_OK) {
+    if (reserve(app, app->ledger, b->node, b->pod_uid, b->pod_namespace, b->pod_name, &seen->req,
+                cards, &n_cards, &changed, &why) != GX_OK) {
         bind_answer(app, r, GX_BIND_REJECTED, why.text);
         return;
     }
@@ -164,10 +171,10 @@ bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_a
         bind_answer(app, r, GX_BIND_ERROR, "ledger lost the reservation");
         return;
     }
-    if (changed)
+    if (changed) {
         gx_info("pod bound", "req=%llu pod=%s/%s node=%s cards=%d",
-                (unsigned long long)gx_http_id(r), b->pod_namespace, b->pod_name, b->node,
-                n_cards);
+                (unsigned long long)gx_http_id(r), b->pod_namespace, b->pod_name, b->node, n_cards);
+    }
     bind_answer(app, r, changed ? GX_BIND_OK : GX_BIND_REPEAT, "");
 }
 
@@ -178,12 +185,14 @@ op_free(struct bind_op *op)
 {
     struct gx_app *app = op->app;
 
-    if (op->prev != NULL)
+    if (op->prev != NULL) {
         op->prev->next = op->next;
-    else
+    } else {
         app->binds = op->next;
-    if (op->next != NULL)
+    }
+    if (op->next != NULL) {
         op->next->prev = op->prev;
+    }
     gx_kube_cancel(op->app->kube, op->xfer);
     free(op);
 }
@@ -201,13 +210,14 @@ op_done(struct bind_op *op, enum gx_bind_outcome o)
 {
     struct gx_app *app = op->app;
 
-    if (o == GX_BIND_OK || o == GX_BIND_REPEAT)
+    if (o == GX_BIND_OK || o == GX_BIND_REPEAT) {
         gx_info(o == GX_BIND_OK ? "pod bound" : "pod already bound here (retried bind)",
                 "req=%llu pod=%s/%s node=%s cards=%d", (unsigned long long)gx_http_id(op->r),
                 op->ns, op->name, op->node, op->n_cards);
-    else
+    } else {
         gx_warn("bind failed", "req=%llu pod=%s/%s node=%s error=\"%s\"",
                 (unsigned long long)gx_http_id(op->r), op->ns, op->name, op->node, op->error);
+    }
     bind_answer(app, op->r, o, o == GX_BIND_OK || o == GX_BIND_REPEAT ? "" : op->error);
     op->r = NULL;
 }
@@ -231,12 +241,15 @@ bound_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, stru
 
     (void)why;
     *write = false;
-    if (held == NULL || strcmp(held->node, node) != 0)
+    if (held == NULL || strcmp(held->node, node) != 0) {
         return GX_OK;
-    for (size_t i = 0; i < held->n_tenants; i++)
+    }
+    for (size_t i = 0; i < held->n_tenants; i++) {
         if (strcmp(held->tenants[i].uid, uid) == 0 &&
-            held->tenants[i].state == GX_TENANT_RESERVED)
+            held->tenants[i].state == GX_TENANT_RESERVED) {
             *write = true;
+        }
+    }
     return *write ? gx_ledger_mark_bound(l, uid) : GX_OK;
 }
 
@@ -254,12 +267,14 @@ struct bg {
 static void
 bg_unlink_free(struct bg *b)
 {
-    if (b->prev != NULL)
+    if (b->prev != NULL) {
         b->prev->next = b->next;
-    else
+    } else {
         b->app->bgs = b->next;
-    if (b->next != NULL)
+    }
+    if (b->next != NULL) {
         b->next->prev = b->prev;
+    }
     free(b);
 }
 
@@ -268,9 +283,10 @@ bg_done(void *ctx, enum gx_err rc, const char *why)
 {
     struct bg *b = ctx;
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         gx_warn("background ledger update failed; the reconciler will retry",
                 "node=%s uid=%s error=\"%s\"", b->node, b->uid, why);
+    }
     bg_unlink_free(b);
 }
 
@@ -279,19 +295,22 @@ bg_update(struct gx_app *app, const char *node, const char *uid, gx_leases_mutat
 {
     struct bg *b = calloc(1, sizeof(*b));
 
-    if (b == NULL)
+    if (b == NULL) {
         return;
+    }
     (void)snprintf(b->uid, sizeof(b->uid), "%s", uid);
     (void)snprintf(b->node, sizeof(b->node), "%s", node);
     b->app = app;
     b->next = app->bgs;
-    if (app->bgs != NULL)
+    if (app->bgs != NULL) {
         app->bgs->prev = b;
+    }
     app->bgs = b;
     if (!gx_leases_update(app->leases, node,
                           gx_mono_ms() + (int64_t)app->cfg->ledger_reconcile_s * 1000, mutate,
-                          bg_done, b))
+                          bg_done, b)) {
         bg_unlink_free(b);
+    }
 }
 
 /* Fail the bind: undo our reservation (in the background) and answer. */
@@ -299,8 +318,9 @@ static void
 op_fail(struct bind_op *op, const char *fmt, const char *detail)
 {
     (void)snprintf(op->error, sizeof(op->error), fmt, detail);
-    if (op->reserved)
+    if (op->reserved) {
         bg_update(op->app, op->node, op->uid, release_mutate);
+    }
     op_done(op, GX_BIND_ERROR);
     op_free(op);
 }
@@ -326,8 +346,9 @@ bound_pod_done(void *ctx, enum gx_err rc, long status, const char *body, size_t 
         op_fail(op, "%s", "the pod is already bound to another node");
         return;
     }
-    if (op->req.kind != GX_REQ_NONE)
+    if (op->req.kind != GX_REQ_NONE) {
         bg_update(op->app, op->node, op->uid, bound_mutate);
+    }
     op_done(op, GX_BIND_REPEAT);
     op_free(op);
 }
@@ -342,8 +363,9 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
     (void)len;
     op->xfer = NULL;
     if (rc == GX_OK && (status == 200 || status == 201)) {
-        if (op->req.kind != GX_REQ_NONE)
+        if (op->req.kind != GX_REQ_NONE) {
             bg_update(op->app, op->node, op->uid, bound_mutate);
+        }
         op_done(op, GX_BIND_OK);
         op_free(op);
         return;
@@ -353,8 +375,9 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
         (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", op->ns, op->name);
         op->xfer = gx_kube_request(op->app->kube, "GET", path, NULL, 0, NULL, op_timeout(op),
                                    bound_pod_done, op);
-        if (op->xfer == NULL)
+        if (op->xfer == NULL) {
             op_fail(op, "%s", "cannot start the pod read");
+        }
         return;
     }
     (void)snprintf(detail, sizeof(detail), "%s, HTTP %ld", gx_strerror(rc), status);
@@ -369,9 +392,9 @@ op_binding(struct bind_op *op)
 
     gx_buf_init(&b, 8192);
     if (gx_buf_adds(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":") ||
-        gx_buf_add_json_str(&b, op->name, strlen(op->name)) ||
-        gx_buf_adds(&b, ",\"namespace\":") || gx_buf_add_json_str(&b, op->ns, strlen(op->ns)) ||
-        gx_buf_adds(&b, ",\"uid\":") || gx_buf_add_json_str(&b, op->uid, strlen(op->uid)) ||
+        gx_buf_add_json_str(&b, op->name, strlen(op->name)) || gx_buf_adds(&b, ",\"namespace\":") ||
+        gx_buf_add_json_str(&b, op->ns, strlen(op->ns)) || gx_buf_adds(&b, ",\"uid\":") ||
+        gx_buf_add_json_str(&b, op->uid, strlen(op->uid)) ||
         gx_buf_adds(&b, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":") ||
         gx_buf_add_json_str(&b, op->node, strlen(op->node)) || gx_buf_adds(&b, "}}")) {
         gx_buf_release(&b);
@@ -383,8 +406,9 @@ op_binding(struct bind_op *op)
     op->xfer = gx_kube_request(op->app->kube, "POST", path, b.data, b.len, "application/json",
                                op_timeout(op), binding_done, op);
     gx_buf_release(&b);
-    if (op->xfer == NULL)
+    if (op->xfer == NULL) {
         op_fail(op, "%s", "cannot start the binding request");
+    }
 }
 
 static void
@@ -417,10 +441,11 @@ assignment(const struct bind_op *op, char *uuids, size_t nu, char *idx, size_t n
         const char *uuid = sn != NULL && (size_t)c < sn->n_cards ? sn->cards[c].uuid : NULL;
         int w;
 
-        if (uuid != NULL)
+        if (uuid != NULL) {
             w = snprintf(uuids + ou, nu - ou, "%s%s", i ? "," : "", uuid);
-        else
+        } else {
             w = snprintf(uuids + ou, nu - ou, "%s%d", i ? "," : "", c);
+        }
         ou += w > 0 && (size_t)w < nu - ou ? (size_t)w : 0;
         w = snprintf(idx + oi, ni - oi, "%s%d", i ? "," : "", c);
         oi += w > 0 && (size_t)w < ni - oi ? (size_t)w : 0;
@@ -442,17 +467,19 @@ op_patch(struct bind_op *op)
     fail = gx_buf_adds(&b, "{\"metadata\":{\"labels\":{") ||
            gx_buf_add_json_str(&b, cfg->managed_label, strlen(cfg->managed_label)) ||
            gx_buf_adds(&b, ":\"true\"},\"annotations\":{");
-    if (!fail && op->n_cards > 0)
+    if (!fail && op->n_cards > 0) {
         fail = gx_buf_add_json_str(&b, cfg->ann_uuids, strlen(cfg->ann_uuids)) ||
                gx_buf_adds(&b, ":") || gx_buf_add_json_str(&b, uuids, strlen(uuids)) ||
                gx_buf_adds(&b, ",") ||
                gx_buf_add_json_str(&b, cfg->ann_index, strlen(cfg->ann_index)) ||
                gx_buf_adds(&b, ":") || gx_buf_add_json_str(&b, idx, strlen(idx)) ||
                gx_buf_adds(&b, ",");
-    if (!fail)
+    }
+    if (!fail) {
         fail = gx_buf_add_json_str(&b, cfg->ann_slices, strlen(cfg->ann_slices)) ||
                gx_buf_adds(&b, ":") || gx_buf_add_json_str(&b, slices, strlen(slices)) ||
                gx_buf_adds(&b, "}}}");
+    }
     if (fail) {
         gx_buf_release(&b);
         op_fail(op, "%s", "cannot encode the pod patch");
@@ -463,8 +490,9 @@ op_patch(struct bind_op *op)
     op->xfer = gx_kube_request(op->app->kube, "PATCH", path, b.data, b.len,
                                "application/merge-patch+json", op_timeout(op), patch_done, op);
     gx_buf_release(&b);
-    if (op->xfer == NULL)
+    if (op->xfer == NULL) {
         op_fail(op, "%s", "cannot start the pod patch");
+    }
 }
 
 static enum gx_err
@@ -472,8 +500,8 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
 {
     struct bind_op *op = ctx;
 
-    return reserve(op->app, l, node, op->uid, op->ns, op->name, &op->req, op->cards,
-                   &op->n_cards, write, why);
+    return reserve(op->app, l, node, op->uid, op->ns, op->name, &op->req, op->cards, &op->n_cards,
+                   write, why);
 }
 
 static void
@@ -497,8 +525,7 @@ move_done(void *ctx, enum gx_err rc, const char *why)
     struct bind_op *op = ctx;
 
     if (rc != GX_OK) {
-        (void)snprintf(op->error, sizeof(op->error), "cannot release the old reservation: %s",
-                       why);
+        (void)snprintf(op->error, sizeof(op->error), "cannot release the old reservation: %s", why);
         op_done(op, GX_BIND_ERROR);
         op_free(op);
         return;
@@ -524,14 +551,16 @@ op_reserve(struct bind_op *op)
         op->step = STEP_MOVE;
         (void)snprintf(op->other, sizeof(op->other), "%s", held->node);
         if (!gx_leases_update(op->app->leases, op->other, op->deadline_ms, move_mutate, move_done,
-                              op))
+                              op)) {
             op_fail(op, "%s", "cannot start the ledger update");
+        }
         return;
     }
     op->step = STEP_RESERVE;
     if (!gx_leases_update(op->app->leases, op->node, op->deadline_ms, reserve_mutate, reserve_done,
-                          op))
+                          op)) {
         op_fail(op, "%s", "cannot start the ledger update");
+    }
 }
 
 static void
@@ -555,17 +584,19 @@ pod_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         gx_why_set(&why, "the pod was replaced (uid %s)", pod.uid);
         rc = GX_ECONFLICT;
     }
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_podreq_parse(op->app->cfg, &pod, &op->req, &why);
+    }
     gx_arena_release(&a);
     if (rc != GX_OK) {
         op_fail(op, "%s", why.text);
         return;
     }
-    if (op->req.kind == GX_REQ_NONE)
+    if (op->req.kind == GX_REQ_NONE) {
         op_binding(op);
-    else
+    } else {
         op_reserve(op);
+    }
 }
 
 static void
@@ -590,24 +621,27 @@ bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_ar
     (void)snprintf(op->node, sizeof(op->node), "%s", b->node);
     op->deadline_ms = gx_http_start_ms(r) + app->cfg->bind_deadline_ms;
     op->next = app->binds;
-    if (app->binds != NULL)
+    if (app->binds != NULL) {
         app->binds->prev = op;
+    }
     app->binds = op;
     seen = app_recall_pod(app, op->uid);
     if (seen != NULL) {
         op->req = seen->req;
-        if (op->req.kind == GX_REQ_NONE)
+        if (op->req.kind == GX_REQ_NONE) {
             op_binding(op);
-        else
+        } else {
             op_reserve(op);
+        }
         return;
     }
     /* Filter ran on another replica: the pod itself tells what it asks for. */
     op->step = STEP_POD;
     (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", op->ns, op->name);
     op->xfer = gx_kube_request(app->kube, "GET", path, NULL, 0, NULL, op_timeout(op), pod_done, op);
-    if (op->xfer == NULL)
+    if (op->xfer == NULL) {
         op_fail(op, "%s", "cannot start the pod read");
+    }
 }
 
 void
@@ -622,10 +656,11 @@ app_handle_bind(struct gx_app *app, struct gx_http_req *r)
         app_respond_error(app, r, GX_VERB_BIND, 400, why.text);
         return;
     }
-    if (app->leases != NULL)
+    if (app->leases != NULL) {
         bind_live(app, r, &b);
-    else
+    } else {
         bind_local(app, r, &b);
+    }
     gx_ext_bind_args_release(&b);
 }
 
@@ -644,13 +679,15 @@ pod_state_put(struct gx_app *app, const struct gx_pod *pod)
     struct pod_state *ps;
     size_t len = strlen(pod->uid);
 
-    if (len == 0 || len >= GX_UID_MAX)
+    if (len == 0 || len >= GX_UID_MAX) {
         return;
+    }
     ps = gx_strmap_get(&app->pod_states, pod->uid, len);
     if (ps == NULL) {
         ps = calloc(1, sizeof(*ps));
-        if (ps == NULL)
+        if (ps == NULL) {
             return;
+        }
         memcpy(ps->uid, pod->uid, len + 1);
         if (gx_strmap_put(&app->pod_states, ps->uid, len, ps) != GX_OK) {
             free(ps);
@@ -667,8 +704,9 @@ pod_states_clear(struct gx_app *app)
     size_t pos = 0;
     void *v;
 
-    while ((v = gx_strmap_next(&app->pod_states, &pos, NULL, NULL)) != NULL)
+    while ((v = gx_strmap_next(&app->pod_states, &pos, NULL, NULL)) != NULL) {
         free(v);
+    }
     gx_strmap_release(&app->pod_states);
 }
 
@@ -677,10 +715,11 @@ app_pod_event(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
 {
     struct gx_app *app = ctx;
 
-    if (type == GX_WATCH_DELETED)
+    if (type == GX_WATCH_DELETED) {
         free(gx_strmap_del(&app->pod_states, pod->uid, strlen(pod->uid)));
-    else if (type == GX_WATCH_ADDED || type == GX_WATCH_MODIFIED)
+    } else if (type == GX_WATCH_ADDED || type == GX_WATCH_MODIFIED) {
         pod_state_put(app, pod);
+    }
 }
 
 void
@@ -689,10 +728,12 @@ app_pods_listed(void *ctx, const struct gx_pod *pods, size_t n)
     struct gx_app *app = ctx;
 
     pod_states_clear(app);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         pod_state_put(app, &pods[i]);
-    if (!app->pods_synced)
+    }
+    if (!app->pods_synced) {
         gx_info("managed pods synced", "pods=%zu", n);
+    }
     app->pods_synced = true;
 }
 
@@ -706,16 +747,20 @@ tenant_fix(const struct gx_app *app, const char *node, const struct gx_tenant *t
     /* Younger tenants may belong to a bind in flight or to watch events on their way. */
     bool settled = now - t->since_ms > 2 * (int64_t)app->cfg->bind_deadline_ms;
 
-    if (ps != NULL && ps->finished)
+    if (ps != NULL && ps->finished) {
         return FIX_RELEASE;
-    if (ps != NULL && ps->node[0] != '\0')
+    }
+    if (ps != NULL && ps->node[0] != '\0') {
         return strcmp(ps->node, node) != 0
                    ? FIX_RELEASE
                    : (t->state == GX_TENANT_RESERVED ? FIX_BOUND : FIX_NONE);
-    if (!settled)
+    }
+    if (!settled) {
         return FIX_NONE;
-    if (t->state == GX_TENANT_BOUND)
+    }
+    if (t->state == GX_TENANT_BOUND) {
         return ps == NULL ? FIX_RELEASE : FIX_NONE;
+    }
     /* Reserved, never bound: released after the TTL (a pending pod's retried bind re-reserves). */
     return now - t->since_ms > (int64_t)app->cfg->reservation_ttl_s * 1000 ||
                    (ps == NULL && now - t->since_ms > 4 * (int64_t)app->cfg->bind_deadline_ms)
@@ -737,8 +782,9 @@ reconcile_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, 
     *write = false;
     for (size_t i = 0; e != NULL && i < e->n_tenants && n < GX_ARRAY_LEN(uids); i++) {
         enum tenant_fix f = tenant_fix(app, node, &e->tenants[i], now);
-        if (f == FIX_NONE)
+        if (f == FIX_NONE) {
             continue;
+        }
         (void)snprintf(uids[n], sizeof(uids[n]), "%s", e->tenants[i].uid);
         fixes[n++] = f;
     }
@@ -757,8 +803,9 @@ static void
 reconcile_done(void *ctx, enum gx_err rc, const char *why)
 {
     (void)ctx;
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         gx_warn("ledger reconcile of a node failed, retrying next round", "error=\"%s\"", why);
+    }
 }
 
 struct reconcile_scan {
@@ -795,10 +842,11 @@ reconcile_cb(evutil_socket_t fd, short what, void *arg)
         s->app = app;
         s->now = gx_wall_ms();
         gx_ledger_each(app->ledger, scan_node, s);
-        for (size_t i = 0; i < s->n; i++)
+        for (size_t i = 0; i < s->n; i++) {
             (void)gx_leases_update(app->leases, s->nodes[i],
                                    gx_mono_ms() + (int64_t)app->cfg->ledger_reconcile_s * 1000,
                                    reconcile_mutate, reconcile_done, app);
+        }
     }
     free(s);
     (void)evtimer_add(app->reconcile_timer, &tv);
@@ -812,8 +860,9 @@ app_start_ledger(struct gx_app *app)
     gx_strmap_init(&app->pod_states);
     app->leases = gx_leases_new(app->base, app->kube, app->cfg, app->ledger, &app->metrics);
     app->reconcile_timer = evtimer_new(app->base, reconcile_cb, app);
-    if (app->leases == NULL || app->reconcile_timer == NULL)
+    if (app->leases == NULL || app->reconcile_timer == NULL) {
         return GX_ENOMEM;
+    }
     (void)evtimer_add(app->reconcile_timer, &tv);
     return GX_OK;
 }
@@ -821,14 +870,17 @@ app_start_ledger(struct gx_app *app)
 void
 app_stop_ledger(struct gx_app *app)
 {
-    while (app->binds != NULL)
+    while (app->binds != NULL) {
         op_free(app->binds);
+    }
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;
-    while (app->bgs != NULL)
+    while (app->bgs != NULL) {
         bg_unlink_free(app->bgs);
-    if (app->reconcile_timer != NULL)
+    }
+    if (app->reconcile_timer != NULL) {
         event_free(app->reconcile_timer);
+    }
     app->reconcile_timer = NULL;
     pod_states_clear(app);
 }

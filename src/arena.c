@@ -41,13 +41,15 @@ gx_arena_alloc(struct gx_arena *a, size_t n)
     size_t need = (n + 15) & ~(size_t)15;
     void *p;
 
-    if (need < n)
+    if (need < n) {
         return NULL;
+    }
     if (c == NULL || c->size - c->used < need) {
         size_t size = need > a->chunk_size ? need : a->chunk_size;
         c = malloc(sizeof(*c) + size);
-        if (c == NULL)
+        if (c == NULL) {
             return NULL;
+        }
         c->size = size;
         c->used = 0;
         /* A big one-off block goes behind the head so the head keeps its room. */
@@ -71,8 +73,9 @@ gx_arena_strndup(struct gx_arena *a, const char *s, size_t len)
 {
     char *p = gx_arena_alloc(a, len + 1);
 
-    if (p == NULL)
+    if (p == NULL) {
         return NULL;
+    }
     memcpy(p, s, len);
     p[len] = '\0';
     return p;

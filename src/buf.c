@@ -28,8 +28,9 @@ void
 gx_buf_reset(struct gx_buf *b)
 {
     b->len = 0;
-    if (b->data != NULL)
+    if (b->data != NULL) {
         b->data[0] = '\0';
+    }
 }
 
 /* Make room for @extra more bytes plus the terminating NUL. */
@@ -39,17 +40,21 @@ buf_reserve(struct gx_buf *b, size_t extra)
     size_t need, ncap;
     char *p;
 
-    if (extra > b->limit || b->len > b->limit - extra)
+    if (extra > b->limit || b->len > b->limit - extra) {
         return GX_ETOOBIG;
+    }
     need = b->len + extra + 1;
-    if (need <= b->cap)
+    if (need <= b->cap) {
         return GX_OK;
+    }
     ncap = b->cap ? b->cap : 256;
-    while (ncap < need)
+    while (ncap < need) {
         ncap *= 2;
+    }
     p = realloc(b->data, ncap);
-    if (p == NULL)
+    if (p == NULL) {
         return GX_ENOMEM;
+    }
     b->data = p;
     b->cap = ncap;
     return GX_OK;
@@ -60,10 +65,12 @@ gx_buf_add(struct gx_buf *b, const void *data, size_t len)
 {
     enum gx_err rc = buf_reserve(b, len);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
-    if (len > 0)
+    }
+    if (len > 0) {
         memcpy(b->data + b->len, data, len);
+    }
     b->len += len;
     b->data[b->len] = '\0';
     return GX_OK;
@@ -85,11 +92,13 @@ gx_buf_vaddf(struct gx_buf *b, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
-    if (n < 0)
+    if (n < 0) {
         return GX_EINVAL;
+    }
     rc = buf_reserve(b, (size_t)n);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     (void)vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
     return GX_OK;
@@ -114,26 +123,31 @@ utf8_seq_len(const unsigned char *s, size_t n)
     size_t len;
     uint32_t cp;
 
-    if (s[0] < 0x80)
+    if (s[0] < 0x80) {
         return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
         len = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
         len = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
         len = 4, cp = s[0] & 0x07;
-    else
+    } else {
         return 0;
-    if (len > n)
+    }
+    if (len > n) {
         return 0;
+    }
     for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
+        if ((s[i] & 0xc0) != 0x80) {
             return 0;
+        }
         cp = (cp << 6) | (s[i] & 0x3f);
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+        (cp >= 0xd800 && cp <= 0xdfff)) {
         return 0;
+    }
     return len;
 }
 
@@ -145,16 +159,16 @@ gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
     size_t i = 0, run = 0;
     enum gx_err rc;
 
-    if ((rc = gx_buf_add(b, "\"", 1)) != GX_OK)
+    if ((rc = gx_buf_add(b, "\"", 1)) != GX_OK) {
         return rc;
+    }
     while (i < len) {
         unsigned char c = p[i];
         size_t seq;
         char esc[8];
         size_t elen = 0;
 
-        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' &&
-            c < 0x80) {
+        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < 0x80) {
             run++;
             i++;
             continue;
@@ -167,8 +181,9 @@ gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
                 continue;
             }
         }
-        if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK)
+        if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK) {
             return rc;
+        }
         run = 0;
         if (c == '"' || c == '\\') {
             esc[0] = '\\', esc[1] = (char)c, elen = 2;
@@ -186,12 +201,14 @@ gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
             esc[5] = hex[c & 15];
             elen = 6;
         }
-        if ((rc = gx_buf_add(b, esc, elen)) != GX_OK)
+        if ((rc = gx_buf_add(b, esc, elen)) != GX_OK) {
             return rc;
+        }
         i++;
     }
-    if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK)
+    if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK) {
         return rc;
+    }
     return gx_buf_add(b, "\"", 1);
 }
 
@@ -200,8 +217,9 @@ gx_buf_take(struct gx_buf *b, size_t *len)
 {
     char *p = b->data;
 
-    if (len != NULL)
+    if (len != NULL) {
         *len = b->len;
+    }
     if (p == NULL) {
         p = calloc(1, 1);
     }

@@ -43,8 +43,9 @@ gx_why_set(struct gx_why *why, const char *fmt, ...)
 {
     va_list ap;
 
-    if (why == NULL)
+    if (why == NULL) {
         return;
+    }
     va_start(ap, fmt);
     (void)vsnprintf(why->text, sizeof(why->text), fmt, ap);
     va_end(ap);
@@ -57,15 +58,17 @@ gx_why_prefix(struct gx_why *why, const char *fmt, ...)
     size_t n, rest;
     va_list ap;
 
-    if (why == NULL)
+    if (why == NULL) {
         return;
+    }
     va_start(ap, fmt);
     (void)vsnprintf(prefix, sizeof(prefix), fmt, ap);
     va_end(ap);
     memcpy(old, why->text, sizeof(old));
     n = strlen(prefix);
-    if (n + 2 >= sizeof(why->text))
+    if (n + 2 >= sizeof(why->text)) {
         n = sizeof(why->text) - 3;
+    }
     memcpy(why->text, prefix, n);
     memcpy(why->text + n, ": ", 2);
     rest = sizeof(why->text) - n - 3;
@@ -99,8 +102,9 @@ gx_strndup(const char *s, size_t len)
 {
     char *p = malloc(len + 1);
 
-    if (p == NULL)
+    if (p == NULL) {
         return NULL;
+    }
     memcpy(p, s, len);
     p[len] = '\0';
     return p;
@@ -116,10 +120,12 @@ gx_read_file(const char *path, size_t cap, char **out, size_t *len)
     enum gx_err rc = GX_EIO;
 
     f = fopen(path, "rb");
-    if (f == NULL)
+    if (f == NULL) {
         return errno == ENOENT ? GX_ENOTFOUND : GX_EIO;
-    if (fstat(fileno(f), &st) != 0)
+    }
+    if (fstat(fileno(f), &st) != 0) {
         goto out;
+    }
     if ((uint64_t)st.st_size > cap) {
         rc = GX_ETOOBIG;
         goto out;
@@ -130,8 +136,9 @@ gx_read_file(const char *path, size_t cap, char **out, size_t *len)
         goto out;
     }
     n = fread(data, 1, (size_t)st.st_size, f);
-    if (n != (size_t)st.st_size || ferror(f))
+    if (n != (size_t)st.st_size || ferror(f)) {
         goto out;
+    }
     data[n] = '\0';
     *out = data;
     *len = n;

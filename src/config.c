@@ -252,8 +252,9 @@ struct pctx {
 const char *
 gx_signal_name(enum gx_signal sig)
 {
-    if ((int)sig < 0 || sig >= GX_SIG_COUNT)
+    if ((int)sig < 0 || sig >= GX_SIG_COUNT) {
         return "unknown";
+    }
     return signal_names[sig];
 }
 
@@ -309,8 +310,9 @@ path_below(const char *path, const char *prefix, size_t plen)
 static bool
 row_owned_by(const struct kspec *k, const char *prefix, size_t plen)
 {
-    if (prefix == NULL)
+    if (prefix == NULL) {
         return !is_elem_row(k);
+    }
     return path_below(k->path, prefix, plen) && strchr(k->path + plen + 1, '.') == NULL;
 }
 
@@ -318,8 +320,9 @@ row_owned_by(const struct kspec *k, const char *prefix, size_t plen)
 static void
 free_str_list(char **list, size_t n)
 {
-    for (size_t i = 0; list != NULL && i < n; i++)
+    for (size_t i = 0; list != NULL && i < n; i++) {
         free(list[i]);
+    }
     free(list);
 }
 
@@ -355,8 +358,9 @@ release_field(void *base, const struct kspec *k)
     case K_SLOTS: {
         struct gx_product_slots **l = p;
         size_t n = *count_field(base, k);
-        for (size_t i = 0; *l != NULL && i < n; i++)
+        for (size_t i = 0; *l != NULL && i < n; i++) {
             free((*l)[i].product);
+        }
         free(*l);
         *l = NULL;
         *count_field(base, k) = 0;
@@ -367,8 +371,9 @@ release_field(void *base, const struct kspec *k)
         size_t n = *count_field(base, k);
         char prefix[PATH_MAX_LEN];
         path_printf(prefix, sizeof(prefix), "%s" ELEM_SUFFIX, k->path);
-        for (size_t i = 0; *l != NULL && i < n; i++)
+        for (size_t i = 0; *l != NULL && i < n; i++) {
             release_rows(&(*l)[i], prefix);
+        }
         free(*l);
         *l = NULL;
         *count_field(base, k) = 0;
@@ -392,8 +397,9 @@ release_rows(void *base, const char *prefix)
         const struct kspec *k = &keys_table[i];
         bool mine = row_owned_by(k, prefix, plen);
 
-        if (mine)
+        if (mine) {
             release_field(base, k);
+        }
     }
 }
 
@@ -401,8 +407,9 @@ release_rows(void *base, const char *prefix)
 void
 gx_config_free(struct gx_config *cfg)
 {
-    if (cfg == NULL)
+    if (cfg == NULL) {
         return;
+    }
     release_rows(cfg, NULL);
     free(cfg->path);
     free(cfg->base_dir);
@@ -424,8 +431,9 @@ apply_default(void *base, const struct kspec *k)
 
     switch (k->type) {
     case K_STR:
-        if (k->defs != NULL && (*(char **)p = dup_str(k->defs)) == NULL)
+        if (k->defs != NULL && (*(char **)p = dup_str(k->defs)) == NULL) {
             return GX_ENOMEM;
+        }
         break;
     case K_INT:
     case K_ENUM:
@@ -447,17 +455,21 @@ apply_default(void *base, const struct kspec *k)
         if (k->names != NULL) {
             size_t n = 0;
             char **l;
-            while (k->names[n] != NULL)
+            while (k->names[n] != NULL) {
                 n++;
-            if (n == 0)
+            }
+            if (n == 0) {
                 break;
+            }
             l = calloc(n, sizeof(*l));
-            if (l == NULL)
+            if (l == NULL) {
                 return GX_ENOMEM;
+            }
             *(char ***)p = l;
             for (size_t i = 0; i < n; i++) {
-                if ((l[i] = dup_str(k->names[i])) == NULL)
+                if ((l[i] = dup_str(k->names[i])) == NULL) {
                     return GX_ENOMEM;
+                }
                 *count_field(base, k) = i + 1;
             }
         }
@@ -478,8 +490,9 @@ apply_defaults(void *base, const char *prefix)
         const struct kspec *k = &keys_table[i];
         bool mine = row_owned_by(k, prefix, plen);
 
-        if (mine && apply_default(base, k) != GX_OK)
+        if (mine && apply_default(base, k) != GX_OK) {
             return GX_ENOMEM;
+        }
     }
     return GX_OK;
 }
@@ -490,8 +503,9 @@ config_new_defaults(const char *base_dir)
 {
     struct gx_config *cfg = calloc(1, sizeof(*cfg));
 
-    if (cfg == NULL)
+    if (cfg == NULL) {
         return NULL;
+    }
     cfg->base_dir = dup_str(base_dir != NULL ? base_dir : ".");
     if (cfg->base_dir == NULL || apply_defaults(cfg, NULL) != GX_OK) {
         gx_config_free(cfg);
@@ -506,8 +520,9 @@ gx_config_default(struct gx_config **out)
 {
     struct gx_config *cfg = config_new_defaults(NULL);
 
-    if (cfg == NULL)
+    if (cfg == NULL) {
         return GX_ENOMEM;
+    }
     *out = cfg;
     return GX_OK;
 }
@@ -519,18 +534,22 @@ resolve_path(const char *dir, const char *path)
     size_t dl, pl;
     char *s;
 
-    if (path[0] == '/' || dir == NULL || dir[0] == '\0')
+    if (path[0] == '/' || dir == NULL || dir[0] == '\0') {
         return dup_str(path);
+    }
     dl = strlen(dir);
     pl = strlen(path);
-    while (dl > 1 && dir[dl - 1] == '/')
+    while (dl > 1 && dir[dl - 1] == '/') {
         dl--;
+    }
     s = malloc(dl + 1 + pl + 1);
-    if (s == NULL)
+    if (s == NULL) {
         return NULL;
+    }
     memcpy(s, dir, dl);
-    if (dir[dl - 1] != '/')
+    if (dir[dl - 1] != '/') {
         s[dl++] = '/';
+    }
     memcpy(s + dl, path, pl + 1);
     return s;
 }
@@ -542,8 +561,9 @@ metric_name_ok(const char *s)
     for (size_t i = 0; s[i] != '\0'; i++) {
         char c = s[i];
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9')) {
             return false;
+        }
     }
     return s[0] != '\0';
 }
@@ -585,8 +605,9 @@ get_string(const cJSON *v, const struct kspec *k, const char *key, const struct 
         return GX_EINVAL;
     }
     dup = (k->flags & F_PATH) ? resolve_path(ctx->base_dir, s) : dup_str(s);
-    if (dup == NULL)
+    if (dup == NULL) {
         return GX_ENOMEM;
+    }
     *out = dup;
     return GX_OK;
 }
@@ -595,8 +616,9 @@ get_string(const cJSON *v, const struct kspec *k, const char *key, const struct 
 static bool
 too_many(size_t n, const char *key, struct gx_why *why)
 {
-    if (n <= LIST_MAX)
+    if (n <= LIST_MAX) {
         return false;
+    }
     gx_why_set(why, "%s: at most %d elements", key, LIST_MAX);
     return true;
 }
@@ -616,8 +638,9 @@ parse_str_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
         return GX_EINVAL;
     }
     cap = (size_t)cJSON_GetArraySize(v);
-    if (too_many(cap, key, ctx->why))
+    if (too_many(cap, key, ctx->why)) {
         return GX_EINVAL;
+    }
     if ((k->flags & F_NONEMPTY) && cap == 0) {
         gx_why_set(ctx->why, "%s: must not be empty", key);
         return GX_EINVAL;
@@ -626,8 +649,9 @@ parse_str_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
         release_field(base, k);
         return GX_OK;
     }
-    if ((list = calloc(cap, sizeof(*list))) == NULL)
+    if ((list = calloc(cap, sizeof(*list))) == NULL) {
         return GX_ENOMEM;
+    }
     cJSON_ArrayForEach(e, v)
     {
         char ekey[PATH_MAX_LEN];
@@ -639,8 +663,9 @@ parse_str_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
             goto out;
         }
         /* F_NONEMPTY on a list also forbids empty elements (a node label named ""). */
-        if ((rc = get_string(e, k, ekey, ctx, &list[n])) != GX_OK)
+        if ((rc = get_string(e, k, ekey, ctx, &list[n])) != GX_OK) {
             goto out;
+        }
         n++;
     }
     release_field(base, k);
@@ -667,22 +692,25 @@ parse_int_list(const cJSON *v, void *base, const struct kspec *k, const char *ke
         return GX_EINVAL;
     }
     cap = (size_t)cJSON_GetArraySize(v);
-    if (too_many(cap, key, ctx->why))
+    if (too_many(cap, key, ctx->why)) {
         return GX_EINVAL;
+    }
     if (cap == 0) {
         release_field(base, k);
         return GX_OK;
     }
-    if ((list = calloc(cap, sizeof(*list))) == NULL)
+    if ((list = calloc(cap, sizeof(*list))) == NULL) {
         return GX_ENOMEM;
+    }
     cJSON_ArrayForEach(e, v)
     {
         char ekey[PATH_MAX_LEN];
         double d;
 
         path_printf(ekey, sizeof(ekey), "%s[%zu]", key, n);
-        if ((rc = get_integer(e, k, ekey, ctx->why, &d)) != GX_OK)
+        if ((rc = get_integer(e, k, ekey, ctx->why, &d)) != GX_OK) {
             goto out;
+        }
         list[n++] = (int)d;
     }
     release_field(base, k);
@@ -709,14 +737,16 @@ parse_slots(const cJSON *v, void *base, const struct kspec *k, const char *key,
         return GX_EINVAL;
     }
     cap = (size_t)cJSON_GetArraySize(v);
-    if (too_many(cap, key, ctx->why))
+    if (too_many(cap, key, ctx->why)) {
         return GX_EINVAL;
+    }
     if (cap == 0) {
         release_field(base, k);
         return GX_OK;
     }
-    if ((list = calloc(cap, sizeof(*list))) == NULL)
+    if ((list = calloc(cap, sizeof(*list))) == NULL) {
         return GX_ENOMEM;
+    }
     cJSON_ArrayForEach(e, v)
     {
         char ekey[PATH_MAX_LEN];
@@ -735,8 +765,9 @@ parse_slots(const cJSON *v, void *base, const struct kspec *k, const char *key,
                 goto out;
             }
         }
-        if ((rc = get_integer(e, k, ekey, ctx->why, &d)) != GX_OK)
+        if ((rc = get_integer(e, k, ekey, ctx->why, &d)) != GX_OK) {
             goto out;
+        }
         if ((list[n].product = dup_str(e->string)) == NULL) {
             rc = GX_ENOMEM;
             goto out;
@@ -748,8 +779,9 @@ parse_slots(const cJSON *v, void *base, const struct kspec *k, const char *key,
     *count_field(base, k) = n;
     list = NULL;
 out:
-    for (size_t i = 0; list != NULL && i < n; i++)
+    for (size_t i = 0; list != NULL && i < n; i++) {
         free(list[i].product);
+    }
     free(list);
     return rc;
 }
@@ -810,14 +842,17 @@ parse_rules(const cJSON *v, void *base, const struct kspec *k, const char *key,
     }
     path_printf(match, sizeof(match), "%s" ELEM_SUFFIX, k->path);
     n = (size_t)cJSON_GetArraySize(v);
-    if (too_many(n, key, ctx->why))
+    if (too_many(n, key, ctx->why)) {
         return GX_EINVAL;
+    }
     release_field(base, k);
-    if (n == 0)
+    if (n == 0) {
         return GX_OK;
+    }
     rules = calloc(n, sizeof(*rules));
-    if (rules == NULL)
+    if (rules == NULL) {
         return GX_ENOMEM;
+    }
     /* Publish first: gx_config_free releases a partly parsed array. */
     *(struct gx_label_rule **)field(base, k) = rules;
     *count_field(base, k) = n;
@@ -831,12 +866,15 @@ parse_rules(const cJSON *v, void *base, const struct kspec *k, const char *key,
             gx_why_set(ctx->why, "%s: must be an object", show);
             return GX_EINVAL;
         }
-        if ((rc = apply_defaults(&rules[i], match)) != GX_OK)
+        if ((rc = apply_defaults(&rules[i], match)) != GX_OK) {
             return rc;
-        if ((rc = walk_object(e, match, show, &rules[i], ctx)) != GX_OK)
+        }
+        if ((rc = walk_object(e, match, show, &rules[i], ctx)) != GX_OK) {
             return rc;
-        if ((rc = check_rule(&rules[i], show, ctx->why)) != GX_OK)
+        }
+        if ((rc = check_rule(&rules[i], show, ctx->why)) != GX_OK) {
             return rc;
+        }
         i++;
     }
     return GX_OK;
@@ -863,22 +901,25 @@ parse_value(const cJSON *v, void *base, const struct kspec *k, const char *key,
                        (k->flags & F_NULLABLE) ? " or null" : "");
             return GX_EINVAL;
         }
-        if ((rc = get_string(v, k, key, ctx, &s)) != GX_OK)
+        if ((rc = get_string(v, k, key, ctx, &s)) != GX_OK) {
             return rc;
+        }
         release_field(base, k);
         *(char **)p = s;
         return GX_OK;
     case K_INT:
     case K_SIZE:
     case K_I64:
-        if ((rc = get_integer(v, k, key, ctx->why, &d)) != GX_OK)
+        if ((rc = get_integer(v, k, key, ctx->why, &d)) != GX_OK) {
             return rc;
-        if (k->type == K_INT)
+        }
+        if (k->type == K_INT) {
             *(int *)p = (int)d;
-        else if (k->type == K_SIZE)
+        } else if (k->type == K_SIZE) {
             *(size_t *)p = (size_t)d;
-        else
+        } else {
             *(int64_t *)p = (int64_t)d;
+        }
         return GX_OK;
     case K_DOUBLE:
         if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
@@ -933,8 +974,9 @@ static const struct kspec *
 find_row(const char *path)
 {
     for (size_t i = 0; i < N_KEYS; i++) {
-        if (strcmp(keys_table[i].path, path) == 0)
+        if (strcmp(keys_table[i].path, path) == 0) {
             return &keys_table[i];
+        }
     }
     return NULL;
 }
@@ -946,8 +988,9 @@ is_section(const char *path)
     size_t n = strlen(path);
 
     for (size_t i = 0; i < N_KEYS; i++) {
-        if (path_below(keys_table[i].path, path, n))
+        if (path_below(keys_table[i].path, path, n)) {
             return true;
+        }
     }
     return false;
 }
@@ -997,15 +1040,17 @@ walk_object(const cJSON *obj, const char *match, const char *show, void *base,
         }
         k = find_row(mpath);
         if (k != NULL) {
-            if ((rc = parse_value(m, base, k, spath, ctx)) != GX_OK)
+            if ((rc = parse_value(m, base, k, spath, ctx)) != GX_OK) {
                 return rc;
+            }
         } else if (is_section(mpath)) {
             if (!cJSON_IsObject(m)) {
                 gx_why_set(ctx->why, "%s: must be an object", spath);
                 return GX_EINVAL;
             }
-            if ((rc = walk_object(m, mpath, spath, base, ctx)) != GX_OK)
+            if ((rc = walk_object(m, mpath, spath, base, ctx)) != GX_OK) {
                 return rc;
+            }
         } else {
             gx_why_set(ctx->why, "unknown key '%s'", spath);
             return GX_EINVAL;
@@ -1016,8 +1061,9 @@ walk_object(const cJSON *obj, const char *match, const char *show, void *base,
         const char *leaf = k->path + mlen + 1;
 
         if (!(k->flags & F_REQUIRED) || mlen == 0 || !path_below(k->path, match, mlen) ||
-            strchr(leaf, '.') != NULL)
+            strchr(leaf, '.') != NULL) {
             continue;
+        }
         if (cJSON_GetObjectItemCaseSensitive(obj, leaf) == NULL) {
             gx_why_set(ctx->why, "%s.%s: is required", show, leaf);
             return GX_EINVAL;
@@ -1096,8 +1142,9 @@ gx_config_parse(const char *text, size_t len, const char *base_dir, struct gx_co
     }
     /* cJSON stops after the first value; anything but whitespace after it is an error. */
     while (end != NULL && end < text + len &&
-           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) {
         end++;
+    }
     if (end == NULL || end != text + len) {
         why_json_position(why, text, len, end);
         rc = GX_EPARSE;
@@ -1114,17 +1161,20 @@ gx_config_parse(const char *text, size_t len, const char *base_dir, struct gx_co
         goto out;
     }
     ctx.base_dir = cfg->base_dir;
-    if ((rc = walk_object(root, "", "", cfg, &ctx)) != GX_OK)
+    if ((rc = walk_object(root, "", "", cfg, &ctx)) != GX_OK) {
         goto out;
-    if ((rc = check_config(cfg, why)) != GX_OK)
+    }
+    if ((rc = check_config(cfg, why)) != GX_OK) {
         goto out;
+    }
     cfg->hash = gx_hash(text, len);
     *out = cfg;
     cfg = NULL;
     rc = GX_OK;
 out:
-    if (rc == GX_ENOMEM)
+    if (rc == GX_ENOMEM) {
         gx_why_set(why, "config: out of memory");
+    }
     gx_config_free(cfg);
     cJSON_Delete(root);
     return rc;
@@ -1136,10 +1186,12 @@ dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
 
-    if (slash == NULL)
+    if (slash == NULL) {
         return dup_str(".");
-    if (slash == path)
+    }
+    if (slash == path) {
         return dup_str("/");
+    }
     return gx_strndup(path, (size_t)(slash - path));
 }
 
@@ -1162,8 +1214,9 @@ gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
         rc = GX_ENOMEM;
         goto out;
     }
-    if ((rc = gx_config_parse(text, len, dir, &cfg, why)) != GX_OK)
+    if ((rc = gx_config_parse(text, len, dir, &cfg, why)) != GX_OK) {
         goto out;
+    }
     if ((cfg->path = dup_str(path)) == NULL) {
         rc = GX_ENOMEM;
         goto out;
@@ -1184,8 +1237,9 @@ static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
 static void
 keys_init(void)
 {
-    for (size_t i = 0; i < N_KEYS; i++)
+    for (size_t i = 0; i < N_KEYS; i++) {
         keys_list[i] = keys_table[i].path;
+    }
     keys_list[N_KEYS] = NULL;
 }
 
@@ -1201,8 +1255,9 @@ gx_config_keys(void)
 static bool
 str_eq(const char *a, const char *b)
 {
-    if (a == NULL || b == NULL)
+    if (a == NULL || b == NULL) {
         return a == b;
+    }
     return strcmp(a, b) == 0;
 }
 
@@ -1228,11 +1283,13 @@ field_equal(const struct gx_config *a, const struct gx_config *b, const struct k
         return *(const bool *)pa == *(const bool *)pb;
     case K_STR_LIST: {
         size_t n = ccount(a, k);
-        if (n != ccount(b, k))
+        if (n != ccount(b, k)) {
             return false;
+        }
         for (size_t i = 0; i < n; i++) {
-            if (!str_eq((*(char **const *)pa)[i], (*(char **const *)pb)[i]))
+            if (!str_eq((*(char **const *)pa)[i], (*(char **const *)pb)[i])) {
                 return false;
+            }
         }
         return true;
     }
@@ -1260,23 +1317,28 @@ gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config
     size_t used = 0;
     bool any = false;
 
-    if (out != NULL && n > 0)
+    if (out != NULL && n > 0) {
         out[0] = '\0';
+    }
     for (size_t i = 0; i < N_KEYS; i++) {
         const struct kspec *k = &keys_table[i];
         size_t kl;
 
-        if (!(k->flags & F_RESTART) || is_elem_row(k) || field_equal(a, b, k))
+        if (!(k->flags & F_RESTART) || is_elem_row(k) || field_equal(a, b, k)) {
             continue;
+        }
         any = true;
-        if (out == NULL || n == 0)
+        if (out == NULL || n == 0) {
             continue;
+        }
         kl = strlen(k->path);
         /* Whole names only: a name that does not fit is left out. */
-        if (used + (used > 0) + kl + 1 > n)
+        if (used + (used > 0) + kl + 1 > n) {
             continue;
-        if (used > 0)
+        }
+        if (used > 0) {
             out[used++] = ',';
+        }
         memcpy(out + used, k->path, kl + 1);
         used += kl;
     }
@@ -1290,8 +1352,9 @@ product_matches(const char *product, const char *name)
     static const char suffix[] = "-SHARED";
     size_t pl = strlen(product), sl = sizeof(suffix) - 1;
 
-    if (strcmp(product, name) == 0)
+    if (strcmp(product, name) == 0) {
         return true;
+    }
     return pl > sl && strcmp(product + pl - sl, suffix) == 0 && strlen(name) == pl - sl &&
            strncmp(product, name, pl - sl) == 0;
 }
@@ -1318,14 +1381,17 @@ gx_config_card_slots(const struct gx_config *cfg, const char *product, int repli
             break;
         }
     }
-    if (!listed && replicas > 1)
+    if (!listed && replicas > 1) {
         slots = replicas;
+    }
     /* A small epsilon keeps 5 x 1.2 from flooring to 5 through rounding. */
     total = floor((double)slots * cfg->oversubscription + 1e-9);
-    if (total < 1)
+    if (total < 1) {
         return 1;
-    if (total > 1e6)
+    }
+    if (total > 1e6) {
         return 1000000;
+    }
     return (int)total;
 }
 
@@ -1340,8 +1406,9 @@ copy_field(struct gx_config *to, const struct gx_config *from, const struct kspe
     case K_STR: {
         const char *s = *(char *const *)pf;
         char *d = s != NULL ? dup_str(s) : NULL;
-        if (s != NULL && d == NULL)
+        if (s != NULL && d == NULL) {
             return GX_ENOMEM;
+        }
         release_field(to, k);
         *(char **)pt = d;
         return GX_OK;
@@ -1349,8 +1416,9 @@ copy_field(struct gx_config *to, const struct gx_config *from, const struct kspe
     case K_STR_LIST: {
         size_t n = ccount(from, k);
         char **l = n > 0 ? calloc(n, sizeof(*l)) : NULL;
-        if (n > 0 && l == NULL)
+        if (n > 0 && l == NULL) {
             return GX_ENOMEM;
+        }
         for (size_t i = 0; i < n; i++) {
             if ((l[i] = dup_str((*(char **const *)pf)[i])) == NULL) {
                 free_str_list(l, i);
@@ -1393,10 +1461,12 @@ gx_config_keep_restart_keys(struct gx_config *fresh, const struct gx_config *run
         const struct kspec *k = &keys_table[i];
         enum gx_err rc;
 
-        if (!(k->flags & F_RESTART) || is_elem_row(k) || field_equal(fresh, running, k))
+        if (!(k->flags & F_RESTART) || is_elem_row(k) || field_equal(fresh, running, k)) {
             continue;
-        if ((rc = copy_field(fresh, running, k)) != GX_OK)
+        }
+        if ((rc = copy_field(fresh, running, k)) != GX_OK) {
             return rc;
+        }
     }
     return GX_OK;
 }

@@ -92,11 +92,13 @@ strip_port(const char *v, size_t *len)
     if (n > 0 && v[0] == '[') {
         const char *close = memchr(v, ']', n);
         size_t hl;
-        if (close == NULL)
+        if (close == NULL) {
             return v;
+        }
         hl = (size_t)(close - v) - 1;
-        if (hl == 0)
+        if (hl == 0) {
             return v;
+        }
         *len = hl;
         return v + 1;
     }
@@ -106,11 +108,13 @@ strip_port(const char *v, size_t *len)
             colons++;
         }
     }
-    if (colons != 1 || colon == 0 || colon + 1 == n)
+    if (colons != 1 || colon == 0 || colon + 1 == n) {
         return v;
+    }
     for (size_t i = colon + 1; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9')
+        if (v[i] < '0' || v[i] > '9') {
             return v;
+        }
     }
     *len = colon;
     return v;
@@ -122,14 +126,17 @@ gpu_index(const char *v)
 {
     long n = 0;
 
-    if (v == NULL || v[0] == '\0')
+    if (v == NULL || v[0] == '\0') {
         return -1;
+    }
     for (const char *p = v; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9')
+        if (*p < '0' || *p > '9') {
             return -1;
+        }
         n = n * 10 + (*p - '0');
-        if (n > INT_MAX)
+        if (n > INT_MAX) {
             return -1;
+        }
     }
     return (int)n;
 }
@@ -149,22 +156,28 @@ gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct gx_ser
     size_t node_len = 0;
     int gpu;
 
-    for (size_t i = 0; i < cfg->n_node_labels && node == NULL; i++)
+    for (size_t i = 0; i < cfg->n_node_labels && node == NULL; i++) {
         node = label(s, cfg->node_labels[i]);
-    if (node == NULL)
+    }
+    if (node == NULL) {
         return false;
+    }
     node_len = strlen(node);
-    if (cfg->strip_port)
+    if (cfg->strip_port) {
         node = strip_port(node, &node_len);
-    if (node_len == 0)
+    }
+    if (node_len == 0) {
         return false;
+    }
 
     uuid = label(s, "UUID");
-    if (uuid == NULL)
+    if (uuid == NULL) {
         uuid = label(s, "uuid");
+    }
     gpu = gpu_index(label(s, "gpu"));
-    if (uuid == NULL && gpu < 0)
+    if (uuid == NULL && gpu < 0) {
         return false;
+    }
 
     pod = label(s, "exported_pod");
     if (pod == NULL) {
@@ -173,11 +186,13 @@ gx_dcgm_map(const struct gx_config *cfg, enum gx_signal sig, const struct gx_ser
         pod = label(s, "pod");
         if (pod != NULL && container != NULL &&
             (strcmp(container, "nvidia-dcgm-exporter") == 0 ||
-             strcmp(container, "dcgm-exporter") == 0))
+             strcmp(container, "dcgm-exporter") == 0)) {
             pod = NULL;
+        }
     }
-    if (pod == NULL)
+    if (pod == NULL) {
         pod = label(s, "pod_name");
+    }
 
     out->node = node;
     out->node_len = node_len;
@@ -196,8 +211,9 @@ gx_mstore_new(void)
 {
     struct gx_mstore *ms = calloc(1, sizeof(*ms));
 
-    if (ms == NULL)
+    if (ms == NULL) {
         return NULL;
+    }
     gx_strmap_init(&ms->by_name);
     return ms;
 }
@@ -214,12 +230,14 @@ mcard_release(struct gx_mcard *c)
 void
 gx_mstore_free(struct gx_mstore *ms)
 {
-    if (ms == NULL)
+    if (ms == NULL) {
         return;
+    }
     for (size_t i = 0; i < ms->n_nodes; i++) {
         struct mnode *mn = ms->nodes[i];
-        for (size_t j = 0; j < mn->n; j++)
+        for (size_t j = 0; j < mn->n; j++) {
             mcard_release(&mn->cards[j]);
+        }
         free(mn->cards);
         free(mn->meta);
         free(mn->name);
@@ -240,8 +258,9 @@ gx_mstore_begin(struct gx_mstore *ms, int source, enum gx_signal sig)
 {
     struct open_rep *r = NULL;
 
-    if ((unsigned)sig >= GX_SIG_COUNT)
+    if ((unsigned)sig >= GX_SIG_COUNT) {
         return;
+    }
     for (size_t i = 0; i < ms->n_open; i++) {
         if (ms->open[i].source == source && ms->open[i].sig == sig) {
             r = &ms->open[i];
@@ -254,8 +273,9 @@ gx_mstore_begin(struct gx_mstore *ms, int source, enum gx_signal sig)
         }
     }
     if (r == NULL) {
-        if (ms->n_open == MSTORE_MAX_OPEN)
+        if (ms->n_open == MSTORE_MAX_OPEN) {
             return;
+        }
         r = &ms->open[ms->n_open++];
         r->source = source;
         r->sig = sig;
@@ -269,19 +289,22 @@ node_get(struct gx_mstore *ms, const char *name, size_t len, bool create)
 {
     struct mnode *mn = gx_strmap_get(&ms->by_name, name, len);
 
-    if (mn != NULL || !create)
+    if (mn != NULL || !create) {
         return mn;
+    }
     if (ms->n_nodes == ms->cap_nodes) {
         size_t ncap = ms->cap_nodes ? ms->cap_nodes * 2 : 16;
         struct mnode **nn = realloc(ms->nodes, ncap * sizeof(*nn));
-        if (nn == NULL)
+        if (nn == NULL) {
             return NULL;
+        }
         ms->nodes = nn;
         ms->cap_nodes = ncap;
     }
     mn = calloc(1, sizeof(*mn));
-    if (mn == NULL)
+    if (mn == NULL) {
         return NULL;
+    }
     mn->name = gx_strndup(name, len);
     if (mn->name == NULL || gx_strmap_put(&ms->by_name, mn->name, len, mn) != GX_OK) {
         free(mn->name);
@@ -298,19 +321,22 @@ card_find(const struct mnode *mn, const struct gx_card_sample *s)
 {
     if (s->uuid != NULL) {
         for (size_t i = 0; i < mn->n; i++) {
-            if (mn->cards[i].uuid != NULL && strcmp(mn->cards[i].uuid, s->uuid) == 0)
+            if (mn->cards[i].uuid != NULL && strcmp(mn->cards[i].uuid, s->uuid) == 0) {
                 return (ptrdiff_t)i;
+            }
         }
         /* A card first seen without a UUID is adopted by index. */
         for (size_t i = 0; i < mn->n; i++) {
-            if (mn->cards[i].uuid == NULL && s->gpu >= 0 && mn->cards[i].gpu == s->gpu)
+            if (mn->cards[i].uuid == NULL && s->gpu >= 0 && mn->cards[i].gpu == s->gpu) {
                 return (ptrdiff_t)i;
+            }
         }
         return -1;
     }
     for (size_t i = 0; i < mn->n; i++) {
-        if (s->gpu >= 0 && mn->cards[i].gpu == s->gpu)
+        if (s->gpu >= 0 && mn->cards[i].gpu == s->gpu) {
             return (ptrdiff_t)i;
+        }
     }
     return -1;
 }
@@ -325,12 +351,14 @@ card_add(struct mnode *mn)
         size_t ncap = mn->cap ? mn->cap * 2 : 8;
         struct gx_mcard *nc = realloc(mn->cards, ncap * sizeof(*nc));
         struct mcard_meta *nm;
-        if (nc == NULL)
+        if (nc == NULL) {
             return NULL;
+        }
         mn->cards = nc;
         nm = realloc(mn->meta, ncap * sizeof(*nm));
-        if (nm == NULL)
+        if (nm == NULL) {
             return NULL;
+        }
         mn->meta = nm;
         mn->cap = ncap;
     }
@@ -358,11 +386,13 @@ set_str(char **dst, const char *src)
         *dst = NULL;
         return GX_OK;
     }
-    if (*dst != NULL && strcmp(*dst, src) == 0)
+    if (*dst != NULL && strcmp(*dst, src) == 0) {
         return GX_OK;
+    }
     copy = gx_strndup(src, strlen(src));
-    if (copy == NULL)
+    if (copy == NULL) {
         return GX_ENOMEM;
+    }
     free(*dst);
     *dst = copy;
     return GX_OK;
@@ -381,38 +411,47 @@ mstore_put(struct gx_mstore *ms, const struct gx_card_sample *s, const char *pci
     ptrdiff_t i;
     enum gx_err rc;
 
-    if ((unsigned)s->sig >= GX_SIG_COUNT || s->node == NULL || s->node_len == 0)
+    if ((unsigned)s->sig >= GX_SIG_COUNT || s->node == NULL || s->node_len == 0) {
         return GX_EINVAL;
-    if (s->uuid == NULL && s->gpu < 0)
+    }
+    if (s->uuid == NULL && s->gpu < 0) {
         return GX_EINVAL;
+    }
     for (size_t k = ms->n_open; k > 0; k--) {
         if (ms->open[k - 1].sig == s->sig) {
             r = &ms->open[k - 1];
             break;
         }
     }
-    if (r == NULL)
+    if (r == NULL) {
         return GX_EINVAL;
+    }
     mn = node_get(ms, s->node, s->node_len, true);
-    if (mn == NULL)
+    if (mn == NULL) {
         return GX_ENOMEM;
+    }
     i = card_find(mn, s);
     if (i < 0) {
         c = card_add(mn);
-        if (c == NULL)
+        if (c == NULL) {
             return GX_ENOMEM;
+        }
         i = (ptrdiff_t)(mn->n - 1);
     } else {
         c = &mn->cards[i];
     }
-    if (s->uuid != NULL && (rc = set_str(&c->uuid, s->uuid)) != GX_OK)
+    if (s->uuid != NULL && (rc = set_str(&c->uuid, s->uuid)) != GX_OK) {
         return rc;
-    if ((rc = set_str(&c->pod, s->pod)) != GX_OK)
+    }
+    if ((rc = set_str(&c->pod, s->pod)) != GX_OK) {
         return rc;
-    if (pci != NULL && (rc = set_str(&c->pci_bus_id, pci)) != GX_OK)
+    }
+    if (pci != NULL && (rc = set_str(&c->pci_bus_id, pci)) != GX_OK) {
         return rc;
-    if (s->gpu >= 0)
+    }
+    if (s->gpu >= 0) {
         c->gpu = s->gpu;
+    }
     c->v[s->sig].value = s->value;
     c->v[s->sig].at_ms = s->at_ms;
     mn->meta[i].source[s->sig] = r->source;
@@ -432,8 +471,9 @@ static bool
 card_empty(const struct gx_mcard *c)
 {
     for (int k = 0; k < GX_SIG_COUNT; k++) {
-        if (c->v[k].at_ms != 0)
+        if (c->v[k].at_ms != 0) {
             return false;
+        }
     }
     return true;
 }
@@ -442,8 +482,9 @@ card_empty(const struct gx_mcard *c)
 void
 gx_mstore_commit(struct gx_mstore *ms)
 {
-    if (ms->n_open == 0)
+    if (ms->n_open == 0) {
         return;
+    }
     for (size_t ni = 0; ni < ms->n_nodes; ni++) {
         struct mnode *mn = ms->nodes[ni];
         size_t w = 0;
@@ -489,8 +530,9 @@ gx_mstore_cards(const struct gx_mstore *ms, const char *node, size_t *n)
 {
     const struct mnode *mn = NULL;
 
-    if (ms != NULL && node != NULL)
+    if (ms != NULL && node != NULL) {
         mn = gx_strmap_get(&ms->by_name, node, strlen(node));
+    }
     if (mn == NULL || mn->n == 0) {
         *n = 0;
         return NULL;
@@ -520,11 +562,13 @@ page_copy(struct page_ctx *pc, const char **s, size_t len)
 {
     char *copy;
 
-    if (*s == NULL)
+    if (*s == NULL) {
         return true;
+    }
     copy = gx_arena_strndup(&pc->arena, *s, len);
-    if (copy == NULL)
+    if (copy == NULL) {
         return false;
+    }
     *s = copy;
     return true;
 }
@@ -538,15 +582,18 @@ page_series_cb(void *ctx, const struct gx_series *s)
     const char *pci;
     enum gx_signal sig;
 
-    if (!gx_dcgm_signal_of(pc->cfg, s->name, &sig))
+    if (!gx_dcgm_signal_of(pc->cfg, s->name, &sig)) {
         return GX_OK;
-    if (!gx_dcgm_map(pc->cfg, sig, s, pc->now_ms, &cs))
+    }
+    if (!gx_dcgm_map(pc->cfg, sig, s, pc->now_ms, &cs)) {
         return GX_OK;
+    }
     if (pc->n == pc->cap) {
         size_t ncap = pc->cap ? pc->cap * 2 : 64;
         struct page_sample *ns = realloc(pc->samples, ncap * sizeof(*ns));
-        if (ns == NULL)
+        if (ns == NULL) {
             return GX_ENOMEM;
+        }
         pc->samples = ns;
         pc->cap = ncap;
     }
@@ -554,8 +601,9 @@ page_series_cb(void *ctx, const struct gx_series *s)
     if (!page_copy(pc, &cs.node, cs.node_len) ||
         (cs.uuid != NULL && !page_copy(pc, &cs.uuid, strlen(cs.uuid))) ||
         (cs.pod != NULL && !page_copy(pc, &cs.pod, strlen(cs.pod))) ||
-        (pci != NULL && !page_copy(pc, &pci, strlen(pci))))
+        (pci != NULL && !page_copy(pc, &pci, strlen(pci)))) {
         return GX_ENOMEM;
+    }
     pc->samples[pc->n].cs = cs;
     pc->samples[pc->n].pci = pci;
     pc->n++;
@@ -577,14 +625,16 @@ gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int sourc
     gx_arena_init(&pc.arena, 0);
     rc = gx_expo_parse(text, len, page_series_cb, &pc, why);
     if (rc != GX_OK) {
-        if (rc == GX_ENOMEM)
+        if (rc == GX_ENOMEM) {
             gx_why_set(why, "out of memory");
+        }
         goto out;
     }
     /* Other callers' open replacements are closed by this commit too. */
     for (int k = 0; k < GX_SIG_COUNT; k++) {
-        if (cfg->metric_names[k] != NULL)
+        if (cfg->metric_names[k] != NULL) {
             gx_mstore_begin(ms, source, (enum gx_signal)k);
+        }
     }
     for (size_t i = 0; i < pc.n; i++) {
         rc = mstore_put(ms, &pc.samples[i].cs, pc.samples[i].pci);

@@ -16,8 +16,9 @@
 static void
 put(struct gx_buf *b, enum gx_err *rc, const char *s)
 {
-    if (*rc == GX_OK)
+    if (*rc == GX_OK) {
         *rc = gx_buf_adds(b, s);
+    }
 }
 
 /* Append formatted text to @b, keeping the first error in @rc. */
@@ -25,8 +26,9 @@ static void GX_PRINTF(3, 4) putf(struct gx_buf *b, enum gx_err *rc, const char *
 {
     va_list ap;
 
-    if (*rc != GX_OK)
+    if (*rc != GX_OK) {
         return;
+    }
     va_start(ap, fmt);
     *rc = gx_buf_vaddf(b, fmt, ap);
     va_end(ap);
@@ -36,8 +38,9 @@ static void GX_PRINTF(3, 4) putf(struct gx_buf *b, enum gx_err *rc, const char *
 static void
 put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
 {
-    if (*rc != GX_OK)
+    if (*rc != GX_OK) {
         return;
+    }
     *rc = s != NULL ? gx_buf_add_json_str(b, s, strlen(s)) : gx_buf_adds(b, "null");
 }
 
@@ -45,10 +48,11 @@ put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
 static void
 put_json_num(struct gx_buf *b, enum gx_err *rc, double v)
 {
-    if (isfinite(v))
+    if (isfinite(v)) {
         putf(b, rc, "%.6g", v);
-    else
+    } else {
         put(b, rc, "null");
+    }
 }
 
 /* Undo everything appended since @len0 after a failure. */
@@ -56,8 +60,9 @@ static void
 rollback(struct gx_buf *b, size_t len0)
 {
     b->len = len0;
-    if (b->data != NULL)
+    if (b->data != NULL) {
         b->data[len0] = '\0';
+    }
 }
 
 /* Human description of the request ("shared 1 slice, memory 6144 MiB"). */
@@ -77,12 +82,15 @@ put_request(struct gx_buf *b, enum gx_err *rc, const struct gx_podreq *req)
         break;
     case GX_REQ_SHARED:
         putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
-        if (req->memory_mib > 0)
+        if (req->memory_mib > 0) {
             putf(b, rc, ", memory %lld MiB", (long long)req->memory_mib);
-        if (req->util_pct >= 0)
+        }
+        if (req->util_pct >= 0) {
             putf(b, rc, ", util %.0f%%", req->util_pct);
-        if (req->device_plugin)
+        }
+        if (req->device_plugin) {
             put(b, rc, " (device plugin)");
+        }
         break;
     }
 }
@@ -91,8 +99,9 @@ put_request(struct gx_buf *b, enum gx_err *rc, const struct gx_podreq *req)
 static const char *
 kind_name(const struct gx_podreq *req)
 {
-    if (req == NULL)
+    if (req == NULL) {
         return "invalid";
+    }
     switch (req->kind) {
     case GX_REQ_EXCLUSIVE:
         return "exclusive";
@@ -121,8 +130,9 @@ cards_list(const struct gx_verdict *v, char *s, size_t n)
     }
     for (int i = 0; i < v->n_cards && off < n; i++) {
         int w = snprintf(s + off, n - off, "%s%d", i ? "," : "", v->cards[i]);
-        if (w < 0)
+        if (w < 0) {
             break;
+        }
         off += (size_t)w;
     }
 }
@@ -132,8 +142,9 @@ static bool
 chosen(const struct gx_verdict *v, int idx)
 {
     for (int i = 0; i < v->n_cards; i++) {
-        if (v->cards[i] == idx)
+        if (v->cards[i] == idx) {
             return true;
+        }
     }
     return false;
 }
@@ -151,28 +162,34 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 
         gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
         putf(b, rc, "  card %d %s", c->index, c->uuid != NULL ? c->uuid : "-");
-        if (gx_score_fresh(ctx, c, GX_SIG_UTIL))
+        if (gx_score_fresh(ctx, c, GX_SIG_UTIL)) {
             putf(b, rc, " util %.0f%%", c->v[GX_SIG_UTIL]);
-        else
+        } else {
             put(b, rc, " util ?");
-        if (gx_score_fresh(ctx, c, GX_SIG_MEM_USED))
+        }
+        if (gx_score_fresh(ctx, c, GX_SIG_MEM_USED)) {
             putf(b, rc, " mem %.0f/", c->v[GX_SIG_MEM_USED]);
-        else
+        } else {
             put(b, rc, " mem ?/");
-        if (node->gpu_memory_mib > 0)
+        }
+        if (node->gpu_memory_mib > 0) {
             putf(b, rc, "%lld MiB", (long long)node->gpu_memory_mib);
-        else
+        } else {
             put(b, rc, "? MiB");
-        if (gx_score_fresh(ctx, c, GX_SIG_TEMP))
+        }
+        if (gx_score_fresh(ctx, c, GX_SIG_TEMP)) {
             putf(b, rc, " temp %.0fC", c->v[GX_SIG_TEMP]);
-        else
+        } else {
             put(b, rc, " temp ?");
+        }
         putf(b, rc, " slots %d/%d booked %lld MiB tenants %d", u.slices, slots,
              (long long)u.memory_mib, u.tenants);
-        if (u.exclusive)
+        if (u.exclusive) {
             put(b, rc, " [exclusive]");
-        if (chosen(v, c->index))
+        }
+        if (chosen(v, c->index)) {
             put(b, rc, " [chosen]");
+        }
         put(b, rc, "\n");
     }
 }
@@ -198,10 +215,12 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
 
         gx_score_node(ctx, req, &snap->nodes[i], &v);
         rl = v.keep ? 1 : (int)strlen(gx_reason_text(v.reason));
-        if (nl > w.node)
+        if (nl > w.node) {
             w.node = nl;
-        if (rl > w.reason)
+        }
+        if (rl > w.reason) {
             w.reason = rl;
+        }
     }
     putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
@@ -227,8 +246,9 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         }
         put_cards_text(out, &rc, ctx, node, &v);
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         rollback(out, len0);
+    }
     return rc;
 }
 
@@ -311,8 +331,9 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
             put(out, &rc, ",\"score\":null,\"parts\":null");
         }
         put(out, &rc, ",\"cards_chosen\":[");
-        for (int k = 0; k < v.n_cards; k++)
+        for (int k = 0; k < v.n_cards; k++) {
             putf(out, &rc, "%s%d", k ? "," : "", v.cards[k]);
+        }
         putf(out, &rc, "],\"device_plugin\":%s,\"usable_cards\":%d,\"cards\":",
              v.device_plugin ? "true" : "false", v.usable_cards);
         put_cards_json(out, &rc, ctx, node, &v);
@@ -320,7 +341,8 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     }
     put(out, &rc, "]}");
     gx_buf_release(&desc);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         rollback(out, len0);
+    }
     return rc;
 }

@@ -54,8 +54,9 @@ is_digit(char c)
 static void
 skip_blanks(struct line *l)
 {
-    while (l->p < l->end && is_blank(*l->p))
+    while (l->p < l->end && is_blank(*l->p)) {
         l->p++;
+    }
 }
 
 /* Copy a bare metric name ([A-Za-z_:][A-Za-z0-9_:]*) into scratch; returns it. */
@@ -66,8 +67,9 @@ read_metric_name(struct line *l)
     char *dst = l->out;
     size_t n;
 
-    while (l->p < l->end && (is_alpha_(*l->p) || is_digit(*l->p) || *l->p == ':'))
+    while (l->p < l->end && (is_alpha_(*l->p) || is_digit(*l->p) || *l->p == ':')) {
         l->p++;
+    }
     n = (size_t)(l->p - start);
     memcpy(dst, start, n);
     dst[n] = '\0';
@@ -83,8 +85,9 @@ read_label_name(struct line *l)
     char *dst = l->out;
     size_t n;
 
-    while (l->p < l->end && (is_alpha_(*l->p) || is_digit(*l->p)))
+    while (l->p < l->end && (is_alpha_(*l->p) || is_digit(*l->p))) {
         l->p++;
+    }
     n = (size_t)(l->p - start);
     memcpy(dst, start, n);
     dst[n] = '\0';
@@ -100,8 +103,9 @@ static bool
 quote_closes(const char *q, const char *end)
 {
     q++;
-    while (q < end && is_blank(*q))
+    while (q < end && is_blank(*q)) {
         q++;
+    }
     return q < end && (*q == ',' || *q == '}');
 }
 
@@ -166,14 +170,17 @@ word_eq(const char *s, size_t n, const char *w)
 {
     size_t i;
 
-    if (strlen(w) != n)
+    if (strlen(w) != n) {
         return false;
+    }
     for (i = 0; i < n; i++) {
         char c = s[i];
-        if (c >= 'A' && c <= 'Z')
+        if (c >= 'A' && c <= 'Z') {
             c = (char)(c - 'A' + 'a');
-        if (c != w[i])
+        }
+        if (c != w[i]) {
             return false;
+        }
     }
     return true;
 }
@@ -187,12 +194,15 @@ value_syntax_ok(const char *t, size_t n)
 {
     size_t i = 0, digits = 0;
 
-    if (i < n && (t[i] == '+' || t[i] == '-'))
+    if (i < n && (t[i] == '+' || t[i] == '-')) {
         i++;
-    if (word_eq(t + i, n - i, "inf") || word_eq(t + i, n - i, "infinity"))
+    }
+    if (word_eq(t + i, n - i, "inf") || word_eq(t + i, n - i, "infinity")) {
         return true;
-    if (i == 0 && word_eq(t, n, "nan"))
+    }
+    if (i == 0 && word_eq(t, n, "nan")) {
         return true;
+    }
     while (i < n && is_digit(t[i])) {
         i++;
         digits++;
@@ -204,20 +214,23 @@ value_syntax_ok(const char *t, size_t n)
             digits++;
         }
     }
-    if (digits == 0)
+    if (digits == 0) {
         return false;
+    }
     if (i < n && (t[i] == 'e' || t[i] == 'E')) {
         size_t exp_digits = 0;
 
         i++;
-        if (i < n && (t[i] == '+' || t[i] == '-'))
+        if (i < n && (t[i] == '+' || t[i] == '-')) {
             i++;
+        }
         while (i < n && is_digit(t[i])) {
             i++;
             exp_digits++;
         }
-        if (exp_digits == 0)
+        if (exp_digits == 0) {
             return false;
+        }
     }
     return i == n;
 }
@@ -234,22 +247,26 @@ parse_i64(const char *t, size_t n, int64_t *out)
         neg = t[i] == '-';
         i++;
     }
-    if (i == n)
+    if (i == n) {
         return false;
+    }
     limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     for (; i < n; i++) {
         unsigned d;
-        if (!is_digit(t[i]))
+        if (!is_digit(t[i])) {
             return false;
+        }
         d = (unsigned)(t[i] - '0');
-        if (v > (limit - d) / 10)
+        if (v > (limit - d) / 10) {
             return false;
+        }
         v = v * 10 + d;
     }
-    if (neg)
+    if (neg) {
         *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    else
+    } else {
         *out = (int64_t)v;
+    }
     return true;
 }
 
@@ -269,8 +286,9 @@ parse_labels(struct line *l, const char **name, struct gx_kv *labels, size_t *n_
         bool quoted_key;
 
         skip_blanks(l);
-        if (l->p >= l->end)
+        if (l->p >= l->end) {
             return "unterminated label set";
+        }
         if (*l->p == '}') {
             l->p++;
             break;
@@ -278,37 +296,44 @@ parse_labels(struct line *l, const char **name, struct gx_kv *labels, size_t *n_
         quoted_key = *l->p == '"';
         if (quoted_key) {
             key = read_quoted(l, false, &reason);
-            if (key == NULL)
+            if (key == NULL) {
                 return reason;
+            }
         } else if (is_alpha_(*l->p)) {
             key = read_label_name(l);
         } else {
             return "invalid label name";
         }
         skip_blanks(l);
-        if (l->p >= l->end)
+        if (l->p >= l->end) {
             return "unterminated label set";
+        }
         if (quoted_key && *name == NULL && n == 0 && (*l->p == ',' || *l->p == '}')) {
             *name = key;
         } else {
-            if (*l->p != '=')
+            if (*l->p != '=') {
                 return "expected '=' after label name";
+            }
             l->p++;
             skip_blanks(l);
-            if (l->p >= l->end || *l->p != '"')
+            if (l->p >= l->end || *l->p != '"') {
                 return "expected '\"' to open label value";
+            }
             value = read_quoted(l, true, &reason);
-            if (value == NULL)
+            if (value == NULL) {
                 return reason;
-            if (n == GX_EXPO_MAX_LABELS)
+            }
+            if (n == GX_EXPO_MAX_LABELS) {
                 return "too many labels";
+            }
             labels[n].key = key;
             labels[n].value = value;
             n++;
             skip_blanks(l);
         }
-        if (l->p >= l->end)
+        if (l->p >= l->end) {
             return "unterminated label set";
+        }
         if (*l->p == ',') {
             l->p++;
         } else if (*l->p == '}') {
@@ -338,8 +363,9 @@ parse_line(const char *p, const char *end, char *scratch, struct gx_kv *labels, 
 
     if (is_alpha_(*l.p) || *l.p == ':') {
         name = read_metric_name(&l);
-        if (l.p < l.end && !is_blank(*l.p) && *l.p != '{')
+        if (l.p < l.end && !is_blank(*l.p) && *l.p != '{') {
             return "invalid character in metric name";
+        }
         skip_blanks(&l);
     } else if (*l.p != '{') {
         return "invalid metric name";
@@ -349,41 +375,51 @@ parse_line(const char *p, const char *end, char *scratch, struct gx_kv *labels, 
 
         l.p++;
         reason = parse_labels(&l, &name, labels, &n_labels);
-        if (reason != NULL)
+        if (reason != NULL) {
             return reason;
+        }
     }
-    if (name == NULL || name[0] == '\0')
+    if (name == NULL || name[0] == '\0') {
         return "missing metric name";
+    }
 
     skip_blanks(&l);
     tok = l.p;
-    while (l.p < l.end && !is_blank(*l.p))
+    while (l.p < l.end && !is_blank(*l.p)) {
         l.p++;
+    }
     tlen = (size_t)(l.p - tok);
-    if (tlen == 0)
+    if (tlen == 0) {
         return "missing value";
-    if (!value_syntax_ok(tok, tlen))
+    }
+    if (!value_syntax_ok(tok, tlen)) {
         return "invalid value";
+    }
     vbuf = l.out;
     memcpy(vbuf, tok, tlen);
     vbuf[tlen] = '\0';
     errno = 0;
     value = strtod(vbuf, &endp);
-    if (endp != vbuf + tlen)
+    if (endp != vbuf + tlen) {
         return "invalid value";
-    if (errno == ERANGE && isinf(value))
+    }
+    if (errno == ERANGE && isinf(value)) {
         return "value out of range";
+    }
 
     skip_blanks(&l);
     if (l.p < l.end) {
         tok = l.p;
-        while (l.p < l.end && !is_blank(*l.p))
+        while (l.p < l.end && !is_blank(*l.p)) {
             l.p++;
-        if (!parse_i64(tok, (size_t)(l.p - tok), &ts))
+        }
+        if (!parse_i64(tok, (size_t)(l.p - tok), &ts)) {
             return "invalid timestamp";
+        }
         skip_blanks(&l);
-        if (l.p < l.end)
+        if (l.p < l.end) {
             return "unexpected text after timestamp";
+        }
     }
 
     s->name = name;
@@ -417,10 +453,12 @@ gx_expo_parse(const char *text, size_t len, gx_series_cb cb, void *ctx, struct g
         size_t need;
 
         lineno++;
-        if (le > p && le[-1] == '\r')
+        if (le > p && le[-1] == '\r') {
             le--;
-        while (p < le && is_blank(*p))
+        }
+        while (p < le && is_blank(*p)) {
             p++;
+        }
         if (p == le || *p == '#') {
             p = next;
             continue;
@@ -449,8 +487,9 @@ gx_expo_parse(const char *text, size_t len, gx_series_cb cb, void *ctx, struct g
             goto out;
         }
         rc = cb(ctx, &s);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             goto out;
+        }
         p = next;
     }
 out:

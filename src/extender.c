@@ -41,11 +41,13 @@ ext_vec_push(struct ext_vec *vec, const struct gx_ext_node *node)
     if (vec->n == vec->cap) {
         size_t ncap = vec->cap ? vec->cap * 2 : 64;
         struct gx_ext_node *nv;
-        if (ncap > SIZE_MAX / sizeof(*nv))
+        if (ncap > SIZE_MAX / sizeof(*nv)) {
             return GX_ENOMEM;
+        }
         nv = realloc(vec->v, ncap * sizeof(*nv));
-        if (nv == NULL)
+        if (nv == NULL) {
             return GX_ENOMEM;
+        }
         vec->v = nv;
         vec->cap = ncap;
     }
@@ -92,41 +94,49 @@ ext_node_item(struct gx_json *j, struct gx_arena *a, size_t idx, struct gx_ext_n
         return ext_wrong_type(j);
     }
     start = j->pos;
-    if ((rc = gx_json_enter_object(j)) != GX_OK)
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_member(j, &key, &klen, &rc)) {
         if (!gx_json_key_is(key, klen, "metadata")) {
-            if ((rc = gx_json_skip(j)) != GX_OK)
+            if ((rc = gx_json_skip(j)) != GX_OK) {
                 return rc;
+            }
             continue;
         }
         node.name = NULL;
-        if (gx_json_take_null(j))
+        if (gx_json_take_null(j)) {
             continue;
+        }
         if (gx_json_peek(j) != '{') {
             gx_why_set(why, "Nodes.items[%zu].metadata must be an object", idx);
             return ext_wrong_type(j);
         }
-        if ((rc = gx_json_enter_object(j)) != GX_OK)
+        if ((rc = gx_json_enter_object(j)) != GX_OK) {
             return rc;
+        }
         while (gx_json_next_member(j, &key, &klen, &rc)) {
             if (!gx_json_key_is(key, klen, "name")) {
-                if ((rc = gx_json_skip(j)) != GX_OK)
+                if ((rc = gx_json_skip(j)) != GX_OK) {
                     return rc;
+                }
                 continue;
             }
             if (gx_json_peek(j) != '"') {
                 gx_why_set(why, "Nodes.items[%zu].metadata.name must be a string", idx);
                 return ext_wrong_type(j);
             }
-            if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK)
+            if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK) {
                 return rc;
+            }
         }
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     if (node.name == NULL || node.name_len == 0) {
         gx_why_set(why, "Nodes.items[%zu] has no metadata.name", idx);
         return GX_EINVAL;
@@ -150,34 +160,41 @@ ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_
         gx_why_set(why, "Nodes must be a NodeList object or null");
         return ext_wrong_type(j);
     }
-    if ((rc = gx_json_enter_object(j)) != GX_OK)
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_member(j, &key, &klen, &rc)) {
         size_t idx = 0;
         if (!gx_json_key_is(key, klen, "items")) {
-            if ((rc = gx_json_skip(j)) != GX_OK)
+            if ((rc = gx_json_skip(j)) != GX_OK) {
                 return rc;
+            }
             continue;
         }
         vec->n = 0;
-        if (gx_json_take_null(j))
+        if (gx_json_take_null(j)) {
             continue;
+        }
         if (gx_json_peek(j) != '[') {
             gx_why_set(why, "Nodes.items must be an array");
             return ext_wrong_type(j);
         }
-        if ((rc = gx_json_enter_array(j)) != GX_OK)
+        if ((rc = gx_json_enter_array(j)) != GX_OK) {
             return rc;
+        }
         while (gx_json_next_element(j, &rc)) {
             struct gx_ext_node node;
-            if ((rc = ext_node_item(j, a, idx, &node, why)) != GX_OK)
+            if ((rc = ext_node_item(j, a, idx, &node, why)) != GX_OK) {
                 return rc;
-            if (ext_vec_push(vec, &node) != GX_OK)
+            }
+            if (ext_vec_push(vec, &node) != GX_OK) {
                 return ext_nomem(why);
+            }
             idx++;
         }
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
     }
     return rc;
 }
@@ -194,22 +211,25 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struc
         gx_why_set(why, "NodeNames must be an array of strings or null");
         return ext_wrong_type(j);
     }
-    if ((rc = gx_json_enter_array(j)) != GX_OK)
+    if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_element(j, &rc)) {
         struct gx_ext_node node = {0};
         if (gx_json_peek(j) != '"') {
             gx_why_set(why, "NodeNames[%zu] must be a string", idx);
             return ext_wrong_type(j);
         }
-        if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK)
+        if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK) {
             return rc;
+        }
         if (node.name_len == 0) {
             gx_why_set(why, "NodeNames[%zu] is empty", idx);
             return GX_EINVAL;
         }
-        if (ext_vec_push(vec, &node) != GX_OK)
+        if (ext_vec_push(vec, &node) != GX_OK) {
             return ext_nomem(why);
+        }
         idx++;
     }
     return rc;
@@ -222,8 +242,9 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struc
 static enum gx_err
 ext_enter_top(struct gx_json *j, const char *what, struct gx_why *why)
 {
-    if (gx_json_peek(j) == '{')
+    if (gx_json_peek(j) == '{') {
         return gx_json_enter_object(j);
+    }
     gx_why_set(why, "%s must be a JSON object", what);
     return ext_wrong_type(j);
 }
@@ -255,37 +276,43 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
     memset(&args, 0, sizeof(args));
     gx_arena_init(&args.arena, 0);
     gx_json_init(&j, body, len, max_depth, why);
-    if ((rc = ext_enter_top(&j, "ExtenderArgs", why)) != GX_OK)
+    if ((rc = ext_enter_top(&j, "ExtenderArgs", why)) != GX_OK) {
         goto out;
+    }
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "Pod")) {
             pod_seen = true;
             pod_null = gx_json_take_null(&j);
-            if (pod_null)
+            if (pod_null) {
                 continue;
+            }
             if (gx_json_peek(&j) != '{') {
                 gx_why_set(why, "Pod must be an object");
                 rc = ext_wrong_type(&j);
                 goto out;
             }
             pod_off = j.pos;
-            if ((rc = gx_json_skip(&j)) != GX_OK)
+            if ((rc = gx_json_skip(&j)) != GX_OK) {
                 goto out;
+            }
             pod_len = j.pos - pod_off;
         } else if (gx_json_key_is(key, klen, "Nodes")) {
             nodes_set = !gx_json_take_null(&j);
-            if (nodes_set && (rc = ext_nodes(&j, &args.arena, &items, why)) != GX_OK)
+            if (nodes_set && (rc = ext_nodes(&j, &args.arena, &items, why)) != GX_OK) {
                 goto out;
+            }
         } else if (gx_json_key_is(key, klen, "NodeNames")) {
             names_set = !gx_json_take_null(&j);
-            if (names_set && (rc = ext_node_names(&j, &args.arena, &names, why)) != GX_OK)
+            if (names_set && (rc = ext_node_names(&j, &args.arena, &names, why)) != GX_OK) {
                 goto out;
+            }
         } else if ((rc = gx_json_skip(&j)) != GX_OK) {
             goto out;
         }
     }
-    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK)
+    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK) {
         goto out;
+    }
     rc = GX_EINVAL;
     if (!pod_seen) {
         gx_why_set(why, "Pod is missing");
@@ -330,16 +357,18 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
 out:
     free(items.v);
     free(names.v);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         gx_arena_release(&args.arena);
+    }
     return rc;
 }
 
 void
 gx_ext_args_release(struct gx_ext_args *args)
 {
-    if (args == NULL)
+    if (args == NULL) {
         return;
+    }
     gx_arena_release(&args->arena);
     args->nodes = NULL;
     args->n_nodes = 0;
@@ -353,17 +382,21 @@ ext_add_text(struct gx_buf *b, const char *s)
     enum gx_err rc;
     char *tmp;
 
-    if (s == NULL)
+    if (s == NULL) {
         s = "";
+    }
     n = strlen(s);
     for (const char *q = memchr(s, '%', n); q != NULL;
-         q = memchr(q + 1, '%', n - (size_t)(q + 1 - s)))
+         q = memchr(q + 1, '%', n - (size_t)(q + 1 - s))) {
         pct++;
-    if (pct == 0)
+    }
+    if (pct == 0) {
         return gx_buf_add_json_str(b, s, n);
+    }
     tmp = malloc(n + pct * (sizeof(EXT_PERCENT) - 2) + 1);
-    if (tmp == NULL)
+    if (tmp == NULL) {
         return GX_ENOMEM;
+    }
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%') {
             memcpy(tmp + o, EXT_PERCENT, sizeof(EXT_PERCENT) - 1);
@@ -395,17 +428,20 @@ ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
     bool first = true;
     enum gx_err rc;
 
-    if ((rc = gx_buf_add(b, "{", 1)) != GX_OK)
+    if ((rc = gx_buf_add(b, "{", 1)) != GX_OK) {
         return rc;
+    }
     for (size_t i = 0; i < args->n_nodes; i++) {
         const char *reason;
-        if (v[i].keep || v[i].unresolvable != unresolvable)
+        if (v[i].keep || v[i].unresolvable != unresolvable) {
             continue;
+        }
         reason = v[i].reason != NULL && v[i].reason[0] != '\0' ? v[i].reason : EXT_DEFAULT_REASON;
         if ((!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) ||
             (rc = gx_buf_add_json_str(b, args->nodes[i].name, args->nodes[i].name_len)) != GX_OK ||
-            (rc = gx_buf_add(b, ":", 1)) != GX_OK || (rc = ext_add_text(b, reason)) != GX_OK)
+            (rc = gx_buf_add(b, ":", 1)) != GX_OK || (rc = ext_add_text(b, reason)) != GX_OK) {
             return rc;
+        }
         first = false;
     }
     return gx_buf_add(b, "}", 1);
@@ -419,31 +455,38 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
     bool first = true;
     enum gx_err rc = GX_OK;
 
-    if (args->n_nodes > 0 && (v == NULL || (args->mode == GX_ARGS_NODES && body == NULL)))
+    if (args->n_nodes > 0 && (v == NULL || (args->mode == GX_ARGS_NODES && body == NULL))) {
         return GX_EINVAL;
+    }
     if (args->mode == GX_ARGS_NODES) {
-        if ((rc = gx_buf_adds(out, "{\"Nodes\":{\"metadata\":{},\"items\":[")) != GX_OK)
+        if ((rc = gx_buf_adds(out, "{\"Nodes\":{\"metadata\":{},\"items\":[")) != GX_OK) {
             goto out;
+        }
         for (size_t i = 0; i < args->n_nodes; i++) {
-            if (!v[i].keep)
+            if (!v[i].keep) {
                 continue;
+            }
             if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
                 (rc = gx_buf_add(out, body + args->nodes[i].item_off, args->nodes[i].item_len)) !=
-                    GX_OK)
+                    GX_OK) {
                 goto out;
+            }
             first = false;
         }
         rc = gx_buf_adds(out, "]},\"NodeNames\":null");
     } else {
-        if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":[")) != GX_OK)
+        if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":[")) != GX_OK) {
             goto out;
+        }
         for (size_t i = 0; i < args->n_nodes; i++) {
-            if (!v[i].keep)
+            if (!v[i].keep) {
                 continue;
+            }
             if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
                 (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
-                    GX_OK)
+                    GX_OK) {
                 goto out;
+            }
             first = false;
         }
         rc = gx_buf_add(out, "]", 1);
@@ -451,12 +494,14 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
     if (rc != GX_OK || (rc = gx_buf_adds(out, ",\"FailedNodes\":")) != GX_OK ||
         (rc = ext_failed_map(out, args, v, false)) != GX_OK ||
         (rc = gx_buf_adds(out, ",\"FailedAndUnresolvableNodes\":")) != GX_OK ||
-        (rc = ext_failed_map(out, args, v, true)) != GX_OK)
+        (rc = ext_failed_map(out, args, v, true)) != GX_OK) {
         goto out;
+    }
     rc = gx_buf_adds(out, ",\"Error\":\"\"}");
 out:
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         ext_truncate(out, mark);
+    }
     return rc;
 }
 
@@ -467,12 +512,14 @@ gx_ext_encode_filter_error(struct gx_buf *out, const char *msg)
     enum gx_err rc;
 
     /* An empty Error would read as "no node fits": always say something. */
-    if (msg == NULL || msg[0] == '\0')
+    if (msg == NULL || msg[0] == '\0') {
         msg = "internal error";
+    }
     if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
                                "\"FailedAndUnresolvableNodes\":{},\"Error\":")) != GX_OK ||
-        (rc = ext_add_text(out, msg)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK)
+        (rc = ext_add_text(out, msg)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK) {
         ext_truncate(out, mark);
+    }
     return rc;
 }
 
@@ -482,22 +529,26 @@ gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, con
     size_t mark = out->len;
     enum gx_err rc;
 
-    if (args->n_nodes > 0 && scores == NULL)
+    if (args->n_nodes > 0 && scores == NULL) {
         return GX_EINVAL;
-    if ((rc = gx_buf_add(out, "[", 1)) != GX_OK)
+    }
+    if ((rc = gx_buf_add(out, "[", 1)) != GX_OK) {
         goto out;
+    }
     for (size_t i = 0; i < args->n_nodes; i++) {
         int s = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
         if ((rc = gx_buf_adds(out, i ? ",{\"Host\":" : "{\"Host\":")) != GX_OK ||
             (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
                 GX_OK ||
-            (rc = gx_buf_addf(out, ",\"Score\":%d}", s)) != GX_OK)
+            (rc = gx_buf_addf(out, ",\"Score\":%d}", s)) != GX_OK) {
             goto out;
+        }
     }
     rc = gx_buf_add(out, "]", 1);
 out:
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         ext_truncate(out, mark);
+    }
     return rc;
 }
 
@@ -519,32 +570,38 @@ gx_ext_decode_bind(const char *body, size_t len, int max_depth, struct gx_ext_bi
     memset(&b, 0, sizeof(b));
     gx_arena_init(&b.arena, 1024);
     gx_json_init(&j, body, len, max_depth, why);
-    if ((rc = ext_enter_top(&j, "ExtenderBindingArgs", why)) != GX_OK)
+    if ((rc = ext_enter_top(&j, "ExtenderBindingArgs", why)) != GX_OK) {
         goto out;
+    }
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         for (i = 0; i < GX_ARRAY_LEN(ext_bind_fields); i++) {
-            if (gx_json_key_is(key, klen, ext_bind_fields[i]))
+            if (gx_json_key_is(key, klen, ext_bind_fields[i])) {
                 break;
+            }
         }
         if (i == GX_ARRAY_LEN(ext_bind_fields)) {
-            if ((rc = gx_json_skip(&j)) != GX_OK)
+            if ((rc = gx_json_skip(&j)) != GX_OK) {
                 goto out;
+            }
             continue;
         }
         seen[i] = true;
         val[i] = NULL;
-        if (gx_json_take_null(&j))
+        if (gx_json_take_null(&j)) {
             continue;
+        }
         if (gx_json_peek(&j) != '"') {
             gx_why_set(why, "%s must be a string", ext_bind_fields[i]);
             rc = ext_wrong_type(&j);
             goto out;
         }
-        if ((rc = gx_json_string(&j, &b.arena, &val[i], NULL)) != GX_OK)
+        if ((rc = gx_json_string(&j, &b.arena, &val[i], NULL)) != GX_OK) {
             goto out;
+        }
     }
-    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK)
+    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK) {
         goto out;
+    }
     for (i = 0; i < GX_ARRAY_LEN(ext_bind_fields); i++) {
         if (!seen[i]) {
             gx_why_set(why, "%s is missing", ext_bind_fields[i]);
@@ -563,16 +620,18 @@ gx_ext_decode_bind(const char *body, size_t len, int max_depth, struct gx_ext_bi
     b.node = val[3];
     *out = b;
 out:
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         gx_arena_release(&b.arena);
+    }
     return rc;
 }
 
 void
 gx_ext_bind_args_release(struct gx_ext_bind_args *args)
 {
-    if (args == NULL)
+    if (args == NULL) {
         return;
+    }
     gx_arena_release(&args->arena);
     args->pod_name = args->pod_namespace = args->pod_uid = args->node = NULL;
 }
@@ -584,8 +643,9 @@ gx_ext_encode_bind_result(struct gx_buf *out, const char *error)
     enum gx_err rc;
 
     if ((rc = gx_buf_adds(out, "{\"Error\":")) != GX_OK ||
-        (rc = ext_add_text(out, error)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK)
+        (rc = ext_add_text(out, error)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK) {
         ext_truncate(out, mark);
+    }
     return rc;
 }
 
@@ -596,7 +656,8 @@ gx_ext_encode_http_error(struct gx_buf *out, int status, const char *msg)
     enum gx_err rc;
 
     if ((rc = gx_buf_adds(out, "{\"error\":")) != GX_OK || (rc = ext_add_text(out, msg)) != GX_OK ||
-        (rc = gx_buf_addf(out, ",\"status\":%d}", status)) != GX_OK)
+        (rc = gx_buf_addf(out, ",\"status\":%d}", status)) != GX_OK) {
         ext_truncate(out, mark);
+    }
     return rc;
 }

@@ -77,8 +77,9 @@ http_run(struct gx_http *h)
 
     (void)MHD_run(h->daemon);
     if (MHD_get_timeout(h->daemon, &ms) == MHD_YES) {
-        if (ms > 60000)
+        if (ms > 60000) {
             ms = 60000;
+        }
         tv.tv_sec = (time_t)(ms / 1000);
         tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
     } else {
@@ -105,14 +106,16 @@ fill_peer(struct gx_http_req *r)
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
     r->peer[0] = '\0';
-    if (sa == NULL)
+    if (sa == NULL) {
         return;
-    if (sa->sa_family == AF_INET)
-        (void)inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
-                        r->peer, sizeof(r->peer));
-    else if (sa->sa_family == AF_INET6)
+    }
+    if (sa->sa_family == AF_INET) {
+        (void)inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, r->peer,
+                        sizeof(r->peer));
+    } else if (sa->sa_family == AF_INET6) {
         (void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
                         r->peer, sizeof(r->peer));
+    }
 }
 
 static struct gx_http_req *
@@ -121,8 +124,9 @@ req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, cons
     struct gx_http_req *r = calloc(1, sizeof(*r));
     const char *cl;
 
-    if (r == NULL)
+    if (r == NULL) {
         return NULL;
+    }
     r->h = h;
     r->conn = conn;
     r->method = method;
@@ -132,8 +136,9 @@ req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, cons
     r->state = REQ_READING;
     gx_buf_init(&r->body, h->max_body);
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != NULL && strtoull(cl, NULL, 10) > h->max_body)
+    if (cl != NULL && strtoull(cl, NULL, 10) > h->max_body) {
         r->too_big = true;
+    }
     fill_peer(r);
     h->inflight++;
     return r;
@@ -160,12 +165,14 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     (void)version;
     if (r == NULL) {
         r = req_new(h, conn, method, url);
-        if (r == NULL)
+        if (r == NULL) {
             return MHD_NO;
+        }
         *con_cls = r;
         /* A declared length over the cap is answered before reading the body. */
-        if (!r->too_big)
+        if (!r->too_big) {
             return MHD_YES;
+        }
     }
     if (r->state == REQ_READING && *upload_data_size > 0) {
         if (!r->too_big && gx_buf_add(&r->body, upload_data, *upload_data_size) != GX_OK) {
@@ -178,14 +185,16 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *m
     if (r->state == REQ_READING) {
         r->state = REQ_DISPATCHED;
         h->cb(h->ctx, r);
-        if (r->pending != NULL)
+        if (r->pending != NULL) {
             return queue_pending(r);
+        }
         r->state = REQ_SUSPENDED;
         MHD_suspend_connection(conn);
         return MHD_YES;
     }
-    if (r->pending != NULL)
+    if (r->pending != NULL) {
         return queue_pending(r);
+    }
     return MHD_YES;
 }
 
@@ -198,10 +207,12 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     (void)conn;
     (void)toe;
-    if (r == NULL)
+    if (r == NULL) {
         return;
-    if (r->pending != NULL)
+    }
+    if (r->pending != NULL) {
         MHD_destroy_response(r->pending);
+    }
     gx_buf_release(&r->body);
     h->inflight--;
     free(r);
@@ -220,8 +231,9 @@ gx_http_respond(struct gx_http_req *r, int status, const char *content_type, str
         free(data);
         return;
     }
-    if (content_type != NULL)
+    if (content_type != NULL) {
         (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    }
     (void)MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     r->pending = resp;
     r->pending_status = status;
@@ -240,8 +252,9 @@ mhd_log_cb(void *cls, const char *fmt, va_list ap)
     (void)cls;
     (void)vsnprintf(msg, sizeof(msg), fmt, ap);
     n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) {
         msg[--n] = '\0';
+    }
     gx_warn("http server error", "detail=%s", gx_log_quote(q, sizeof(q), msg));
 }
 
@@ -276,38 +289,41 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     enum gx_err rc;
 
-    if ((rc = parse_addr(opts->address, opts->port, &ss, why)) != GX_OK)
+    if ((rc = parse_addr(opts->address, opts->port, &ss, why)) != GX_OK) {
         return rc;
-    if (ss.ss_family == AF_INET6)
+    }
+    if (ss.ss_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
-    if (opts->tls_cert != NULL)
+    }
+    if (opts->tls_cert != NULL) {
         flags |= MHD_USE_TLS;
+    }
     h = calloc(1, sizeof(*h));
-    if (h == NULL)
+    if (h == NULL) {
         return GX_ENOMEM;
+    }
     h->base = base;
     h->cb = cb;
     h->ctx = ctx;
     h->max_body = opts->max_body;
-    if (opts->tls_cert != NULL)
+    if (opts->tls_cert != NULL) {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
-            MHD_OPTION_SOCK_ADDR, &ss,
-            MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)opts->reuse_port,
-            MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key,
-            MHD_OPTION_END);
-    else
+            MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->conn_timeout_s,
+            MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+            (unsigned int)opts->reuse_port, MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert,
+            MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
+    } else {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
-            MHD_OPTION_SOCK_ADDR, &ss,
-            MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-            MHD_OPTION_END);
+            MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->conn_timeout_s,
+            MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_END);
+    }
     if (h->daemon == NULL) {
-        gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)",
-                   opts->address, opts->port);
+        gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)", opts->address,
+                   opts->port);
         free(h);
         return GX_EIO;
     }
@@ -328,14 +344,18 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
 void
 gx_http_free(struct gx_http *h)
 {
-    if (h == NULL)
+    if (h == NULL) {
         return;
-    if (h->io != NULL)
+    }
+    if (h->io != NULL) {
         event_free(h->io);
-    if (h->timer != NULL)
+    }
+    if (h->timer != NULL) {
         event_free(h->timer);
-    if (h->daemon != NULL)
+    }
+    if (h->daemon != NULL) {
         MHD_stop_daemon(h->daemon);
+    }
     free(h);
 }
 
@@ -356,8 +376,9 @@ gx_http_quiesce(struct gx_http *h)
 {
     MHD_socket s = MHD_quiesce_daemon(h->daemon);
 
-    if (s != MHD_INVALID_SOCKET)
+    if (s != MHD_INVALID_SOCKET) {
         (void)close(s);
+    }
 }
 
 size_t

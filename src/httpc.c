@@ -48,8 +48,9 @@ static void
 xfer_free(struct gx_httpc_xfer *x)
 {
     curl_slist_free_all(x->headers);
-    if (x->easy != NULL)
+    if (x->easy != NULL) {
         curl_easy_cleanup(x->easy);
+    }
     free(x->body);
     gx_buf_release(&x->resp);
     free(x);
@@ -59,8 +60,9 @@ static void
 xfer_link(struct gx_httpc *c, struct gx_httpc_xfer *x)
 {
     x->next = c->head;
-    if (c->head != NULL)
+    if (c->head != NULL) {
         c->head->prev = x;
+    }
     c->head = x;
     c->active++;
 }
@@ -68,12 +70,14 @@ xfer_link(struct gx_httpc *c, struct gx_httpc_xfer *x)
 static void
 xfer_unlink(struct gx_httpc *c, struct gx_httpc_xfer *x)
 {
-    if (x->prev != NULL)
+    if (x->prev != NULL) {
         x->prev->next = x->next;
-    else
+    } else {
         c->head = x->next;
-    if (x->next != NULL)
+    }
+    if (x->next != NULL) {
         x->next->prev = x->prev;
+    }
     c->active--;
 }
 
@@ -111,8 +115,9 @@ check_done(struct gx_httpc *c)
         struct gx_httpc_result res;
         CURLcode cc;
 
-        if (msg->msg != CURLMSG_DONE)
+        if (msg->msg != CURLMSG_DONE) {
             continue;
+        }
         cc = msg->data.result;
         (void)curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         memset(&res, 0, sizeof(res));
@@ -125,7 +130,7 @@ check_done(struct gx_httpc *c)
             res.error = x->abort_rc == GX_ETOOBIG ? "response too large" : "stream aborted";
             res.kind = x->abort_rc == GX_ETOOBIG ? GX_UPERR_PARSE : GX_UPERR_OTHER;
         } else if (cc != CURLE_OK) {
-            res.rc = cc == CURLE_OPERATION_TIMEDOUT ? GX_ETIMEDOUT
+            res.rc = cc == CURLE_OPERATION_TIMEDOUT  ? GX_ETIMEDOUT
                      : cc == CURLE_FILESIZE_EXCEEDED ? GX_ETOOBIG
                                                      : GX_EUPSTREAM;
             res.error = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
@@ -136,8 +141,9 @@ check_done(struct gx_httpc *c)
         }
         (void)curl_multi_remove_handle(c->multi, x->easy);
         xfer_unlink(c, x);
-        if (x->done != NULL)
+        if (x->done != NULL) {
             x->done(x->ctx, &res);
+        }
         xfer_free(x);
     }
 }
@@ -147,8 +153,8 @@ event_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct gx_httpc *c = arg;
     int running = 0;
-    int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
-                 ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
 
     (void)curl_multi_socket_action(c->multi, fd, action, &running);
     check_done(c);
@@ -203,16 +209,18 @@ multi_socket_cb(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
                    EV_PERSIST);
     if (se == NULL) {
         se = calloc(1, sizeof(*se));
-        if (se == NULL)
+        if (se == NULL) {
             return -1;
+        }
         se->c = c;
         (void)curl_multi_assign(c->multi, s, se);
     } else {
         event_free(se->ev);
     }
     se->ev = event_new(c->base, s, kind, event_cb, c);
-    if (se->ev == NULL)
+    if (se->ev == NULL) {
         return -1;
+    }
     (void)event_add(se->ev, NULL);
     return 0;
 }
@@ -247,13 +255,15 @@ gx_httpc_new(struct event_base *base)
     struct gx_httpc *c;
 
     if (!global_done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
             return NULL;
+        }
         global_done = true;
     }
     c = calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (c == NULL) {
         return NULL;
+    }
     c->base = base;
     c->multi = curl_multi_init();
     c->timer = evtimer_new(base, timeout_cb, c);
@@ -271,14 +281,18 @@ gx_httpc_new(struct event_base *base)
 void
 gx_httpc_free(struct gx_httpc *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    while (c->head != NULL)
+    }
+    while (c->head != NULL) {
         gx_httpc_cancel(c->head);
-    if (c->multi != NULL)
+    }
+    if (c->multi != NULL) {
         (void)curl_multi_cleanup(c->multi);
-    if (c->timer != NULL)
+    }
+    if (c->timer != NULL) {
         event_free(c->timer);
+    }
     free(c);
 }
 
@@ -287,8 +301,9 @@ add_header(struct gx_httpc_xfer *x, const char *h)
 {
     struct curl_slist *l = curl_slist_append(x->headers, h);
 
-    if (l == NULL)
+    if (l == NULL) {
         return false;
+    }
     x->headers = l;
     return true;
 }
@@ -300,8 +315,9 @@ apply_auth(struct gx_httpc_xfer *x, const struct gx_httpc_auth *a)
     char hdr[8192];
     bool ok = true;
 
-    if (a == NULL)
+    if (a == NULL) {
         return true;
+    }
     if (a->bearer_token != NULL && a->bearer_token[0] != '\0') {
         int n = snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", a->bearer_token);
         ok = n > 0 && (size_t)n < sizeof(hdr) && add_header(x, hdr);
@@ -313,8 +329,9 @@ apply_auth(struct gx_httpc_xfer *x, const struct gx_httpc_auth *a)
         (void)curl_easy_setopt(x->easy, CURLOPT_PASSWORD,
                                a->basic_password ? a->basic_password : "");
     }
-    if (a->ca_file != NULL)
+    if (a->ca_file != NULL) {
         (void)curl_easy_setopt(x->easy, CURLOPT_CAINFO, a->ca_file);
+    }
     if (a->insecure) {
         (void)curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, 0L);
         (void)curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -338,31 +355,37 @@ setup_easy(struct gx_httpc_xfer *x, const struct gx_httpc_req *req)
     (void)curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     (void)curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     (void)curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (req->timeout_ms > 0)
+    if (req->timeout_ms > 0) {
         (void)curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms);
-    if (req->max_body > 0 && !req->stream)
+    }
+    if (req->max_body > 0 && !req->stream) {
         (void)curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)req->max_body);
+    }
     if (req->stream) {
         /* A watch that goes silent (no bookmark, no event) for 2 minutes is dead. */
         (void)curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
         (void)curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 120L);
     }
-    if (strcmp(req->method, "GET") != 0)
+    if (strcmp(req->method, "GET") != 0) {
         (void)curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    }
     if (req->body != NULL) {
         x->body = gx_strndup(req->body, req->body_len);
-        if (x->body == NULL)
+        if (x->body == NULL) {
             return false;
+        }
         (void)curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
         (void)curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     }
     if (req->content_type != NULL) {
         (void)snprintf(ct, sizeof(ct), "Content-Type: %s", req->content_type);
-        if (!add_header(x, ct))
+        if (!add_header(x, ct)) {
             return false;
+        }
     }
-    if (!add_header(x, "Accept: application/json") || !apply_auth(x, req->auth))
+    if (!add_header(x, "Accept: application/json") || !apply_auth(x, req->auth)) {
         return false;
+    }
     (void)curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     return true;
 }
@@ -373,11 +396,13 @@ gx_httpc_start(struct gx_httpc *c, const struct gx_httpc_req *req, gx_httpc_done
 {
     struct gx_httpc_xfer *x;
 
-    if (req->stream && data == NULL)
+    if (req->stream && data == NULL) {
         return NULL;
+    }
     x = calloc(1, sizeof(*x));
-    if (x == NULL)
+    if (x == NULL) {
         return NULL;
+    }
     x->c = c;
     x->done = done;
     x->data = data;
@@ -398,8 +423,9 @@ gx_httpc_start(struct gx_httpc *c, const struct gx_httpc_req *req, gx_httpc_done
 void
 gx_httpc_cancel(struct gx_httpc_xfer *x)
 {
-    if (x == NULL)
+    if (x == NULL) {
         return;
+    }
     (void)curl_multi_remove_handle(x->c->multi, x->easy);
     xfer_unlink(x->c, x);
     xfer_free(x);
@@ -421,8 +447,9 @@ gx_httpc_escape(const char *s, char *out, size_t n)
         unsigned char ch = (unsigned char)*s;
         bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~';
-        if (o + (plain ? 1 : 3) >= n)
+        if (o + (plain ? 1 : 3) >= n) {
             return false;
+        }
         if (plain) {
             out[o++] = (char)ch;
         } else {
@@ -431,8 +458,9 @@ gx_httpc_escape(const char *s, char *out, size_t n)
             out[o++] = hex[ch & 15];
         }
     }
-    if (o >= n)
+    if (o >= n) {
         return false;
+    }
     out[o] = '\0';
     return true;
 }

@@ -36,10 +36,11 @@ gx_json_init(struct gx_json *j, const char *p, size_t len, int max_depth, struct
 static enum gx_err
 json_expected(struct gx_json *j, size_t at, const char *what)
 {
-    if (at >= j->len)
+    if (at >= j->len) {
         gx_why_set(j->why, "offset %zu: expected %s, found end of input", at, what);
-    else
+    } else {
         gx_why_set(j->why, "offset %zu: expected %s", at, what);
+    }
     return GX_EPARSE;
 }
 
@@ -59,10 +60,12 @@ json_ws(struct gx_json *j)
     size_t pos = j->pos, len = j->len;
 
     /* Compact JSON (what Go and Prometheus send) has no whitespace at all. */
-    if (pos < len && (unsigned char)p[pos] > ' ')
+    if (pos < len && (unsigned char)p[pos] > ' ') {
         return;
-    while (pos < len && (p[pos] == ' ' || p[pos] == '\n' || p[pos] == '\r' || p[pos] == '\t'))
+    }
+    while (pos < len && (p[pos] == ' ' || p[pos] == '\n' || p[pos] == '\r' || p[pos] == '\t')) {
         pos++;
+    }
     j->pos = pos;
 }
 
@@ -70,8 +73,9 @@ char
 gx_json_peek(struct gx_json *j)
 {
     json_ws(j);
-    if (j->pos >= j->len)
+    if (j->pos >= j->len) {
         return '\0';
+    }
     return j->p[j->pos];
 }
 
@@ -79,12 +83,15 @@ gx_json_peek(struct gx_json *j)
 static inline int
 json_hex(unsigned char c)
 {
-    if (c >= '0' && c <= '9')
+    if (c >= '0' && c <= '9') {
         return c - '0';
-    if (c >= 'a' && c <= 'f')
+    }
+    if (c >= 'a' && c <= 'f') {
         return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
+    }
+    if (c >= 'A' && c <= 'F') {
         return c - 'A' + 10;
+    }
     return -1;
 }
 
@@ -101,12 +108,14 @@ json_find_special(const unsigned char *p, size_t pos, size_t len)
         __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
                                  _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
         int mask = _mm_movemask_epi8(m);
-        if (mask != 0)
+        if (mask != 0) {
             return pos + (size_t)__builtin_ctz((unsigned)mask);
+        }
         pos += 16;
     }
-    while (pos < len && p[pos] != '"' && p[pos] != '\\' && p[pos] >= 0x20)
+    while (pos < len && p[pos] != '"' && p[pos] != '\\' && p[pos] >= 0x20) {
         pos++;
+    }
     return pos;
 }
 #else
@@ -154,16 +163,20 @@ json_scan_string(struct gx_json *j, bool *has_esc)
 
     for (;;) {
         pos = json_find_special(p, pos, len);
-        if (pos >= len)
+        if (pos >= len) {
             return json_expected(j, pos, "'\"' to end the string");
-        if (p[pos] == '"')
+        }
+        if (p[pos] == '"') {
             break;
-        if (p[pos] < 0x20)
+        }
+        if (p[pos] < 0x20) {
             return json_expected(j, pos, "an escaped control character in a string");
+        }
         /* backslash */
         esc = true;
-        if (pos + 1 >= len)
+        if (pos + 1 >= len) {
             return json_expected(j, pos + 1, "an escape character");
+        }
         switch (p[pos + 1]) {
         case '"':
         case '\\':
@@ -177,8 +190,9 @@ json_scan_string(struct gx_json *j, bool *has_esc)
             break;
         case 'u':
             if (len - pos < 6 || json_hex(p[pos + 2]) < 0 || json_hex(p[pos + 3]) < 0 ||
-                json_hex(p[pos + 4]) < 0 || json_hex(p[pos + 5]) < 0)
+                json_hex(p[pos + 4]) < 0 || json_hex(p[pos + 5]) < 0) {
                 return json_expected(j, pos, "four hex digits after \\u");
+            }
             pos += 6;
             break;
         default:
@@ -186,8 +200,9 @@ json_scan_string(struct gx_json *j, bool *has_esc)
         }
     }
     j->pos = pos + 1;
-    if (has_esc != NULL)
+    if (has_esc != NULL) {
         *has_esc = esc;
+    }
     return GX_OK;
 }
 
@@ -198,31 +213,38 @@ json_scan_number(struct gx_json *j)
     const char *p = j->p;
     size_t len = j->len, pos = j->pos;
 
-    if (pos < len && p[pos] == '-')
+    if (pos < len && p[pos] == '-') {
         pos++;
+    }
     if (pos < len && p[pos] == '0') {
         pos++;
     } else if (pos < len && p[pos] >= '1' && p[pos] <= '9') {
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9')
+        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
             pos++;
+        }
     } else {
         return json_expected(j, pos, "a digit");
     }
     if (pos < len && p[pos] == '.') {
         pos++;
-        if (pos >= len || p[pos] < '0' || p[pos] > '9')
+        if (pos >= len || p[pos] < '0' || p[pos] > '9') {
             return json_expected(j, pos, "a digit after '.'");
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9')
+        }
+        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
             pos++;
+        }
     }
     if (pos < len && (p[pos] == 'e' || p[pos] == 'E')) {
         pos++;
-        if (pos < len && (p[pos] == '+' || p[pos] == '-'))
+        if (pos < len && (p[pos] == '+' || p[pos] == '-')) {
             pos++;
-        if (pos >= len || p[pos] < '0' || p[pos] > '9')
+        }
+        if (pos >= len || p[pos] < '0' || p[pos] > '9') {
             return json_expected(j, pos, "a digit in the exponent");
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9')
+        }
+        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
             pos++;
+        }
     }
     j->pos = pos;
     return GX_OK;
@@ -239,8 +261,9 @@ json_scan_literal(struct gx_json *j)
     for (size_t i = 0; i < GX_ARRAY_LEN(lits); i++) {
         size_t n = strlen(lits[i]);
         if (at[0] == lits[i][0]) {
-            if (left < n || memcmp(at, lits[i], n) != 0)
+            if (left < n || memcmp(at, lits[i], n) != 0) {
                 return json_expected(j, j->pos, lits[i]);
+            }
             j->pos += n;
             return GX_OK;
         }
@@ -252,12 +275,15 @@ json_scan_literal(struct gx_json *j)
 static enum gx_err
 json_skip_scalar(struct gx_json *j, char c)
 {
-    if (c == '"')
+    if (c == '"') {
         return json_scan_string(j, NULL);
-    if (c == 't' || c == 'f' || c == 'n')
+    }
+    if (c == 't' || c == 'f' || c == 'n') {
         return json_scan_literal(j);
-    if (c == '-' || (c >= '0' && c <= '9'))
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
         return json_scan_number(j);
+    }
     return json_expected(j, j->pos, "a value");
 }
 
@@ -274,13 +300,15 @@ gx_json_skip(struct gx_json *j)
     char c;
 
     c = gx_json_peek(j);
-    if (c != '{' && c != '[')
+    if (c != '{' && c != '[') {
         return json_skip_scalar(j, c);
+    }
 value:
     c = gx_json_peek(j);
     if (c == '{') {
-        if (d >= room)
+        if (d >= room) {
             return json_too_deep(j);
+        }
         is_obj[d] = 1;
         d++;
         j->pos++;
@@ -292,8 +320,9 @@ value:
         goto key;
     }
     if (c == '[') {
-        if (d >= room)
+        if (d >= room) {
             return json_too_deep(j);
+        }
         is_obj[d] = 0;
         d++;
         j->pos++;
@@ -304,23 +333,28 @@ value:
         }
         goto value;
     }
-    if ((rc = json_skip_scalar(j, c)) != GX_OK)
+    if ((rc = json_skip_scalar(j, c)) != GX_OK) {
         return rc;
+    }
     goto after;
 
 key:
-    if (gx_json_peek(j) != '"')
+    if (gx_json_peek(j) != '"') {
         return json_expected(j, j->pos, "a string key");
-    if ((rc = json_scan_string(j, NULL)) != GX_OK)
+    }
+    if ((rc = json_scan_string(j, NULL)) != GX_OK) {
         return rc;
-    if (gx_json_peek(j) != ':')
+    }
+    if (gx_json_peek(j) != ':') {
         return json_expected(j, j->pos, "':'");
+    }
     j->pos++;
     goto value;
 
 after:
-    if (d == 0)
+    if (d == 0) {
         return GX_OK;
+    }
     c = gx_json_peek(j);
     if (is_obj[d - 1]) {
         if (c == ',') {
@@ -350,10 +384,12 @@ after:
 static enum gx_err
 json_enter(struct gx_json *j, char open, const char *what)
 {
-    if (gx_json_peek(j) != open)
+    if (gx_json_peek(j) != open) {
         return json_expected(j, j->pos, what);
-    if (j->depth >= j->max_depth)
+    }
+    if (j->depth >= j->max_depth) {
         return json_too_deep(j);
+    }
     j->pos++;
     j->depth++;
     j->first = true;
@@ -407,15 +443,17 @@ gx_json_next_member(struct gx_json *j, const char **key, size_t *klen, enum gx_e
     int r;
 
     r = json_next(j, '}', "',' or '}'", &err);
-    if (r <= 0)
+    if (r <= 0) {
         goto out;
+    }
     if (gx_json_peek(j) != '"') {
         err = json_expected(j, j->pos, "a string key");
         goto out;
     }
     start = j->pos;
-    if ((err = json_scan_string(j, NULL)) != GX_OK)
+    if ((err = json_scan_string(j, NULL)) != GX_OK) {
         goto out;
+    }
     end = j->pos - 1;
     if (gx_json_peek(j) != ':') {
         err = json_expected(j, j->pos, "':'");
@@ -425,12 +463,14 @@ gx_json_next_member(struct gx_json *j, const char **key, size_t *klen, enum gx_e
     (void)gx_json_peek(j);
     *key = j->p + start + 1;
     *klen = end - start - 1;
-    if (rc != NULL)
+    if (rc != NULL) {
         *rc = GX_OK;
+    }
     return true;
 out:
-    if (rc != NULL)
+    if (rc != NULL) {
         *rc = err;
+    }
     return false;
 }
 
@@ -445,16 +485,18 @@ gx_json_next_element(struct gx_json *j, enum gx_err *rc)
         err = json_expected(j, j->pos, "a value");
         r = -1;
     }
-    if (rc != NULL)
+    if (rc != NULL) {
         *rc = err;
+    }
     return r == 1;
 }
 
 bool
 gx_json_take_null(struct gx_json *j)
 {
-    if (gx_json_peek(j) != 'n' || j->len - j->pos < 4 || memcmp(j->p + j->pos, "null", 4) != 0)
+    if (gx_json_peek(j) != 'n' || j->len - j->pos < 4 || memcmp(j->p + j->pos, "null", 4) != 0) {
         return false;
+    }
     j->pos += 4;
     return true;
 }
@@ -493,12 +535,14 @@ json_u4(const unsigned char *s, size_t n)
 {
     long v = 0;
 
-    if (n < 6 || s[0] != '\\' || s[1] != 'u')
+    if (n < 6 || s[0] != '\\' || s[1] != 'u') {
         return -1;
+    }
     for (int i = 2; i < 6; i++) {
         int h = json_hex(s[i]);
-        if (h < 0)
+        if (h < 0) {
             return -1;
+        }
         v = v * 16 + h;
     }
     return v;
@@ -523,8 +567,9 @@ json_unescape(const char *s, size_t n, char *dst)
         memcpy(dst + o, p + i, run);
         o += run;
         i += run;
-        if (i >= n)
+        if (i >= n) {
             break;
+        }
         if (i + 1 >= n) {
             dst[o++] = '\\';
             break;
@@ -583,18 +628,21 @@ gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out, size_t *
     enum gx_err rc;
     char *s;
 
-    if (gx_json_peek(j) != '"')
+    if (gx_json_peek(j) != '"') {
         return json_expected(j, j->pos, "a string");
+    }
     start = j->pos;
-    if ((rc = json_scan_string(j, &esc)) != GX_OK)
+    if ((rc = json_scan_string(j, &esc)) != GX_OK) {
         return rc;
+    }
     n = j->pos - start - 2;
     if (!esc) {
         s = gx_arena_strndup(a, j->p + start + 1, n);
     } else {
         s = gx_arena_alloc(a, n + 1);
-        if (s != NULL)
+        if (s != NULL) {
             n = json_unescape(j->p + start + 1, n, s);
+        }
     }
     if (s == NULL) {
         gx_why_set(j->why, "out of memory decoding a string");
@@ -602,8 +650,9 @@ gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out, size_t *
     }
     s[n] = '\0';
     *out = s;
-    if (outlen != NULL)
+    if (outlen != NULL) {
         *outlen = n;
+    }
     return GX_OK;
 }
 
@@ -621,16 +670,19 @@ gx_json_key_is(const char *key, size_t klen, const char *name)
     size_t n = strlen(name);
 
     if (memchr(key, '\\', klen) != NULL) {
-        if (klen > sizeof(tmp))
+        if (klen > sizeof(tmp)) {
             return false;
+        }
         klen = json_unescape(key, klen, tmp);
         key = tmp;
     }
-    if (klen != n)
+    if (klen != n) {
         return false;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (json_lower((unsigned char)key[i]) != json_lower((unsigned char)name[i]))
+        if (json_lower((unsigned char)key[i]) != json_lower((unsigned char)name[i])) {
             return false;
+        }
     }
     return true;
 }

@@ -42,16 +42,18 @@ sep(const char *path)
 static void
 sub_path(char *buf, size_t n, const char *path, const char *key)
 {
-    if (snprintf(buf, n, "%s%s%s", path, sep(path), key) < 0)
+    if (snprintf(buf, n, "%s%s%s", path, sep(path), key) < 0) {
         buf[0] = '\0';
+    }
 }
 
 /* "path.key[i]"; see sub_path. */
 static void
 index_path(char *buf, size_t n, const char *path, const char *key, size_t i)
 {
-    if (snprintf(buf, n, "%s%s%s[%zu]", path, sep(path), key, i) < 0)
+    if (snprintf(buf, n, "%s%s%s[%zu]", path, sep(path), key, i) < 0) {
         buf[0] = '\0';
+    }
 }
 
 /* Record an allocation failure; always returns GX_ENOMEM. */
@@ -106,8 +108,9 @@ get_bool(struct dec *d, const cJSON *obj, const char *path, const char *key, boo
     const cJSON *v;
     enum gx_err rc = get_field(d, obj, path, key, cJSON_IsBool, "a boolean", &v);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     *out = v != NULL && cJSON_IsTrue(v);
     return GX_OK;
 }
@@ -123,8 +126,9 @@ get_string(struct dec *d, const cJSON *obj, const char *path, const char *key, c
     const cJSON *v;
     enum gx_err rc = get_field(d, obj, path, key, cJSON_IsString, "a string", &v);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     if (v == NULL) {
         *out = dflt;
         return GX_OK;
@@ -137,8 +141,9 @@ get_string(struct dec *d, const cJSON *obj, const char *path, const char *key, c
 static void *
 alloc_array(struct dec *d, size_t n, size_t size)
 {
-    if (n == 0 || n > SIZE_MAX / size)
+    if (n == 0 || n > SIZE_MAX / size) {
         return NULL;
+    }
     return gx_arena_alloc(d->a, n * size);
 }
 
@@ -148,8 +153,9 @@ count_children(const cJSON *v)
 {
     size_t n = 0;
 
-    for (const cJSON *c = v != NULL ? v->child : NULL; c != NULL; c = c->next)
+    for (const cJSON *c = v != NULL ? v->child : NULL; c != NULL; c = c->next) {
         n++;
+    }
     return n;
 }
 
@@ -162,10 +168,11 @@ number_string(struct dec *d, double v)
 {
     char buf[64];
 
-    if (v > -9007199254740992.0 && v < 9007199254740992.0 && (double)(int64_t)v == v)
+    if (v > -9007199254740992.0 && v < 9007199254740992.0 && (double)(int64_t)v == v) {
         (void)snprintf(buf, sizeof(buf), "%lld", (long long)(int64_t)v);
-    else
+    } else {
         (void)snprintf(buf, sizeof(buf), "%.17g", v);
+    }
     return gx_arena_strdup(d->a, buf);
 }
 
@@ -182,13 +189,15 @@ get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool
     size_t count, i = 0;
     enum gx_err rc = get_object(d, obj, path, key, &m);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     count = count_children(m);
     if (count > 0) {
         arr = alloc_array(d, count, sizeof(*arr));
-        if (arr == NULL)
+        if (arr == NULL) {
             return nomem(d);
+        }
     }
     for (c = m != NULL ? m->child : NULL; c != NULL && i < count; c = c->next, i++) {
         const char *k = c->string != NULL ? c->string : "";
@@ -203,8 +212,9 @@ get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool
             return GX_EINVAL;
         }
         arr[i].key = gx_arena_strdup(d->a, k);
-        if (arr[i].key == NULL || arr[i].value == NULL)
+        if (arr[i].key == NULL || arr[i].value == NULL) {
             return nomem(d);
+        }
     }
     *kv = arr;
     *n = count;
@@ -230,17 +240,22 @@ decode_container(struct dec *d, const cJSON *c, const char *path, bool init,
     const char *policy = NULL;
     enum gx_err rc;
 
-    if ((rc = get_string(d, c, path, "name", "", &out->name)) != GX_OK)
+    if ((rc = get_string(d, c, path, "name", "", &out->name)) != GX_OK) {
         return rc;
-    if ((rc = get_object(d, c, path, "resources", &res)) != GX_OK)
+    }
+    if ((rc = get_object(d, c, path, "resources", &res)) != GX_OK) {
         return rc;
+    }
     sub_path(rp, sizeof(rp), path, "resources");
-    if ((rc = get_map(d, res, rp, "requests", true, &out->requests, &out->n_requests)) != GX_OK)
+    if ((rc = get_map(d, res, rp, "requests", true, &out->requests, &out->n_requests)) != GX_OK) {
         return rc;
-    if ((rc = get_map(d, res, rp, "limits", true, &out->limits, &out->n_limits)) != GX_OK)
+    }
+    if ((rc = get_map(d, res, rp, "limits", true, &out->limits, &out->n_limits)) != GX_OK) {
         return rc;
-    if ((rc = get_string(d, c, path, "restartPolicy", NULL, &policy)) != GX_OK)
+    }
+    if ((rc = get_string(d, c, path, "restartPolicy", NULL, &policy)) != GX_OK) {
         return rc;
+    }
     /* Only init containers can be sidecars (KEP-753). */
     out->restartable = init && policy != NULL && strcmp(policy, "Always") == 0;
     return GX_OK;
@@ -257,13 +272,15 @@ decode_containers(struct dec *d, const cJSON *spec, const char *path, const char
     size_t count, i = 0;
     enum gx_err rc = get_array(d, spec, path, key, &arr);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     count = count_children(arr);
     if (count > 0) {
         cs = alloc_array(d, count, sizeof(*cs));
-        if (cs == NULL)
+        if (cs == NULL) {
             return nomem(d);
+        }
     }
     for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
         index_path(cp, sizeof(cp), path, key, i);
@@ -271,8 +288,9 @@ decode_containers(struct dec *d, const cJSON *spec, const char *path, const char
             gx_why_set(d->why, "%s: must be an object", cp);
             return GX_EINVAL;
         }
-        if ((rc = decode_container(d, c, cp, init, &cs[i])) != GX_OK)
+        if ((rc = decode_container(d, c, cp, init, &cs[i])) != GX_OK) {
             return rc;
+        }
     }
     *out = cs;
     *n = count;
@@ -298,8 +316,9 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
     sub_path(tp, sizeof(tp), path, "status");
     if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
         (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
-        (rc = get_object(d, o, path, "status", &status)) != GX_OK)
+        (rc = get_object(d, o, path, "status", &status)) != GX_OK) {
         return rc;
+    }
 
     if ((rc = get_string(d, meta, mp, "name", "", &p.name)) != GX_OK ||
         (rc = get_string(d, meta, mp, "namespace", "", &p.namespace)) != GX_OK ||
@@ -309,8 +328,9 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
             GX_OK ||
         (rc = get_map(d, meta, mp, "labels", false, &p.labels, &p.n_labels)) != GX_OK ||
         (rc = get_map(d, meta, mp, "annotations", false, &p.annotations, &p.n_annotations)) !=
-            GX_OK)
+            GX_OK) {
         return rc;
+    }
     p.deleting = del != NULL;
 
     if ((rc = get_string(d, spec, sp, "nodeName", NULL, &p.node_name)) != GX_OK ||
@@ -318,14 +338,17 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
                                 &p.n_containers)) != GX_OK ||
         (rc = decode_containers(d, spec, sp, "initContainers", true, &p.init_containers,
                                 &p.n_init_containers)) != GX_OK ||
-        (rc = get_map(d, spec, sp, "overhead", true, &p.overhead, &p.n_overhead)) != GX_OK)
+        (rc = get_map(d, spec, sp, "overhead", true, &p.overhead, &p.n_overhead)) != GX_OK) {
         return rc;
+    }
     /* An empty nodeName is what a pending pod may carry: treat it as unset. */
-    if (p.node_name != NULL && p.node_name[0] == '\0')
+    if (p.node_name != NULL && p.node_name[0] == '\0') {
         p.node_name = NULL;
+    }
 
-    if ((rc = get_string(d, status, tp, "phase", "", &p.phase)) != GX_OK)
+    if ((rc = get_string(d, status, tp, "phase", "", &p.phase)) != GX_OK) {
         return rc;
+    }
     *out = p;
     return GX_OK;
 }
@@ -339,14 +362,17 @@ decode_taints(struct dec *d, const cJSON *spec, const char *sp, struct gx_node_i
     size_t count, i = 0;
     enum gx_err rc = get_array(d, spec, sp, "taints", &arr);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     count = count_children(arr);
-    if (arr == NULL || count == 0)
+    if (arr == NULL || count == 0) {
         return GX_OK;
+    }
     n->taints = alloc_array(d, count, sizeof(*n->taints));
-    if (n->taints == NULL)
+    if (n->taints == NULL) {
         return nomem(d);
+    }
     for (t = arr->child; t != NULL && i < count; t = t->next, i++) {
         index_path(tp, sizeof(tp), sp, "taints", i);
         if (!cJSON_IsObject(t)) {
@@ -355,8 +381,9 @@ decode_taints(struct dec *d, const cJSON *spec, const char *sp, struct gx_node_i
         }
         if ((rc = get_string(d, t, tp, "key", "", &n->taints[i].key)) != GX_OK ||
             (rc = get_string(d, t, tp, "value", "", &n->taints[i].value)) != GX_OK ||
-            (rc = get_string(d, t, tp, "effect", "", &n->taints[i].effect)) != GX_OK)
+            (rc = get_string(d, t, tp, "effect", "", &n->taints[i].effect)) != GX_OK) {
             return rc;
+        }
     }
     n->n_taints = count;
     return GX_OK;
@@ -371,8 +398,9 @@ decode_ready(struct dec *d, const cJSON *status, const char *tp, bool *ready)
     size_t i = 0;
     enum gx_err rc = get_array(d, status, tp, "conditions", &arr);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     *ready = false;
     for (c = arr != NULL ? arr->child : NULL; c != NULL; c = c->next, i++) {
         index_path(cp, sizeof(cp), tp, "conditions", i);
@@ -381,10 +409,12 @@ decode_ready(struct dec *d, const cJSON *status, const char *tp, bool *ready)
             return GX_EINVAL;
         }
         if ((rc = get_field(d, c, cp, "type", cJSON_IsString, "a string", &type)) != GX_OK ||
-            (rc = get_field(d, c, cp, "status", cJSON_IsString, "a string", &st)) != GX_OK)
+            (rc = get_field(d, c, cp, "status", cJSON_IsString, "a string", &st)) != GX_OK) {
             return rc;
-        if (type != NULL && strcmp(type->valuestring, "Ready") == 0)
+        }
+        if (type != NULL && strcmp(type->valuestring, "Ready") == 0) {
             *ready = st != NULL && strcmp(st->valuestring, "True") == 0;
+        }
     }
     return GX_OK;
 }
@@ -408,25 +438,30 @@ decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_
     sub_path(tp, sizeof(tp), path, "status");
     if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
         (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
-        (rc = get_object(d, o, path, "status", &status)) != GX_OK)
+        (rc = get_object(d, o, path, "status", &status)) != GX_OK) {
         return rc;
+    }
 
     if ((rc = get_string(d, meta, mp, "name", "", &n.name)) != GX_OK ||
         (rc = get_string(d, meta, mp, "resourceVersion", "", &n.resource_version)) != GX_OK ||
-        (rc = get_map(d, meta, mp, "labels", false, &n.labels, &n.n_labels)) != GX_OK)
+        (rc = get_map(d, meta, mp, "labels", false, &n.labels, &n.n_labels)) != GX_OK) {
         return rc;
-    if (n.n_labels > 1)
+    }
+    if (n.n_labels > 1) {
         qsort(n.labels, n.n_labels, sizeof(*n.labels), kv_cmp);
+    }
 
     if ((rc = get_bool(d, spec, sp, "unschedulable", &n.unschedulable)) != GX_OK ||
-        (rc = decode_taints(d, spec, sp, &n)) != GX_OK)
+        (rc = decode_taints(d, spec, sp, &n)) != GX_OK) {
         return rc;
+    }
 
     if ((rc = get_map(d, status, tp, "allocatable", true, &n.allocatable, &n.n_allocatable)) !=
             GX_OK ||
         (rc = get_map(d, status, tp, "capacity", true, &n.capacity, &n.n_capacity)) != GX_OK ||
-        (rc = decode_ready(d, status, tp, &n.ready)) != GX_OK)
+        (rc = decode_ready(d, status, tp, &n.ready)) != GX_OK) {
         return rc;
+    }
     *out = n;
     return GX_OK;
 }
@@ -445,10 +480,11 @@ check_depth(const char *json, size_t len, int max_depth, struct gx_why *why)
         char c = json[i];
 
         if (in_string) {
-            if (c == '\\')
+            if (c == '\\') {
                 i++;
-            else if (c == '"')
+            } else if (c == '"') {
                 in_string = false;
+            }
         } else if (c == '"') {
             in_string = true;
         } else if (c == '{' || c == '[') {
@@ -478,8 +514,9 @@ parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_wh
         gx_why_set(why, "empty JSON document");
         return GX_EPARSE;
     }
-    if ((rc = check_depth(json, len, max_depth, why)) != GX_OK)
+    if ((rc = check_depth(json, len, max_depth, why)) != GX_OK) {
         return rc;
+    }
     root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (root == NULL) {
         size_t at = end != NULL && end >= json && end <= json + len ? (size_t)(end - json) : 0;
@@ -502,11 +539,13 @@ parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_wh
 const char *
 gx_kv_get(const struct gx_kv *kv, size_t n, const char *key)
 {
-    if (kv == NULL || key == NULL)
+    if (kv == NULL || key == NULL) {
         return NULL;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(kv[i].key, key) == 0)
+        if (strcmp(kv[i].key, key) == 0) {
             return kv[i].value;
+        }
     }
     return NULL;
 }
@@ -520,8 +559,9 @@ gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena 
     cJSON *root = NULL;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     rc = decode_pod_obj(&d, root, "", out);
     cJSON_Delete(root);
     return rc;
@@ -536,8 +576,9 @@ gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena
     cJSON *root = NULL;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     rc = decode_node_obj(&d, root, "", out);
     cJSON_Delete(root);
     return rc;
@@ -559,8 +600,9 @@ list_parts(struct dec *d, const cJSON *root, const cJSON **items, const char **r
     }
     if ((rc = get_array(d, root, "", "items", items)) != GX_OK ||
         (rc = get_object(d, root, "", "metadata", &meta)) != GX_OK ||
-        (rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv)) != GX_OK)
+        (rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv)) != GX_OK) {
         return rc;
+    }
     return GX_OK;
 }
 
@@ -579,10 +621,12 @@ gx_kobj_decode_node_list(const char *json, size_t len, int max_depth, struct gx_
     size_t count = 0, i = 0;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
-    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK)
+    }
+    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK) {
         goto out;
+    }
     count = count_children(items);
     if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
         rc = nomem(&d);
@@ -590,13 +634,15 @@ gx_kobj_decode_node_list(const char *json, size_t len, int max_depth, struct gx_
     }
     for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
         index_path(ip, sizeof(ip), "", "items", i);
-        if ((rc = decode_node_obj(&d, it, ip, &arr[i])) != GX_OK)
+        if ((rc = decode_node_obj(&d, it, ip, &arr[i])) != GX_OK) {
             goto out;
+        }
     }
     *nodes = arr;
     *n = count;
-    if (resource_version != NULL)
+    if (resource_version != NULL) {
         *resource_version = rv;
+    }
 out:
     cJSON_Delete(root);
     return rc;
@@ -617,10 +663,12 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
     size_t count = 0, i = 0;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
-    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK)
+    }
+    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK) {
         goto out;
+    }
     count = count_children(items);
     if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
         rc = nomem(&d);
@@ -628,13 +676,15 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
     }
     for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
         index_path(ip, sizeof(ip), "", "items", i);
-        if ((rc = decode_pod_obj(&d, it, ip, &arr[i])) != GX_OK)
+        if ((rc = decode_pod_obj(&d, it, ip, &arr[i])) != GX_OK) {
             goto out;
+        }
     }
     *pods = arr;
     *n = count;
-    if (resource_version != NULL)
+    if (resource_version != NULL) {
         *resource_version = rv;
+    }
 out:
     cJSON_Delete(root);
     return rc;
@@ -654,8 +704,9 @@ decode_status(struct dec *d, const cJSON *o, struct gx_watch_event *ev)
     enum gx_err rc;
 
     if ((rc = get_field(d, o, "object", "code", cJSON_IsNumber, "a number", &code)) != GX_OK ||
-        (rc = get_string(d, o, "object", "message", "", &ev->message)) != GX_OK)
+        (rc = get_string(d, o, "object", "message", "", &ev->message)) != GX_OK) {
         return rc;
+    }
     if (code != NULL) {
         if (code->valuedouble < 0 || code->valuedouble > 999 ||
             (double)(int)code->valuedouble != code->valuedouble) {
@@ -680,8 +731,9 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
     size_t t;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     memset(&ev, 0, sizeof(ev));
     if (!cJSON_IsObject(root)) {
         gx_why_set(why, "watch event: must be an object");
@@ -689,16 +741,18 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         goto out;
     }
     if ((rc = get_field(&d, root, "", "type", cJSON_IsString, "a string", &type)) != GX_OK ||
-        (rc = get_object(&d, root, "", "object", &obj)) != GX_OK)
+        (rc = get_object(&d, root, "", "object", &obj)) != GX_OK) {
         goto out;
+    }
     if (type == NULL || obj == NULL) {
         gx_why_set(why, "%s: required", type == NULL ? "type" : "object");
         rc = GX_EINVAL;
         goto out;
     }
     for (t = 0; t < GX_ARRAY_LEN(watch_types); t++) {
-        if (strcmp(type->valuestring, watch_types[t]) == 0)
+        if (strcmp(type->valuestring, watch_types[t]) == 0) {
             break;
+        }
     }
     if (t == GX_ARRAY_LEN(watch_types)) {
         gx_why_set(why, "type: unknown watch event type \"%.64s\"", type->valuestring);
@@ -712,9 +766,10 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         break;
     case GX_WATCH_BOOKMARK:
         /* A bookmark carries only metadata.resourceVersion; the rest is empty. */
-        if ((rc = get_object(&d, obj, "object", "metadata", &meta)) == GX_OK)
+        if ((rc = get_object(&d, obj, "object", "metadata", &meta)) == GX_OK) {
             rc = get_string(&d, meta, "object.metadata", "resourceVersion", "",
                             &ev.resource_version);
+        }
         break;
     default:
         if (kind == GX_KIND_NODE) {
@@ -726,8 +781,9 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         }
         break;
     }
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         *out = ev;
+    }
 out:
     cJSON_Delete(root);
     return rc;

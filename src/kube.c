@@ -134,16 +134,18 @@ gx_kube_jitter(int64_t base_ms, uint64_t *rng)
     x ^= x >> 7;
     x ^= x << 17;
     *rng = x;
-    if (span <= 0)
+    if (span <= 0) {
         return base_ms;
+    }
     return base_ms - span / 2 + (int64_t)(x % (uint64_t)(span + 1));
 }
 
 int64_t
 gx_kube_backoff_next(int64_t cur_ms)
 {
-    if (cur_ms < GX_KUBE_BACKOFF_START_MS)
+    if (cur_ms < GX_KUBE_BACKOFF_START_MS) {
         return GX_KUBE_BACKOFF_START_MS;
+    }
     return cur_ms >= GX_KUBE_BACKOFF_MAX_MS / 2 ? GX_KUBE_BACKOFF_MAX_MS : cur_ms * 2;
 }
 
@@ -157,8 +159,9 @@ gx_kube_base_url(const struct gx_kube *k)
 static void
 free_secret(char *s)
 {
-    if (s == NULL)
+    if (s == NULL) {
         return;
+    }
     explicit_bzero(s, strlen(s));
     free(s);
 }
@@ -214,8 +217,9 @@ set_str(char **slot, const char *s)
 
     if (s != NULL && s[0] != '\0') {
         d = gx_strndup(s, strlen(s));
-        if (d == NULL)
+        if (d == NULL) {
             return false;
+        }
     }
     free(*slot);
     *slot = d;
@@ -225,8 +229,9 @@ set_str(char **slot, const char *s)
 static bool
 str_eq(const char *a, const char *b)
 {
-    if (a == NULL || a[0] == '\0')
+    if (a == NULL || a[0] == '\0') {
         return b == NULL || b[0] == '\0';
+    }
     return b != NULL && strcmp(a, b) == 0;
 }
 
@@ -235,16 +240,18 @@ str_eq(const char *a, const char *b)
 static const char *
 token_file(const struct gx_kube *k)
 {
-    if (k->cfg->kube_token_file != NULL)
+    if (k->cfg->kube_token_file != NULL) {
         return k->cfg->kube_token_file;
+    }
     return k->in_cluster ? KUBE_SA_DIR "/token" : NULL;
 }
 
 static const char *
 ca_file(const struct gx_kube *k)
 {
-    if (k->cfg->kube_ca_file != NULL)
+    if (k->cfg->kube_ca_file != NULL) {
         return k->cfg->kube_ca_file;
+    }
     return k->in_cluster ? KUBE_SA_DIR "/ca.crt" : NULL;
 }
 
@@ -277,26 +284,30 @@ token_refresh(struct gx_kube *k)
         return;
     }
     if (stat(path, &st) != 0) {
-        if (!k->token_warned)
+        if (!k->token_warned) {
             gx_warn("cannot stat the API server token file, keeping the previous token", "path=%s",
                     path);
+        }
         k->token_warned = true;
         return;
     }
     if (k->token != NULL && k->token_path != NULL && strcmp(k->token_path, path) == 0 &&
-        same_file(&st, &k->token_st))
+        same_file(&st, &k->token_st)) {
         return;
+    }
     rc = gx_read_file(path, KUBE_TOKEN_MAX, &text, &len);
     if (rc != GX_OK) {
-        if (!k->token_warned)
+        if (!k->token_warned) {
             gx_warn("cannot read the API server token file, keeping the previous token",
                     "path=%s error=\"%s\"", path, gx_strerror(rc));
+        }
         k->token_warned = true;
         return;
     }
     while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
-                       text[len - 1] == '\t'))
+                       text[len - 1] == '\t')) {
         text[--len] = '\0';
+    }
     if (!set_str(&k->token_path, path)) {
         free_secret(text);
         return;
@@ -304,8 +315,9 @@ token_refresh(struct gx_kube *k)
     free_secret(k->token);
     k->token = text;
     k->token_st = st;
-    if (k->token_warned)
+    if (k->token_warned) {
         gx_info("API server token file readable again", "path=%s", path);
+    }
     k->token_warned = false;
 }
 
@@ -331,8 +343,9 @@ make_base_url(const struct gx_config *cfg, bool *in_cluster, struct gx_why *why)
     gx_buf_init(&b, 4096);
     if (cfg->kube_url != NULL && cfg->kube_url[0] != '\0') {
         len = strlen(cfg->kube_url);
-        while (len > 0 && cfg->kube_url[len - 1] == '/')
+        while (len > 0 && cfg->kube_url[len - 1] == '/') {
             len--;
+        }
         *in_cluster = false;
         if (gx_buf_add(&b, cfg->kube_url, len) != GX_OK) {
             gx_why_set(why, "kubernetes.url: too long");
@@ -363,8 +376,9 @@ make_base_url(const struct gx_config *cfg, bool *in_cluster, struct gx_why *why)
 static void
 list_arena_unref(struct list_arena *la)
 {
-    if (la == NULL || --la->refs > 0)
+    if (la == NULL || --la->refs > 0) {
         return;
+    }
     gx_arena_release(&la->a);
     free(la);
 }
@@ -372,8 +386,9 @@ list_arena_unref(struct list_arena *la)
 static void
 entry_free(struct node_entry *e)
 {
-    if (e == NULL)
+    if (e == NULL) {
         return;
+    }
     if (e->own != NULL) {
         gx_arena_release(e->own);
         free(e->own);
@@ -391,8 +406,9 @@ store_clear(struct gx_strmap *map)
     size_t klen;
     struct node_entry *e;
 
-    while ((e = gx_strmap_next(map, &pos, &key, &klen)) != NULL)
+    while ((e = gx_strmap_next(map, &pos, &key, &klen)) != NULL) {
         entry_free(e);
+    }
     gx_strmap_release(map);
 }
 
@@ -424,13 +440,15 @@ apply_node_list(struct gx_kube *k, const char *body, size_t len, char **rv, stru
     enum gx_err rc;
 
     gx_strmap_init(&map);
-    if (la == NULL)
+    if (la == NULL) {
         return GX_ENOMEM;
+    }
     gx_arena_init(&la->a, 0);
     la->refs = 1; /* held by this function until the end */
     rc = gx_kobj_decode_node_list(body, len, max_depth(k), &la->a, &nodes, &n, &list_rv, why);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         goto out;
+    }
     rv_copy = gx_strndup(list_rv != NULL ? list_rv : "", list_rv != NULL ? strlen(list_rv) : 0);
     if (rv_copy == NULL) {
         rc = GX_ENOMEM;
@@ -439,8 +457,9 @@ apply_node_list(struct gx_kube *k, const char *body, size_t len, char **rv, stru
     for (size_t i = 0; i < n; i++) {
         struct node_entry *e;
 
-        if (nodes[i].name == NULL || nodes[i].name[0] == '\0')
+        if (nodes[i].name == NULL || nodes[i].name[0] == '\0') {
             continue;
+        }
         e = calloc(1, sizeof(*e));
         if (e == NULL) {
             rc = GX_ENOMEM;
@@ -499,8 +518,9 @@ apply_node_event(struct gx_kube *k, const struct gx_watch_event *ev, struct gx_a
     e->info = ev->obj.node;
     e->own = a;
     rc = store_put(&k->store, e);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         entry_free(e);
+    }
     k->arr_dirty = true;
     return rc;
 }
@@ -522,8 +542,9 @@ add_escaped(struct gx_buf *b, const char *s)
     char *esc = malloc(n);
     enum gx_err rc;
 
-    if (esc == NULL)
+    if (esc == NULL) {
         return GX_ENOMEM;
+    }
     rc = gx_httpc_escape(s, esc, n) ? gx_buf_adds(b, esc) : GX_ETOOBIG;
     free(esc);
     return rc;
@@ -538,8 +559,9 @@ current_selector(const struct stream *s, char **out)
 
     *out = NULL;
     if (s->kind == GX_KIND_NODE) {
-        if (cfg->kube_node_selector == NULL || cfg->kube_node_selector[0] == '\0')
+        if (cfg->kube_node_selector == NULL || cfg->kube_node_selector[0] == '\0') {
             return GX_OK;
+        }
         *out = gx_strndup(cfg->kube_node_selector, strlen(cfg->kube_node_selector));
         return *out != NULL ? GX_OK : GX_ENOMEM;
     }
@@ -570,14 +592,16 @@ stream_url(const struct stream *s, bool watch, struct gx_buf *b)
         sep = '&';
         if (rc == GX_OK && s->rv != NULL && s->rv[0] != '\0') {
             rc = gx_buf_adds(b, "&resourceVersion=");
-            if (rc == GX_OK)
+            if (rc == GX_OK) {
                 rc = add_escaped(b, s->rv);
+            }
         }
     }
     if (rc == GX_OK && sel != NULL && sel[0] != '\0') {
         rc = gx_buf_addf(b, "%clabelSelector=", sep);
-        if (rc == GX_OK)
+        if (rc == GX_OK) {
             rc = add_escaped(b, sel);
+        }
     }
     return rc;
 }
@@ -589,8 +613,9 @@ stream_schedule(struct stream *s, int64_t delay_ms)
 {
     struct timeval tv;
 
-    if (delay_ms < 0)
+    if (delay_ms < 0) {
         delay_ms = 0;
+    }
     tv.tv_sec = (time_t)(delay_ms / 1000);
     tv.tv_usec = (suseconds_t)((delay_ms % 1000) * 1000);
     s->state = ST_WAIT;
@@ -615,8 +640,9 @@ stream_next(struct stream *s, enum next_step step)
 
     /* Relisting at once after a watch that died young would spin against a sick server. */
     if (step == NEXT_LIST_NOW && s->watch_events == 0 &&
-        gx_mono_ms() - s->watch_start_ms < KUBE_SHORT_WATCH_MS)
+        gx_mono_ms() - s->watch_start_ms < KUBE_SHORT_WATCH_MS) {
         now = false;
+    }
     s->relist = list;
     s->want_relist = false;
     stream_schedule(s, now ? 0 : stream_backoff(s));
@@ -629,10 +655,11 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (s->relist || s->rv == NULL)
+    if (s->relist || s->rv == NULL) {
         start_list(s);
-    else
+    } else {
         start_watch(s);
+    }
 }
 
 /* Stop the transfer of @s (never called from inside a libcurl callback). */
@@ -671,11 +698,13 @@ decode_pod_list(struct gx_kube *k, const char *body, size_t len, struct gx_arena
     enum gx_err rc;
 
     rc = gx_kobj_decode_pod_list(body, len, max_depth(k), a, pods, n, &list_rv, why);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     copy = gx_strndup(list_rv != NULL ? list_rv : "", list_rv != NULL ? strlen(list_rv) : 0);
-    if (copy == NULL)
+    if (copy == NULL) {
         return GX_ENOMEM;
+    }
     *rv = copy;
     return GX_OK;
 }
@@ -708,10 +737,11 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
         (void)snprintf(detail, sizeof(detail), "HTTP %ld: %.200s", res->status, res->body);
         goto out;
     }
-    if (s->kind == GX_KIND_NODE)
+    if (s->kind == GX_KIND_NODE) {
         rc = apply_node_list(k, res->body, res->body_len, &rv, &why);
-    else
+    } else {
         rc = decode_pod_list(k, res->body, res->body_len, &pod_arena, &pods, &n_pods, &rv, &why);
+    }
     if (rc != GX_OK) {
         kind = rc == GX_ENOMEM ? GX_UPERR_OTHER : GX_UPERR_PARSE;
         (void)snprintf(detail, sizeof(detail), "%s: %s", gx_strerror(rc), why.text);
@@ -729,12 +759,14 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
     if (s->kind == GX_KIND_NODE) {
         k->synced = true;
         gx_info("kubernetes nodes listed", "nodes=%zu resource_version=%s", k->store.count, s->rv);
-        if (k->cbs.nodes_changed != NULL)
+        if (k->cbs.nodes_changed != NULL) {
             k->cbs.nodes_changed(k->ctx);
+        }
     } else {
         gx_info("kubernetes managed pods listed", "pods=%zu resource_version=%s", n_pods, s->rv);
-        if (k->cbs.pods_listed != NULL)
+        if (k->cbs.pods_listed != NULL) {
             k->cbs.pods_listed(k->ctx, pods, n_pods);
+        }
     }
 out:
     gx_arena_release(&pod_arena);
@@ -767,13 +799,15 @@ start_list(struct stream *s)
     s->want_relist = false;
     free(s->list_selector);
     gx_buf_init(&url, KUBE_URL_MAX);
-    if (current_selector(s, &s->list_selector) != GX_OK || stream_url(s, false, &url) != GX_OK)
+    if (current_selector(s, &s->list_selector) != GX_OK || stream_url(s, false, &url) != GX_OK) {
         goto fail;
+    }
     fill_auth(k, &auth);
     req.url = url.data;
     s->xfer = gx_httpc_start(k->http, &req, list_done_cb, NULL, s);
-    if (s->xfer == NULL)
+    if (s->xfer == NULL) {
         goto fail;
+    }
     k->m->up_requests[GX_UP_KUBERNETES]++;
     gx_buf_release(&url);
     return;
@@ -789,8 +823,9 @@ fail:
 static void
 set_rv(struct stream *s, const char *rv)
 {
-    if (rv != NULL && rv[0] != '\0' && !str_eq(s->rv, rv))
+    if (rv != NULL && rv[0] != '\0' && !str_eq(s->rv, rv)) {
         (void)set_str(&s->rv, rv);
+    }
 }
 
 struct line_ctx {
@@ -847,11 +882,13 @@ line_cb(void *arg, const char *line, size_t len)
                 lc->verdict = V_NOMEM;
                 return rc;
             }
-            if (rc == GX_OK)
+            if (rc == GX_OK) {
                 s->changed = true;
+            }
         } else {
-            if (k->cbs.pod_event != NULL)
+            if (k->cbs.pod_event != NULL) {
                 k->cbs.pod_event(k->ctx, ev.type, &ev.obj.pod);
+            }
             gx_arena_release(a);
             free(a);
         }
@@ -883,14 +920,17 @@ process_inbox(struct stream *s)
         }
     }
     /* A large burst should not pin its buffer for the life of the watch. */
-    if (s->inbox.cap > ((size_t)1 << 20))
+    if (s->inbox.cap > ((size_t)1 << 20)) {
         gx_buf_release(&s->inbox);
-    else
+    } else {
         gx_buf_reset(&s->inbox);
-    if (lc.applied)
+    }
+    if (lc.applied) {
         mark_success(k);
-    if (s->changed && k->cbs.nodes_changed != NULL)
+    }
+    if (s->changed && k->cbs.nodes_changed != NULL) {
         k->cbs.nodes_changed(k->ctx);
+    }
     s->changed = false;
     return lc.verdict;
 }
@@ -930,20 +970,23 @@ defer_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (s->state != ST_WATCH)
+    if (s->state != ST_WATCH) {
         return;
+    }
     v = process_inbox(s);
-    if (v == V_OK && !s->want_relist)
+    if (v == V_OK && !s->want_relist) {
         return;
+    }
     if (s->xfer != NULL) {
         gx_httpc_cancel(s->xfer);
         s->xfer = NULL;
     }
     gx_lines_reset(&s->lines);
-    if (v != V_OK)
+    if (v != V_OK) {
         handle_verdict(s, v);
-    else
+    } else {
         stream_next(s, NEXT_LIST_NOW);
+    }
 }
 
 /* libcurl callback: only queue the bytes (no transfers may start or stop in here). */
@@ -952,8 +995,9 @@ watch_data_cb(void *ctx, const char *data, size_t len)
 {
     struct stream *s = ctx;
 
-    if (gx_buf_add(&s->inbox, data, len) != GX_OK)
+    if (gx_buf_add(&s->inbox, data, len) != GX_OK) {
         return GX_ETOOBIG;
+    }
     event_active(s->defer, EV_TIMEOUT, 0);
     return GX_OK;
 }
@@ -1038,13 +1082,15 @@ start_watch(struct stream *s)
     gx_buf_release(&s->inbox);
     gx_buf_init(&s->inbox, max_event_bytes(k) + KUBE_INBOX_SLACK);
     gx_buf_init(&url, KUBE_URL_MAX);
-    if (stream_url(s, true, &url) != GX_OK)
+    if (stream_url(s, true, &url) != GX_OK) {
         goto fail;
+    }
     fill_auth(k, &auth);
     req.url = url.data;
     s->xfer = gx_httpc_start(k->http, &req, watch_done_cb, watch_data_cb, s);
-    if (s->xfer == NULL)
+    if (s->xfer == NULL) {
         goto fail;
+    }
     k->m->up_requests[GX_UP_KUBERNETES]++;
     gx_debug("kubernetes watch started", "resource=%s resource_version=%s", s->name,
              s->rv != NULL ? s->rv : "");
@@ -1095,14 +1141,18 @@ stream_init(struct gx_kube *k, struct stream *s, enum gx_kind kind, const char *
 static void
 stream_release(struct stream *s)
 {
-    if (s->k == NULL)
+    if (s->k == NULL) {
         return;
-    if (s->timer != NULL && s->defer != NULL)
+    }
+    if (s->timer != NULL && s->defer != NULL) {
         stream_stop(s);
-    if (s->timer != NULL)
+    }
+    if (s->timer != NULL) {
         event_free(s->timer);
-    if (s->defer != NULL)
+    }
+    if (s->defer != NULL) {
         event_free(s->defer);
+    }
     gx_buf_release(&s->inbox);
     gx_lines_release(&s->lines);
     free(s->rv);
@@ -1120,20 +1170,23 @@ gx_kube_new(struct event_base *base, struct gx_httpc *http, const struct gx_conf
     const char *ca;
     int fd;
 
-    if (k == NULL)
+    if (k == NULL) {
         return NULL;
+    }
     k->base = base;
     k->http = http;
     k->cfg = cfg;
     k->m = m;
-    if (cbs != NULL)
+    if (cbs != NULL) {
         k->cbs = *cbs;
+    }
     k->ctx = ctx;
     k->rng = (uint64_t)gx_mono_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)k;
     gx_strmap_init(&k->store);
     k->base_url = make_base_url(cfg, &k->in_cluster, why);
-    if (k->base_url == NULL)
+    if (k->base_url == NULL) {
         goto fail;
+    }
     ca = ca_file(k);
     if (ca != NULL && !cfg->kube_insecure) {
         fd = open(ca, O_RDONLY | O_CLOEXEC);
@@ -1148,9 +1201,10 @@ gx_kube_new(struct event_base *base, struct gx_httpc *http, const struct gx_conf
         gx_why_set(why, "out of memory");
         goto fail;
     }
-    if (cfg->kube_insecure)
+    if (cfg->kube_insecure) {
         gx_warn("TLS verification of the API server is OFF (kubernetes.insecure_skip_verify)",
                 "url=%s", k->base_url);
+    }
     token_refresh(k);
     gx_info("kubernetes source started", "url=%s in_cluster=%s", k->base_url,
             k->in_cluster ? "true" : "false");
@@ -1167,8 +1221,9 @@ gx_kube_free(struct gx_kube *k)
 {
     struct req_rec *r, *next;
 
-    if (k == NULL)
+    if (k == NULL) {
         return;
+    }
     stream_release(&k->nodes);
     stream_release(&k->pods);
     for (r = k->reqs; r != NULL; r = next) {
@@ -1189,17 +1244,19 @@ gx_kube_set_config(struct gx_kube *k, const struct gx_config *cfg)
 {
     struct stream *streams[2] = {&k->nodes, &k->pods};
 
-    if (cfg->kube_insecure && !k->cfg->kube_insecure)
+    if (cfg->kube_insecure && !k->cfg->kube_insecure) {
         gx_warn("TLS verification of the API server is OFF (kubernetes.insecure_skip_verify)",
                 NULL);
+    }
     k->cfg = cfg;
     for (size_t i = 0; i < GX_ARRAY_LEN(streams); i++) {
         struct stream *s = streams[i];
         const char *applied = s->state == ST_LIST ? s->list_selector : s->selector;
         char *sel = NULL;
 
-        if ((s->rv == NULL && s->state != ST_LIST) || current_selector(s, &sel) != GX_OK)
+        if ((s->rv == NULL && s->state != ST_LIST) || current_selector(s, &sel) != GX_OK) {
             continue;
+        }
         if (!str_eq(sel, applied)) {
             gx_info("kubernetes label selector changed, relisting", "resource=%s", s->name);
             stream_request_relist(s);
@@ -1232,10 +1289,12 @@ gx_kube_nodes(struct gx_kube *k, size_t *n)
                 return NULL;
             }
         }
-        while ((e = gx_strmap_next(&k->store, &pos, &key, &klen)) != NULL && i < k->store.count)
+        while ((e = gx_strmap_next(&k->store, &pos, &key, &klen)) != NULL && i < k->store.count) {
             arr[i++] = e->info;
-        if (i > 1)
+        }
+        if (i > 1) {
             qsort(arr, i, sizeof(*arr), node_cmp);
+        }
         free(k->arr);
         k->arr = arr;
         k->n_arr = i;
@@ -1254,12 +1313,14 @@ gx_kube_lists(const struct gx_kube *k)
 static void
 req_unlink(struct gx_kube *k, struct req_rec *r)
 {
-    if (r->prev != NULL)
+    if (r->prev != NULL) {
         r->prev->next = r->next;
-    else
+    } else {
         k->reqs = r->next;
-    if (r->next != NULL)
+    }
+    if (r->next != NULL) {
         r->next->prev = r->prev;
+    }
 }
 
 static void
@@ -1273,18 +1334,20 @@ request_done_cb(void *ctx, const struct gx_httpc_result *res)
     req_unlink(k, r);
     free(r);
     gx_histo_observe(&k->m->up_duration[GX_UP_KUBERNETES], res->seconds);
-    if (res->rc != GX_OK)
+    if (res->rc != GX_OK) {
         count_error(k, res->kind);
-    else if (res->status == 409)
+    } else if (res->status == 409) {
         count_error(k, GX_UPERR_CONFLICT);
-    else if (res->status == 410)
+    } else if (res->status == 410) {
         count_error(k, GX_UPERR_GONE);
-    else if (res->status < 200 || res->status >= 300)
+    } else if (res->status < 200 || res->status >= 300) {
         count_error(k, GX_UPERR_HTTP);
-    else
+    } else {
         mark_success(k);
-    if (done != NULL)
+    }
+    if (done != NULL) {
         done(dctx, res->rc, res->status, res->body, res->body_len);
+    }
 }
 
 struct gx_httpc_xfer *
@@ -1305,11 +1368,13 @@ gx_kube_request(struct gx_kube *k, const char *method, const char *path, const c
     struct req_rec *r;
     struct gx_buf url;
 
-    if (method == NULL || path == NULL || path[0] != '/')
+    if (method == NULL || path == NULL || path[0] != '/') {
         return NULL;
+    }
     r = calloc(1, sizeof(*r));
-    if (r == NULL)
+    if (r == NULL) {
         return NULL;
+    }
     gx_buf_init(&url, KUBE_URL_MAX);
     if (gx_buf_addf(&url, "%s%s", k->base_url, path) != GX_OK) {
         gx_buf_release(&url);
@@ -1329,8 +1394,9 @@ gx_kube_request(struct gx_kube *k, const char *method, const char *path, const c
     }
     k->m->up_requests[GX_UP_KUBERNETES]++;
     r->next = k->reqs;
-    if (k->reqs != NULL)
+    if (k->reqs != NULL) {
         k->reqs->prev = r;
+    }
     k->reqs = r;
     return r->xfer;
 }
@@ -1340,8 +1406,9 @@ gx_kube_cancel(struct gx_kube *k, struct gx_httpc_xfer *x)
 {
     struct req_rec *r;
 
-    if (k == NULL || x == NULL)
+    if (k == NULL || x == NULL) {
         return;
+    }
     for (r = k->reqs; r != NULL; r = r->next) {
         if (r->xfer == x) {
             req_unlink(k, r);

@@ -76,15 +76,18 @@ op_free(struct op *o)
 {
     struct gx_leases *ls = o->ls;
 
-    if (o->prev != NULL)
+    if (o->prev != NULL) {
         o->prev->next = o->next;
-    else
+    } else {
         ls->ops = o->next;
-    if (o->next != NULL)
+    }
+    if (o->next != NULL) {
         o->next->prev = o->prev;
+    }
     gx_kube_cancel(o->ls->kube, o->xfer);
-    if (o->retry != NULL)
+    if (o->retry != NULL) {
         event_free(o->retry);
+    }
     free(o->orig);
     free(o->wrote);
     free(o);
@@ -111,11 +114,13 @@ cache_set(struct gx_ledger *l, const char *node, const struct gx_tenant *t, size
 {
     for (size_t i = 0; i < n; i++) {
         const struct gx_ledger_node *held = gx_ledger_find_pod(l, t[i].uid);
-        if (held != NULL && strcmp(held->node, node) != 0)
+        if (held != NULL && strcmp(held->node, node) != 0) {
             (void)gx_ledger_release(l, t[i].uid);
+        }
     }
-    if (gx_ledger_set_node(l, node, t, n, rv) != GX_OK)
+    if (gx_ledger_set_node(l, node, t, n, rv) != GX_OK) {
         gx_warn("ledger lease holds inconsistent tenants, ignoring it", "node=%s", node);
+    }
 }
 
 /* Copy the cache's tenants of @node into a heap array. */
@@ -126,11 +131,13 @@ cache_copy(const struct gx_ledger *l, const char *node, struct gx_tenant **t, si
 
     *t = NULL;
     *n = 0;
-    if (e == NULL || e->n_tenants == 0)
+    if (e == NULL || e->n_tenants == 0) {
         return GX_OK;
+    }
     *t = malloc(e->n_tenants * sizeof(**t));
-    if (*t == NULL)
+    if (*t == NULL) {
         return GX_ENOMEM;
+    }
     memcpy(*t, e->tenants, e->n_tenants * sizeof(**t));
     *n = e->n_tenants;
     return GX_OK;
@@ -152,12 +159,14 @@ lease_decode(const cJSON *lease, char *rv, size_t rvlen, struct gx_tenant **t, s
         return GX_EPARSE;
     }
     (void)snprintf(rv, rvlen, "%s", v->valuestring);
-    if (node != NULL)
+    if (node != NULL) {
         *node = cJSON_IsString(nd) ? nd->valuestring : NULL;
+    }
     *t = NULL;
     *n = 0;
-    if (ten == NULL)
+    if (ten == NULL) {
         return GX_OK;
+    }
     if (!cJSON_IsString(ten)) {
         gx_why_set(why, "annotation " TENANTS_ANNOTATION " must be a string");
         return GX_EPARSE;
@@ -174,30 +183,40 @@ lease_encode(const struct op *o, const struct gx_ledger_node *e, struct gx_buf *
 
     gx_buf_init(&tenants, LEASE_BODY_CAP);
     rc = gx_ledger_node_encode(e != NULL ? e : &empty, &tenants);
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_buf_adds(out, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
                               "\"metadata\":{\"name\":");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_add_json_str(out, o->name, strlen(o->name));
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"namespace\":");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_add_json_str(out, o->ls->cfg->kube_namespace,
                                  strlen(o->ls->cfg->kube_namespace));
-    if (rc == GX_OK && o->exists)
+    }
+    if (rc == GX_OK && o->exists) {
         rc = gx_buf_addf(out, ",\"resourceVersion\":\"%s\"", o->rv);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"labels\":{\"" LEASE_LABEL "\":\"true\","
                               "\"app.kubernetes.io/managed-by\":\"gpu-extender\"},"
                               "\"annotations\":{\"" NODE_ANNOTATION "\":");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_add_json_str(out, o->node, strlen(o->node));
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"" TENANTS_ANNOTATION "\":");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_add_json_str(out, tenants.data ? tenants.data : "", tenants.len);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_adds(out, "}},\"spec\":{\"holderIdentity\":\"gpu-extender\"}}");
+    }
     gx_buf_release(&tenants);
     return rc;
 }
@@ -208,8 +227,9 @@ op_timeout(const struct op *o)
     int64_t left = o->deadline_ms - gx_mono_ms();
     int64_t cap = (int64_t)o->ls->cfg->kube_timeout_s * 1000;
 
-    if (left > cap)
+    if (left > cap) {
         left = cap;
+    }
     return left < 50 ? 50 : (long)left;
 }
 
@@ -236,10 +256,12 @@ op_retry(struct op *o, const char *why)
     }
     ls->rng ^= ls->rng << 13, ls->rng ^= ls->rng >> 7, ls->rng ^= ls->rng << 17;
     tv.tv_usec = (suseconds_t)(ls->rng % (uint64_t)(5000 * o->attempts + 1));
-    if (o->retry == NULL)
+    if (o->retry == NULL) {
         o->retry = evtimer_new(ls->base, retry_cb, o);
-    if (o->retry == NULL || evtimer_add(o->retry, &tv) != 0)
+    }
+    if (o->retry == NULL || evtimer_add(o->retry, &tv) != 0) {
         op_finish(o, GX_ENOMEM, "out of memory");
+    }
 }
 
 static void
@@ -255,8 +277,9 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         struct gx_tenant *t = NULL;
         size_t n = 0;
         j = cJSON_ParseWithLength(body, len);
-        if (j != NULL && lease_decode(j, rv, sizeof(rv), &t, &n, NULL, NULL) == GX_OK)
+        if (j != NULL && lease_decode(j, rv, sizeof(rv), &t, &n, NULL, NULL) == GX_OK) {
             cache_set(ls->ledger, o->node, o->wrote, o->n_wrote, rv);
+        }
         free(t);
         cJSON_Delete(j);
         op_finish(o, GX_OK, "");
@@ -290,8 +313,9 @@ op_apply(struct op *o)
     cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
     rc = o->mutate(o->ctx, ls->ledger, o->node, &write, &why);
     if (rc != GX_OK || !write) {
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+        }
         op_finish(o, rc, why.text);
         return;
     }
@@ -307,12 +331,13 @@ op_apply(struct op *o)
         op_finish(o, GX_ETOOBIG, "the ledger lease would be too large");
         return;
     }
-    if (o->exists)
+    if (o->exists) {
         (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
                        ls->cfg->kube_namespace, o->name);
-    else
+    } else {
         (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
                        ls->cfg->kube_namespace);
+    }
     ls->m->up_requests[GX_UP_KUBERNETES]++;
     o->xfer = gx_kube_request(ls->kube, o->exists ? "PUT" : "POST", path, body.data, body.len,
                               "application/json", op_timeout(o), put_done, o);
@@ -342,14 +367,15 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     if (rc != GX_OK || status != 200) {
-        o->ls->m->up_errors[GX_UP_KUBERNETES][rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT
-                                                                 : GX_UPERR_HTTP]++;
+        o->ls->m
+            ->up_errors[GX_UP_KUBERNETES][rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
         (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s (HTTP %ld)",
                        gx_strerror(rc), status);
-        if (rc == GX_OK && status >= 500)
+        if (rc == GX_OK && status >= 500) {
             op_retry(o, msg);
-        else
+        } else {
             op_finish(o, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
+        }
         return;
     }
     j = cJSON_ParseWithLength(body, len);
@@ -377,8 +403,9 @@ op_get(struct op *o)
                    o->ls->cfg->kube_namespace, o->name);
     o->ls->m->up_requests[GX_UP_KUBERNETES]++;
     o->xfer = gx_kube_request(o->ls->kube, "GET", path, NULL, 0, NULL, op_timeout(o), get_done, o);
-    if (o->xfer == NULL)
+    if (o->xfer == NULL) {
         op_finish(o, GX_ENOMEM, "cannot start the lease read");
+    }
 }
 
 bool
@@ -387,11 +414,13 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
 {
     struct op *o;
 
-    if (strlen(node) >= sizeof(o->node))
+    if (strlen(node) >= sizeof(o->node)) {
         return false;
+    }
     o = calloc(1, sizeof(*o));
-    if (o == NULL)
+    if (o == NULL) {
         return false;
+    }
     o->ls = ls;
     (void)snprintf(o->node, sizeof(o->node), "%s", node);
     gx_leases_name(node, o->name, sizeof(o->name));
@@ -400,8 +429,9 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
     o->done = done;
     o->ctx = ctx;
     o->next = ls->ops;
-    if (ls->ops != NULL)
+    if (ls->ops != NULL) {
         ls->ops->prev = o;
+    }
     ls->ops = o;
     op_get(o);
     return true;
@@ -426,8 +456,9 @@ listed(const cJSON *items, const char *node)
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
         const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
         const cJSON *nd = cJSON_GetObjectItemCaseSensitive(ann, NODE_ANNOTATION);
-        if (cJSON_IsString(nd) && strcmp(nd->valuestring, node) == 0)
+        if (cJSON_IsString(nd) && strcmp(nd->valuestring, node) == 0) {
             return true;
+        }
     }
     return false;
 }
@@ -437,17 +468,20 @@ collect_stale(void *ctx, const struct gx_ledger_node *n)
 {
     struct seen_nodes *s = ctx;
 
-    if (n->n_tenants > 0 && !listed(s->items, n->node) && s->n_stale < GX_ARRAY_LEN(s->stale))
+    if (n->n_tenants > 0 && !listed(s->items, n->node) && s->n_stale < GX_ARRAY_LEN(s->stale)) {
         s->stale[s->n_stale++] = n->node;
+    }
 }
 
 /* True when an update of @node is in flight: its own result will refresh the cache. */
 static bool
 busy(const struct gx_leases *ls, const char *node)
 {
-    for (const struct op *o = ls->ops; o != NULL; o = o->next)
-        if (strcmp(o->node, node) == 0)
+    for (const struct op *o = ls->ops; o != NULL; o = o->next) {
+        if (strcmp(o->node, node) == 0) {
             return true;
+        }
+    }
     return false;
 }
 
@@ -487,18 +521,22 @@ list_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         struct gx_why why = {{0}};
 
         if (lease_decode(it, rv, sizeof(rv), &t, &n, &node, &why) == GX_OK && node != NULL &&
-            !busy(ls, node))
+            !busy(ls, node)) {
             cache_set(ls->ledger, node, t, n, rv);
+        }
         free(t);
     }
     /* A Lease that disappeared takes its tenants with it. */
     gx_ledger_each(ls->ledger, collect_stale, &s);
-    for (size_t i = 0; i < s.n_stale; i++)
-        if (!busy(ls, s.stale[i]))
+    for (size_t i = 0; i < s.n_stale; i++) {
+        if (!busy(ls, s.stale[i])) {
             cache_set(ls->ledger, s.stale[i], NULL, 0, NULL);
+        }
+    }
     cJSON_Delete(j);
-    if (!ls->synced)
+    if (!ls->synced) {
         gx_info("ledger synced from leases", "namespace=%s", ls->cfg->kube_namespace);
+    }
     ls->synced = true;
     arm_sync(ls);
 }
@@ -511,15 +549,17 @@ sync_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (ls->list_xfer != NULL)
+    if (ls->list_xfer != NULL) {
         return;
+    }
     (void)snprintf(path, sizeof(path),
                    "/apis/coordination.k8s.io/v1/namespaces/%s/leases?labelSelector=%s%%3Dtrue",
                    ls->cfg->kube_namespace, "gpu-extender.io%2Fledger");
     ls->m->up_requests[GX_UP_KUBERNETES]++;
     ls->list_xfer = gx_kube_request(ls->kube, "GET", path, NULL, 0, NULL, 0, list_done, ls);
-    if (ls->list_xfer == NULL)
+    if (ls->list_xfer == NULL) {
         arm_sync(ls);
+    }
 }
 
 struct gx_leases *
@@ -529,8 +569,9 @@ gx_leases_new(struct event_base *base, struct gx_kube *kube, const struct gx_con
     struct gx_leases *ls = calloc(1, sizeof(*ls));
     struct timeval now = {0, 0};
 
-    if (ls == NULL)
+    if (ls == NULL) {
         return NULL;
+    }
     ls->base = base;
     ls->kube = kube;
     ls->cfg = cfg;
@@ -549,13 +590,16 @@ gx_leases_new(struct event_base *base, struct gx_kube *kube, const struct gx_con
 void
 gx_leases_free(struct gx_leases *ls)
 {
-    if (ls == NULL)
+    if (ls == NULL) {
         return;
-    while (ls->ops != NULL)
+    }
+    while (ls->ops != NULL) {
         op_free(ls->ops);
+    }
     gx_kube_cancel(ls->kube, ls->list_xfer);
-    if (ls->sync_timer != NULL)
+    if (ls->sync_timer != NULL) {
         event_free(ls->sync_timer);
+    }
     free(ls);
 }
 

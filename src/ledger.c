@@ -55,8 +55,9 @@ uid_len(const char *uid)
 {
     const char *end = memchr(uid, '\0', GX_UID_MAX);
 
-    if (end == NULL)
+    if (end == NULL) {
         return 0;
+    }
     return (size_t)(end - uid);
 }
 
@@ -73,11 +74,13 @@ uid_find(const struct gx_ledger *l, const char *uid)
 {
     struct uid_link *k;
 
-    if (l->n_buckets == 0)
+    if (l->n_buckets == 0) {
         return NULL;
+    }
     for (k = l->buckets[uid_bucket(uid, l->n_buckets)]; k != NULL; k = k->next) {
-        if (strcmp(k->uid, uid) == 0)
+        if (strcmp(k->uid, uid) == 0) {
             return k;
+        }
     }
     return NULL;
 }
@@ -89,13 +92,16 @@ uid_reserve(struct gx_ledger *l, size_t extra)
     size_t want = l->n_buckets ? l->n_buckets : 64;
     struct uid_link **nb;
 
-    while (want < (l->n_uids + extra))
+    while (want < (l->n_uids + extra)) {
         want *= 2;
-    if (want == l->n_buckets)
+    }
+    if (want == l->n_buckets) {
         return GX_OK;
+    }
     nb = calloc(want, sizeof(*nb));
-    if (nb == NULL)
+    if (nb == NULL) {
         return GX_ENOMEM;
+    }
     for (size_t i = 0; i < l->n_buckets; i++) {
         struct uid_link *k = l->buckets[i];
         while (k != NULL) {
@@ -129,8 +135,9 @@ uid_remove(struct gx_ledger *l, const char *uid)
 {
     struct uid_link **pp;
 
-    if (l->n_buckets == 0)
+    if (l->n_buckets == 0) {
         return;
+    }
     for (pp = &l->buckets[uid_bucket(uid, l->n_buckets)]; *pp != NULL; pp = &(*pp)->next) {
         if (strcmp((*pp)->uid, uid) == 0) {
             struct uid_link *k = *pp;
@@ -148,8 +155,9 @@ uid_link_new(const char *uid, struct gx_ledger_node *node)
 {
     struct uid_link *k = calloc(1, sizeof(*k));
 
-    if (k == NULL)
+    if (k == NULL) {
         return NULL;
+    }
     memcpy(k->uid, uid, strlen(uid) + 1);
     k->node = node;
     return k;
@@ -160,8 +168,9 @@ gx_ledger_new(void)
 {
     struct gx_ledger *l = calloc(1, sizeof(*l));
 
-    if (l == NULL)
+    if (l == NULL) {
         return NULL;
+    }
     gx_strmap_init(&l->nodes);
     return l;
 }
@@ -170,8 +179,9 @@ gx_ledger_new(void)
 static void
 entry_free(struct gx_ledger_node *e)
 {
-    if (e == NULL)
+    if (e == NULL) {
         return;
+    }
     free(e->node);
     free(e->tenants);
     free(e->resource_version);
@@ -181,11 +191,13 @@ entry_free(struct gx_ledger_node *e)
 void
 gx_ledger_free(struct gx_ledger *l)
 {
-    if (l == NULL)
+    if (l == NULL) {
         return;
+    }
     for (size_t i = 0; i < l->nodes.cap; i++) {
-        if (l->nodes.slots[i].key != NULL)
+        if (l->nodes.slots[i].key != NULL) {
             entry_free(l->nodes.slots[i].value);
+        }
     }
     gx_strmap_release(&l->nodes);
     for (size_t i = 0; i < l->n_buckets; i++) {
@@ -214,11 +226,13 @@ entry_get_or_create(struct gx_ledger *l, const char *node)
     struct gx_ledger_node *e = entry_get(l, node);
     size_t len = strlen(node);
 
-    if (e != NULL)
+    if (e != NULL) {
         return e;
+    }
     e = calloc(1, sizeof(*e));
-    if (e == NULL)
+    if (e == NULL) {
         return NULL;
+    }
     e->node = gx_strndup(node, len);
     if (e->node == NULL || gx_strmap_put(&l->nodes, e->node, len, e) != GX_OK) {
         entry_free(e);
@@ -234,13 +248,16 @@ entry_reserve(struct gx_ledger_node *e, size_t extra)
     size_t want = e->cap ? e->cap : 8;
     struct gx_tenant *nt;
 
-    while (want < e->n_tenants + extra)
+    while (want < e->n_tenants + extra) {
         want *= 2;
-    if (want == e->cap)
+    }
+    if (want == e->cap) {
         return GX_OK;
+    }
     nt = realloc(e->tenants, want * sizeof(*nt));
-    if (nt == NULL)
+    if (nt == NULL) {
         return GX_ENOMEM;
+    }
     e->tenants = nt;
     e->cap = want;
     return GX_OK;
@@ -257,8 +274,9 @@ entry_remove_uid(struct gx_ledger_node *e, const char *uid)
             removed++;
             continue;
         }
-        if (w != r)
+        if (w != r) {
             e->tenants[w] = e->tenants[r];
+        }
         w++;
     }
     e->n_tenants = w;
@@ -270,12 +288,14 @@ static void
 entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (e == NULL)
+    if (e == NULL) {
         return;
+    }
     for (size_t i = 0; i < e->n_tenants; i++) {
         const struct gx_tenant *t = &e->tenants[i];
-        if (t->card != card)
+        if (t->card != card) {
             continue;
+        }
         u->tenants++;
         if (t->exclusive) {
             u->exclusive = true;
@@ -283,16 +303,18 @@ entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage 
         }
         u->slices += t->slices;
         u->memory_mib += t->memory_mib;
-        if (t->util_pct > 0)
+        if (t->util_pct > 0) {
             u->util_pct += t->util_pct;
+        }
     }
 }
 
 const struct gx_ledger_node *
 gx_ledger_node(const struct gx_ledger *l, const char *node)
 {
-    if (l == NULL || node == NULL)
+    if (l == NULL || node == NULL) {
         return NULL;
+    }
     return entry_get(l, node);
 }
 
@@ -307,8 +329,9 @@ gx_ledger_find_pod(const struct gx_ledger *l, const char *uid)
 {
     const struct uid_link *k;
 
-    if (l == NULL || uid == NULL)
+    if (l == NULL || uid == NULL) {
         return NULL;
+    }
     k = uid_find(l, uid);
     return k != NULL ? k->node : NULL;
 }
@@ -317,20 +340,27 @@ gx_ledger_find_pod(const struct gx_ledger *l, const char *uid)
 static bool
 tenant_valid(const struct gx_tenant *t)
 {
-    if (uid_len(t->uid) == 0 || memchr(t->pod, '\0', sizeof(t->pod)) == NULL)
+    if (uid_len(t->uid) == 0 || memchr(t->pod, '\0', sizeof(t->pod)) == NULL) {
         return false;
-    if (t->card < GX_CARD_ANY || t->card > LEDGER_MAX_CARD)
+    }
+    if (t->card < GX_CARD_ANY || t->card > LEDGER_MAX_CARD) {
         return false;
-    if (t->card == GX_CARD_ANY && t->exclusive)
+    }
+    if (t->card == GX_CARD_ANY && t->exclusive) {
         return false;
-    if (t->slices < (t->exclusive ? 0 : 1) || t->slices > LEDGER_MAX_SLICES)
+    }
+    if (t->slices < (t->exclusive ? 0 : 1) || t->slices > LEDGER_MAX_SLICES) {
         return false;
-    if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB)
+    }
+    if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB) {
         return false;
-    if (!(t->util_pct == -1.0 || (t->util_pct >= 0.0 && t->util_pct <= 100.0)))
+    }
+    if (!(t->util_pct == -1.0 || (t->util_pct >= 0.0 && t->util_pct <= 100.0))) {
         return false;
-    if (t->state != GX_TENANT_RESERVED && t->state != GX_TENANT_BOUND)
+    }
+    if (t->state != GX_TENANT_RESERVED && t->state != GX_TENANT_BOUND) {
         return false;
+    }
     return t->since_ms >= 0;
 }
 
@@ -341,11 +371,13 @@ entry_same_tenants(const struct gx_ledger_node *e, const struct gx_tenant *t, si
     size_t have = 0;
 
     for (size_t i = 0; i < e->n_tenants; i++) {
-        if (strcmp(e->tenants[i].uid, t[0].uid) == 0)
+        if (strcmp(e->tenants[i].uid, t[0].uid) == 0) {
             have++;
+        }
     }
-    if (have != n)
+    if (have != n) {
         return false;
+    }
     for (size_t j = 0; j < n; j++) {
         bool found = false;
         for (size_t i = 0; i < e->n_tenants && !found; i++) {
@@ -354,8 +386,9 @@ entry_same_tenants(const struct gx_ledger_node *e, const struct gx_tenant *t, si
                     o->exclusive == t[j].exclusive && o->slices == t[j].slices &&
                     o->memory_mib == t[j].memory_mib;
         }
-        if (!found)
+        if (!found) {
             return false;
+        }
     }
     return true;
 }
@@ -370,46 +403,60 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
     enum gx_err rc;
 
     if (l == NULL || node == NULL || node[0] == '\0' || t == NULL || n == 0 ||
-        n > LEDGER_MAX_TENANTS || (n_cards > 0 && slots_per_card == NULL))
+        n > LEDGER_MAX_TENANTS || (n_cards > 0 && slots_per_card == NULL)) {
         return GX_EINVAL;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (!tenant_valid(&t[i]) || strcmp(t[i].uid, t[0].uid) != 0)
+        if (!tenant_valid(&t[i]) || strcmp(t[i].uid, t[0].uid) != 0) {
             return GX_EINVAL;
-        if (t[i].card != GX_CARD_ANY && (size_t)t[i].card >= n_cards)
+        }
+        if (t[i].card != GX_CARD_ANY && (size_t)t[i].card >= n_cards) {
             return GX_EINVAL;
+        }
         for (size_t j = 0; j < i; j++) {
-            if (t[j].card == t[i].card)
+            if (t[j].card == t[i].card) {
                 return GX_EINVAL;
+            }
         }
     }
     held = uid_find(l, t[0].uid);
     e = entry_get(l, node);
     if (held != NULL) {
-        if (held->node != e)
+        if (held->node != e) {
             return GX_ECONFLICT;
+        }
         return entry_same_tenants(e, t, n) ? GX_OK : GX_ECONFLICT;
     }
-    if (e != NULL && e->n_tenants + n > LEDGER_MAX_TENANTS)
+    if (e != NULL && e->n_tenants + n > LEDGER_MAX_TENANTS) {
         return GX_ECONFLICT;
+    }
     for (size_t i = 0; i < n; i++) {
         struct gx_card_usage u;
-        if (t[i].card == GX_CARD_ANY)
+        if (t[i].card == GX_CARD_ANY) {
             continue;
+        }
         entry_card_usage(e, t[i].card, &u);
-        if (t[i].exclusive && u.tenants > 0)
+        if (t[i].exclusive && u.tenants > 0) {
             return GX_ECONFLICT;
-        if (!t[i].exclusive && (u.exclusive || u.slices + t[i].slices > slots_per_card[t[i].card]))
+        }
+        if (!t[i].exclusive &&
+            (u.exclusive || u.slices + t[i].slices > slots_per_card[t[i].card])) {
             return GX_ECONFLICT;
+        }
     }
     /* Every allocation happens before the first visible change. */
-    if ((rc = uid_reserve(l, 1)) != GX_OK)
+    if ((rc = uid_reserve(l, 1)) != GX_OK) {
         return rc;
-    if ((e = entry_get_or_create(l, node)) == NULL)
+    }
+    if ((e = entry_get_or_create(l, node)) == NULL) {
         return GX_ENOMEM;
-    if ((rc = entry_reserve(e, n)) != GX_OK)
+    }
+    if ((rc = entry_reserve(e, n)) != GX_OK) {
         return rc;
-    if ((k = uid_link_new(t[0].uid, e)) == NULL)
+    }
+    if ((k = uid_link_new(t[0].uid, e)) == NULL) {
         return GX_ENOMEM;
+    }
     memcpy(&e->tenants[e->n_tenants], t, n * sizeof(*t));
     e->n_tenants += n;
     uid_insert(l, k);
@@ -421,14 +468,17 @@ gx_ledger_mark_bound(struct gx_ledger *l, const char *uid)
 {
     struct uid_link *k;
 
-    if (l == NULL || uid == NULL)
+    if (l == NULL || uid == NULL) {
         return GX_ENOTFOUND;
+    }
     k = uid_find(l, uid);
-    if (k == NULL)
+    if (k == NULL) {
         return GX_ENOTFOUND;
+    }
     for (size_t i = 0; i < k->node->n_tenants; i++) {
-        if (strcmp(k->node->tenants[i].uid, uid) == 0)
+        if (strcmp(k->node->tenants[i].uid, uid) == 0) {
             k->node->tenants[i].state = GX_TENANT_BOUND;
+        }
     }
     return GX_OK;
 }
@@ -439,11 +489,13 @@ gx_ledger_release(struct gx_ledger *l, const char *uid)
     struct uid_link *k;
     size_t removed;
 
-    if (l == NULL || uid == NULL)
+    if (l == NULL || uid == NULL) {
         return 0;
+    }
     k = uid_find(l, uid);
-    if (k == NULL)
+    if (k == NULL) {
         return 0;
+    }
     removed = entry_remove_uid(k->node, uid);
     uid_remove(l, uid);
     return removed;
@@ -454,14 +506,16 @@ gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms)
 {
     size_t removed = 0;
 
-    if (l == NULL)
+    if (l == NULL) {
         return 0;
+    }
     for (size_t s = 0; s < l->nodes.cap; s++) {
         struct gx_ledger_node *e = l->nodes.slots[s].value;
         size_t i = 0;
 
-        if (l->nodes.slots[s].key == NULL)
+        if (l->nodes.slots[s].key == NULL) {
             continue;
+        }
         while (i < e->n_tenants) {
             const struct gx_tenant *t = &e->tenants[i];
             char uid[GX_UID_MAX];
@@ -485,8 +539,9 @@ static bool
 uid_seen_before(const struct gx_tenant *t, size_t i)
 {
     for (size_t j = 0; j < i; j++) {
-        if (strcmp(t[j].uid, t[i].uid) == 0)
+        if (strcmp(t[j].uid, t[i].uid) == 0) {
             return true;
+        }
     }
     return false;
 }
@@ -501,21 +556,27 @@ set_node_check(const struct gx_ledger *l, const struct gx_ledger_node *e, const 
     for (size_t i = 0; i < n; i++) {
         const struct uid_link *k;
 
-        if (!tenant_valid(&t[i]))
+        if (!tenant_valid(&t[i])) {
             return GX_EINVAL;
-        for (size_t j = 0; j < i; j++) {
-            if (t[j].card != t[i].card)
-                continue;
-            if (strcmp(t[j].uid, t[i].uid) == 0)
-                return GX_EINVAL;
-            if (t[j].exclusive || t[i].exclusive)
-                return GX_ECONFLICT;
         }
-        if (uid_seen_before(t, i))
+        for (size_t j = 0; j < i; j++) {
+            if (t[j].card != t[i].card) {
+                continue;
+            }
+            if (strcmp(t[j].uid, t[i].uid) == 0) {
+                return GX_EINVAL;
+            }
+            if (t[j].exclusive || t[i].exclusive) {
+                return GX_ECONFLICT;
+            }
+        }
+        if (uid_seen_before(t, i)) {
             continue;
+        }
         k = uid_find(l, t[i].uid);
-        if (k != NULL && (e == NULL || k->node != e))
+        if (k != NULL && (e == NULL || k->node != e)) {
             return GX_ECONFLICT;
+        }
         fresh++;
     }
     *n_new_uids = fresh;
@@ -534,36 +595,48 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     enum gx_err rc;
 
     if (l == NULL || node == NULL || node[0] == '\0' || (n > 0 && t == NULL) ||
-        n > LEDGER_MAX_TENANTS)
+        n > LEDGER_MAX_TENANTS) {
         return GX_EINVAL;
-    e = entry_get(l, node);
-    if ((rc = set_node_check(l, e, t, n, &n_uids)) != GX_OK)
-        return rc;
-    rc = GX_ENOMEM;
-    if (n > 0 && (copy = malloc(n * sizeof(*copy))) == NULL)
-        goto out;
-    if (n > 0 && (links = calloc(n, sizeof(*links))) == NULL)
-        goto out;
-    if (resource_version != NULL &&
-        (rv = gx_strndup(resource_version, strlen(resource_version))) == NULL)
-        goto out;
-    if ((e = entry_get_or_create(l, node)) == NULL)
-        goto out;
-    for (size_t i = 0; links != NULL && i < n; i++) {
-        if (uid_seen_before(t, i))
-            continue;
-        if ((links[li++] = uid_link_new(t[i].uid, e)) == NULL)
-            goto out;
     }
-    if ((rc = uid_reserve(l, n_uids)) != GX_OK)
+    e = entry_get(l, node);
+    if ((rc = set_node_check(l, e, t, n, &n_uids)) != GX_OK) {
+        return rc;
+    }
+    rc = GX_ENOMEM;
+    if (n > 0 && (copy = malloc(n * sizeof(*copy))) == NULL) {
         goto out;
+    }
+    if (n > 0 && (links = calloc(n, sizeof(*links))) == NULL) {
+        goto out;
+    }
+    if (resource_version != NULL &&
+        (rv = gx_strndup(resource_version, strlen(resource_version))) == NULL) {
+        goto out;
+    }
+    if ((e = entry_get_or_create(l, node)) == NULL) {
+        goto out;
+    }
+    for (size_t i = 0; links != NULL && i < n; i++) {
+        if (uid_seen_before(t, i)) {
+            continue;
+        }
+        if ((links[li++] = uid_link_new(t[i].uid, e)) == NULL) {
+            goto out;
+        }
+    }
+    if ((rc = uid_reserve(l, n_uids)) != GX_OK) {
+        goto out;
+    }
     /* Commit: drop the old uids, then index the new ones. */
-    for (size_t i = 0; i < e->n_tenants; i++)
+    for (size_t i = 0; i < e->n_tenants; i++) {
         uid_remove(l, e->tenants[i].uid);
-    for (size_t i = 0; i < li; i++)
+    }
+    for (size_t i = 0; i < li; i++) {
         uid_insert(l, links[i]);
-    if (n > 0)
+    }
+    if (n > 0) {
         memcpy(copy, t, n * sizeof(*copy));
+    }
     free(e->tenants);
     e->tenants = copy;
     e->n_tenants = n;
@@ -575,8 +648,9 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     li = 0;
     rc = GX_OK;
 out:
-    for (size_t i = 0; i < li; i++)
+    for (size_t i = 0; i < li; i++) {
         free(links[i]);
+    }
     free(links);
     free(rv);
     free(copy);
@@ -590,29 +664,35 @@ gx_ledger_totals(const struct gx_ledger *l, int64_t *slices, int64_t *tenants)
 
     for (size_t i = 0; l != NULL && i < l->nodes.cap; i++) {
         const struct gx_ledger_node *e = l->nodes.slots[i].value;
-        if (l->nodes.slots[i].key == NULL)
+        if (l->nodes.slots[i].key == NULL) {
             continue;
+        }
         for (size_t j = 0; j < e->n_tenants; j++) {
-            if (!e->tenants[j].exclusive)
+            if (!e->tenants[j].exclusive) {
                 s += e->tenants[j].slices;
+            }
         }
         n += (int64_t)e->n_tenants;
     }
-    if (slices != NULL)
+    if (slices != NULL) {
         *slices = s;
-    if (tenants != NULL)
+    }
+    if (tenants != NULL) {
         *tenants = n;
+    }
 }
 
 void
 gx_ledger_each(const struct gx_ledger *l, void (*cb)(void *ctx, const struct gx_ledger_node *n),
                void *ctx)
 {
-    if (l == NULL || cb == NULL)
+    if (l == NULL || cb == NULL) {
         return;
+    }
     for (size_t i = 0; i < l->nodes.cap; i++) {
-        if (l->nodes.slots[i].key != NULL)
+        if (l->nodes.slots[i].key != NULL) {
             cb(ctx, l->nodes.slots[i].value);
+        }
     }
 }
 
@@ -622,8 +702,9 @@ encode_tenant(cJSON *arr, const struct gx_tenant *t)
 {
     cJSON *o = cJSON_CreateObject();
 
-    if (o == NULL)
+    if (o == NULL) {
         return GX_ENOMEM;
+    }
     if (!cJSON_AddItemToArray(arr, o)) {
         cJSON_Delete(o);
         return GX_ENOMEM;
@@ -637,8 +718,9 @@ encode_tenant(cJSON *arr, const struct gx_tenant *t)
         cJSON_AddNumberToObject(o, "util_pct", t->util_pct) == NULL ||
         cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
             NULL ||
-        cJSON_AddNumberToObject(o, "since_ms", (double)t->since_ms) == NULL)
+        cJSON_AddNumberToObject(o, "since_ms", (double)t->since_ms) == NULL) {
         return GX_ENOMEM;
+    }
     return GX_OK;
 }
 
@@ -649,24 +731,30 @@ gx_ledger_node_encode(const struct gx_ledger_node *n, struct gx_buf *out)
     char *text = NULL;
     enum gx_err rc = GX_ENOMEM;
 
-    if (n == NULL || out == NULL)
+    if (n == NULL || out == NULL) {
         return GX_EINVAL;
-    for (size_t i = 0; i < n->n_tenants; i++) {
-        if (!tenant_valid(&n->tenants[i]))
-            return GX_EINVAL;
     }
-    if ((root = cJSON_CreateObject()) == NULL)
-        goto out;
-    if (cJSON_AddNumberToObject(root, "v", 1) == NULL ||
-        (arr = cJSON_AddArrayToObject(root, "tenants")) == NULL)
-        goto out;
     for (size_t i = 0; i < n->n_tenants; i++) {
-        if ((rc = encode_tenant(arr, &n->tenants[i])) != GX_OK)
+        if (!tenant_valid(&n->tenants[i])) {
+            return GX_EINVAL;
+        }
+    }
+    if ((root = cJSON_CreateObject()) == NULL) {
+        goto out;
+    }
+    if (cJSON_AddNumberToObject(root, "v", 1) == NULL ||
+        (arr = cJSON_AddArrayToObject(root, "tenants")) == NULL) {
+        goto out;
+    }
+    for (size_t i = 0; i < n->n_tenants; i++) {
+        if ((rc = encode_tenant(arr, &n->tenants[i])) != GX_OK) {
             goto out;
+        }
     }
     rc = GX_ENOMEM;
-    if ((text = cJSON_PrintUnformatted(root)) == NULL)
+    if ((text = cJSON_PrintUnformatted(root)) == NULL) {
         goto out;
+    }
     rc = gx_buf_adds(out, text);
 out:
     cJSON_free(text);
@@ -680,11 +768,13 @@ json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
 {
     double d;
 
-    if (!cJSON_IsNumber(item))
+    if (!cJSON_IsNumber(item)) {
         return false;
+    }
     d = item->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi)
+    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
         return false;
+    }
     *v = (int64_t)d;
     return true;
 }
@@ -711,11 +801,13 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         bool ok = false;
 
         for (f = 0; f < F_N; f++) {
-            if (strcmp(c->string, names[f]) == 0)
+            if (strcmp(c->string, names[f]) == 0) {
                 break;
+            }
         }
-        if (f == F_N)
+        if (f == F_N) {
             continue; /* newer writers may add fields */
+        }
         if (seen[f]) {
             gx_why_set(why, "%s: duplicate key", names[f]);
             return GX_EPARSE;
@@ -725,13 +817,15 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         case F_UID:
             ok = cJSON_IsString(c) && c->valuestring[0] != '\0' &&
                  strlen(c->valuestring) < sizeof(t->uid);
-            if (ok)
+            if (ok) {
                 memcpy(t->uid, c->valuestring, strlen(c->valuestring) + 1);
+            }
             break;
         case F_POD:
             ok = cJSON_IsString(c) && strlen(c->valuestring) < sizeof(t->pod);
-            if (ok)
+            if (ok) {
                 memcpy(t->pod, c->valuestring, strlen(c->valuestring) + 1);
+            }
             break;
         case F_CARD:
             ok = json_int(c, GX_CARD_ANY, LEDGER_MAX_CARD, &v);

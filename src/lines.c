@@ -26,10 +26,12 @@ gx_lines_reset(struct gx_lines *l)
 static enum gx_err
 emit(const char *line, size_t len, gx_line_cb cb, void *ctx)
 {
-    if (len > 0 && line[len - 1] == '\r')
+    if (len > 0 && line[len - 1] == '\r') {
         len--;
-    if (len == 0)
+    }
+    if (len == 0) {
         return GX_OK;
+    }
     return cb(ctx, line, len);
 }
 
@@ -45,20 +47,23 @@ gx_lines_feed(struct gx_lines *l, const char *data, size_t len, gx_line_cb cb, v
 
         if (nl == NULL) {
             /* No end in sight: carry the piece over to the next read. */
-            if (gx_buf_add(&l->pending, data, n) != GX_OK)
+            if (gx_buf_add(&l->pending, data, n) != GX_OK) {
                 return GX_ETOOBIG;
+            }
             return GX_OK;
         }
         if (l->pending.len > 0) {
-            if (gx_buf_add(&l->pending, data, n) != GX_OK)
+            if (gx_buf_add(&l->pending, data, n) != GX_OK) {
                 return GX_ETOOBIG;
+            }
             rc = emit(l->pending.data, l->pending.len, cb, ctx);
             gx_buf_reset(&l->pending);
         } else {
             rc = n > l->max_line ? GX_ETOOBIG : emit(data, n, cb, ctx);
         }
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
         data = nl + 1;
     }
     return GX_OK;

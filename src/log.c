@@ -41,8 +41,9 @@ gx_log_quote(char *out, size_t n, const char *s)
     size_t o = 0;
 
     if (n < 3) {
-        if (n > 0)
+        if (n > 0) {
             out[0] = '\0';
+        }
         return out;
     }
     out[o++] = '"';
@@ -71,14 +72,14 @@ gx_log(enum gx_log_level level, const char *msg, const char *kvfmt, ...)
     size_t o;
     int n;
 
-    if (!gx_log_enabled(level))
+    if (!gx_log_enabled(level)) {
         return;
+    }
     (void)clock_gettime(CLOCK_REALTIME, &now);
     (void)gmtime_r(&now.tv_sec, &tm);
     (void)strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s msg=%s", ts,
-                 now.tv_nsec / 1000000L, level_names[level],
-                 gx_log_quote(qmsg, sizeof(qmsg), msg));
+    n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s msg=%s", ts, now.tv_nsec / 1000000L,
+                 level_names[level], gx_log_quote(qmsg, sizeof(qmsg), msg));
     o = n < 0 ? 0 : (size_t)n;
     if (kvfmt != NULL && o + 2 < sizeof(line)) {
         va_list ap;
@@ -88,8 +89,9 @@ gx_log(enum gx_log_level level, const char *msg, const char *kvfmt, ...)
         va_end(ap);
         o += n < 0 ? 0 : (size_t)n;
     }
-    if (o >= sizeof(line) - 1)
+    if (o >= sizeof(line) - 1) {
         o = sizeof(line) - 2;
+    }
     line[o++] = '\n';
     line[o] = '\0';
     (void)fputs(line, stderr);

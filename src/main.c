@@ -19,14 +19,15 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: gpu-extender --config FILE          serve the extender\n"
-               "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
-               "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
-               "                                           explain decisions for a pod\n"
-               "       gpu-extender explain --server URL --pod POD.json [--json]\n"
-               "                                           ask a running instance (its\n"
-               "                                           /debug/explain, server.debug_endpoints)\n"
-               "       gpu-extender --version\n");
+    fprintf(f,
+            "usage: gpu-extender --config FILE          serve the extender\n"
+            "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
+            "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
+            "                                           explain decisions for a pod\n"
+            "       gpu-extender explain --server URL --pod POD.json [--json]\n"
+            "                                           ask a running instance (its\n"
+            "                                           /debug/explain, server.debug_endpoints)\n"
+            "       gpu-extender --version\n");
 }
 
 static void
@@ -68,8 +69,9 @@ serve(const char *config_path)
     const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
     int status = 1;
 
-    if (base == NULL)
+    if (base == NULL) {
         return 1;
+    }
     (void)signal(SIGPIPE, SIG_IGN);
     if (gx_app_new(base, config_path, &app, &why) != GX_OK) {
         fprintf(stderr, "gpu-extender: cannot start: %s\n", why.text);
@@ -81,15 +83,18 @@ serve(const char *config_path)
     }
     for (int i = 0; i < 3; i++) {
         sigs[i] = evsignal_new(base, signums[i], signal_cb, app);
-        if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0)
+        if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0) {
             goto out;
+        }
     }
     (void)event_base_dispatch(base);
     status = 0;
 out:
-    for (int i = 0; i < 3; i++)
-        if (sigs[i] != NULL)
+    for (int i = 0; i < 3; i++) {
+        if (sigs[i] != NULL) {
             event_free(sigs[i]);
+        }
+    }
     gx_app_free(app);
     event_base_free(base);
     return status;
@@ -113,14 +118,16 @@ explain_remote(const char *server, const char *pod_json, size_t len, bool json)
     struct curl_slist *h = NULL;
     size_t n = strlen(server);
 
-    while (n > 0 && server[n - 1] == '/')
+    while (n > 0 && server[n - 1] == '/') {
         n--;
+    }
     (void)snprintf(url, sizeof(url), "%.*s/debug/explain?format=%s", (int)n, server,
                    json ? "json" : "text");
     gx_buf_init(&out, (size_t)64 << 20);
     c = curl_easy_init();
-    if (c == NULL)
+    if (c == NULL) {
         return 1;
+    }
     h = curl_slist_append(h, "Content-Type: application/json");
     (void)curl_easy_setopt(c, CURLOPT_URL, url);
     (void)curl_easy_setopt(c, CURLOPT_POSTFIELDS, pod_json);
@@ -159,15 +166,15 @@ explain(int argc, char **argv)
     int status = 1;
 
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             config = argv[++i];
-        else if (strcmp(argv[i], "--pod") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--pod") == 0 && i + 1 < argc) {
             pod = argv[++i];
-        else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             server = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
+        } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
-        else {
+        } else {
             usage(stderr);
             return 2;
         }
@@ -200,24 +207,28 @@ out:
     gx_buf_release(&out);
     free(text);
     gx_app_free(app);
-    if (base != NULL)
+    if (base != NULL) {
         event_base_free(base);
+    }
     return status;
 }
 
 int
 main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "explain") == 0)
+    if (argc >= 2 && strcmp(argv[1], "explain") == 0) {
         return explain(argc - 2, argv + 2);
+    }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("gpu-extender %s\n", GX_VERSION);
         return 0;
     }
-    if (argc == 3 && strcmp(argv[1], "--check-config") == 0)
+    if (argc == 3 && strcmp(argv[1], "--check-config") == 0) {
         return check_config(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--config") == 0)
+    }
+    if (argc == 3 && strcmp(argv[1], "--config") == 0) {
         return serve(argv[2]);
+    }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;

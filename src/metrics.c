@@ -4,9 +4,8 @@
 
 #include <string.h>
 
-const double gx_histo_bounds[GX_HISTO_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                  0.005,  0.01,    0.025,  0.05,  0.1,
-                                                  0.25,   0.5,     1.0,    10.0};
+const double gx_histo_bounds[GX_HISTO_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 10.0};
 
 static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "other"};
 static const char *const upstream_names[GX_UP_COUNT] = {"prometheus", "kubernetes", "files"};
@@ -44,12 +43,15 @@ gx_histo_observe(struct gx_histo *h, double seconds)
 {
     size_t i;
 
-    for (i = 0; i < GX_HISTO_BUCKETS - 1 && seconds > gx_histo_bounds[i]; i++)
+    for (i = 0; i < GX_HISTO_BUCKETS - 1 && seconds > gx_histo_bounds[i]; i++) {
         ;
-    if (seconds > gx_histo_bounds[GX_HISTO_BUCKETS - 1])
+    }
+    if (seconds > gx_histo_bounds[GX_HISTO_BUCKETS - 1]) {
         i = GX_HISTO_BUCKETS; /* only in +Inf */
-    if (i < GX_HISTO_BUCKETS)
+    }
+    if (i < GX_HISTO_BUCKETS) {
         h->bucket[i]++;
+    }
     h->count++;
     h->sum += seconds;
 }
@@ -84,12 +86,13 @@ render_histo(struct gx_buf *b, const char *name, const char *label, const char *
         rc = gx_buf_addf(b, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value,
                          gx_histo_bounds[i], (unsigned long long)cum);
     }
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_buf_addf(b,
                          "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n%s_sum{%s=\"%s\"} %.9g\n"
                          "%s_count{%s=\"%s\"} %llu\n",
                          name, label, value, (unsigned long long)h->count, name, label, value,
                          h->sum, name, label, value, (unsigned long long)h->count);
+    }
     return rc;
 }
 
@@ -106,17 +109,20 @@ render_requests(const struct gx_metrics *m, struct gx_buf *b)
 
     rc = header(b, "gpu_extender_requests_total", "counter",
                 "Extender HTTP requests by verb and status class.");
-    for (int v = 0; v < GX_VERB_COUNT && rc == GX_OK; v++)
-        for (int c = 0; c < GX_STATUS_CLASSES && rc == GX_OK; c++)
+    for (int v = 0; v < GX_VERB_COUNT && rc == GX_OK; v++) {
+        for (int c = 0; c < GX_STATUS_CLASSES && rc == GX_OK; c++) {
             rc = gx_buf_addf(b, "gpu_extender_requests_total{verb=\"%s\",code=\"%s\"} %llu\n",
-                             verb_names[v], class_names[c],
-                             (unsigned long long)m->requests[v][c]);
-    if (rc == GX_OK)
+                             verb_names[v], class_names[c], (unsigned long long)m->requests[v][c]);
+        }
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_request_duration_seconds", "histogram",
                     "Time to answer an extender request, by verb.");
-    for (int v = 0; v < GX_VERB_COUNT && rc == GX_OK; v++)
+    }
+    for (int v = 0; v < GX_VERB_COUNT && rc == GX_OK; v++) {
         rc = render_histo(b, "gpu_extender_request_duration_seconds", "verb", verb_names[v],
                           &m->duration[v]);
+    }
     return rc;
 }
 
@@ -127,26 +133,33 @@ render_decisions(const struct gx_metrics *m, struct gx_buf *b)
 
     rc = header(b, "gpu_extender_filter_nodes_kept_total", "counter",
                 "Nodes kept by filter decisions.");
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_buf_addf(b, "gpu_extender_filter_nodes_kept_total %llu\n",
                          (unsigned long long)m->nodes_kept);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_filter_rejections_total", "counter",
                     "Nodes rejected by filter decisions, by reason.");
-    for (int r = 1; r < GX_REASON_COUNT && rc == GX_OK; r++)
+    }
+    for (int r = 1; r < GX_REASON_COUNT && rc == GX_OK; r++) {
         rc = gx_buf_addf(b, "gpu_extender_filter_rejections_total{reason=\"%s\"} %llu\n",
                          gx_reason_name((enum gx_reason)r), (unsigned long long)m->rejections[r]);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_binds_total", "counter", "Bind requests by outcome.");
-    for (int o = 0; o < GX_BIND_COUNT && rc == GX_OK; o++)
+    }
+    for (int o = 0; o < GX_BIND_COUNT && rc == GX_OK; o++) {
         rc = gx_buf_addf(b, "gpu_extender_binds_total{outcome=\"%s\"} %llu\n", bind_names[o],
                          (unsigned long long)m->binds[o]);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_ledger_cas_conflicts_total", "counter",
                     "Ledger Lease updates that lost a compare-and-swap race (409).");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_addf(b, "gpu_extender_ledger_cas_conflicts_total %llu\n",
                          (unsigned long long)m->cas_conflicts);
+    }
     return rc;
 }
 
@@ -157,34 +170,43 @@ render_upstreams(const struct gx_metrics *m, int64_t now_ms, struct gx_buf *b)
 
     rc = header(b, "gpu_extender_upstream_requests_total", "counter",
                 "Requests to upstreams (Prometheus, API server, source files).");
-    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++)
+    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++) {
         rc = gx_buf_addf(b, "gpu_extender_upstream_requests_total{upstream=\"%s\"} %llu\n",
                          upstream_names[u], (unsigned long long)m->up_requests[u]);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_upstream_errors_total", "counter",
                     "Upstream errors by upstream and kind.");
-    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++)
-        for (int k = 0; k < GX_UPERR_COUNT && rc == GX_OK; k++)
+    }
+    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++) {
+        for (int k = 0; k < GX_UPERR_COUNT && rc == GX_OK; k++) {
             rc = gx_buf_addf(b,
                              "gpu_extender_upstream_errors_total{upstream=\"%s\",kind=\"%s\"} "
                              "%llu\n",
                              upstream_names[u], upkind_names[k],
                              (unsigned long long)m->up_errors[u][k]);
-    if (rc == GX_OK)
+        }
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_upstream_duration_seconds", "histogram",
                     "Upstream request durations.");
-    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++)
+    }
+    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++) {
         rc = render_histo(b, "gpu_extender_upstream_duration_seconds", "upstream",
                           upstream_names[u], &m->up_duration[u]);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_source_syncs_total", "counter",
                     "Successful syncs of each source.");
-    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++)
+    }
+    for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++) {
         rc = gx_buf_addf(b, "gpu_extender_source_syncs_total{upstream=\"%s\"} %llu\n",
                          upstream_names[u], (unsigned long long)m->up_syncs[u]);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = header(b, "gpu_extender_source_age_seconds", "gauge",
                     "Seconds since each source last succeeded (-1: never).");
+    }
     for (int u = 0; u < GX_UP_COUNT && rc == GX_OK; u++) {
         double age = m->up_last_success_ms[u] == 0
                          ? -1.0
@@ -200,8 +222,9 @@ gauge(struct gx_buf *b, const char *name, const char *help, double v)
 {
     enum gx_err rc = header(b, name, "gauge", help);
 
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = gx_buf_addf(b, "%s %.17g\n", name, v);
+    }
     return rc;
 }
 
@@ -235,30 +258,34 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
          (double)(m->config_hash & ((1ULL << 53) - 1))},
     };
 
-    for (size_t i = 0; i < GX_ARRAY_LEN(rows) && rc == GX_OK; i++)
+    for (size_t i = 0; i < GX_ARRAY_LEN(rows) && rc == GX_OK; i++) {
         rc = gauge(b, rows[i].name, rows[i].help, rows[i].v);
-    if (rc == GX_OK)
-        rc = header(b, "gpu_extender_config_reloads_total", "counter",
-                    "Config reloads by result.");
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
+        rc = header(b, "gpu_extender_config_reloads_total", "counter", "Config reloads by result.");
+    }
+    if (rc == GX_OK) {
         rc = gx_buf_addf(b,
                          "gpu_extender_config_reloads_total{result=\"success\"} %llu\n"
                          "gpu_extender_config_reloads_total{result=\"failure\"} %llu\n",
                          (unsigned long long)m->reloads_ok, (unsigned long long)m->reloads_failed);
+    }
     return rc;
 }
 
 enum gx_err
-gx_metrics_render(const struct gx_metrics *m, const struct gx_metrics_gauges *g,
-                  struct gx_buf *out)
+gx_metrics_render(const struct gx_metrics *m, const struct gx_metrics_gauges *g, struct gx_buf *out)
 {
     enum gx_err rc = render_requests(m, out);
 
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         rc = render_decisions(m, out);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = render_upstreams(m, g->now_ms, out);
-    if (rc == GX_OK)
+    }
+    if (rc == GX_OK) {
         rc = render_state(m, g, out);
+    }
     return rc;
 }

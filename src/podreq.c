@@ -28,8 +28,9 @@ name_set(const char *name)
 static bool
 add_i64(int64_t a, int64_t b, int64_t *out)
 {
-    if (b > 0 && a > INT64_MAX - b)
+    if (b > 0 && a > INT64_MAX - b) {
         return false;
+    }
     *out = a + b;
     return true;
 }
@@ -83,27 +84,32 @@ effective(const struct gx_pod *pod, const char *resource, int64_t *out, struct g
 
     for (size_t i = 0; i < pod->n_containers; i++) {
         rc = container_request(&pod->containers[i], "containers", i, resource, &v, why);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
-        if (!add_i64(app, v, &app))
+        }
+        if (!add_i64(app, v, &app)) {
             goto toobig;
+        }
     }
     for (size_t i = 0; i < pod->n_init_containers; i++) {
         const struct gx_container *c = &pod->init_containers[i];
 
         rc = container_request(c, "initContainers", i, resource, &v, why);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
         if (c->restartable) {
             /* A sidecar keeps running: it counts for the app phase and for every later init. */
-            if (!add_i64(app, v, &app) || !add_i64(sidecars, v, &sidecars))
+            if (!add_i64(app, v, &app) || !add_i64(sidecars, v, &sidecars)) {
                 goto toobig;
+            }
             peak = sidecars;
         } else if (!add_i64(v, sidecars, &peak)) {
             goto toobig;
         }
-        if (peak > init_peak)
+        if (peak > init_peak) {
             init_peak = peak;
+        }
     }
     *out = app > init_peak ? app : init_peak;
     return GX_OK;
@@ -118,10 +124,12 @@ gx_podreq_effective(const struct gx_pod *pod, const char *resource, int64_t *out
 {
     int64_t v = 0;
 
-    if (pod == NULL || resource == NULL)
+    if (pod == NULL || resource == NULL) {
         return GX_EINVAL;
-    if (effective(pod, resource, &v, NULL) != GX_OK)
+    }
+    if (effective(pod, resource, &v, NULL) != GX_OK) {
         return GX_EPARSE;
+    }
     *out = v;
     return GX_OK;
 }
@@ -141,8 +149,9 @@ effective_named(const struct gx_pod *pod, const char *resource, int64_t *out, st
 static const char *
 annotation(const struct gx_pod *pod, const char *name)
 {
-    if (!name_set(name))
+    if (!name_set(name)) {
         return NULL;
+    }
     return gx_kv_get(pod->annotations, pod->n_annotations, name);
 }
 
@@ -152,17 +161,21 @@ parse_slices(const char *s, int *out)
 {
     int v = 0;
 
-    if (s[0] == '\0')
+    if (s[0] == '\0') {
         return false;
-    for (const char *p = s; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        v = v * 10 + (*p - '0');
-        if (v > PODREQ_MAX_SLICES)
-            return false;
     }
-    if (v < 1)
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            return false;
+        }
+        v = v * 10 + (*p - '0');
+        if (v > PODREQ_MAX_SLICES) {
+            return false;
+        }
+    }
+    if (v < 1) {
         return false;
+    }
     *out = v;
     return true;
 }
@@ -177,14 +190,16 @@ parse_memory(const char *s, int64_t *out)
 {
     size_t i = 0;
 
-    while (s[i] >= '0' && s[i] <= '9')
+    while (s[i] >= '0' && s[i] <= '9') {
         i++;
+    }
     if (i > 0 && s[i] == '\0') {
         int64_t v;
         enum gx_err rc = gx_quantity_parse(s, &v);
 
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
         *out = v;
         return GX_OK;
     }
@@ -199,11 +214,13 @@ parse_util(const char *s, double *out)
     double v;
 
     /* strtod skips leading spaces and takes "nan"/"inf"/hex: allow only digits and '.'. */
-    if (s[0] == '\0' || strspn(s, "0123456789.") != strlen(s))
+    if (s[0] == '\0' || strspn(s, "0123456789.") != strlen(s)) {
         return false;
+    }
     v = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(v) || v < 0 || v > 100)
+    if (end == s || *end != '\0' || !isfinite(v) || v < 0 || v > 100) {
         return false;
+    }
     *out = v;
     return true;
 }
@@ -244,8 +261,9 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
     }
     if ((rc = effective_named(pod, cfg->res_gpu, &gpu, why)) != GX_OK ||
         (rc = effective_named(pod, cfg->res_shared, &shared, why)) != GX_OK ||
-        (rc = effective_named(pod, cfg->res_time_slice, &slice, why)) != GX_OK)
+        (rc = effective_named(pod, cfg->res_time_slice, &slice, why)) != GX_OK) {
         return rc;
+    }
     ann_slices = annotation(pod, cfg->ann_slices);
 
     if (ann_slices != NULL || slice > 0) {
@@ -273,8 +291,9 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
         } else {
             r.slices = (int)slice;
         }
-        if ((rc = shared_annotations(cfg, pod, &r, why)) != GX_OK)
+        if ((rc = shared_annotations(cfg, pod, &r, why)) != GX_OK) {
             return rc;
+        }
     } else if (shared > 0) {
         /* Device-plugin mode: the plugin picks the card; we count replicas. */
         if (gpu > 0) {
@@ -288,8 +307,9 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
         r.kind = GX_REQ_SHARED;
         r.device_plugin = true;
         r.slices = (int)shared;
-        if ((rc = shared_annotations(cfg, pod, &r, why)) != GX_OK)
+        if ((rc = shared_annotations(cfg, pod, &r, why)) != GX_OK) {
             return rc;
+        }
     } else if (gpu > 0) {
         r.kind = GX_REQ_EXCLUSIVE;
         r.gpus = gpu;

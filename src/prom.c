@@ -60,8 +60,9 @@ prom_put(struct prom_parse *pp, const char *q, size_t qlen, size_t *off)
     if (memchr(s, '\\', n) != NULL) {
         struct gx_json sub;
         gx_json_init(&sub, q, qlen, 1, pp->why);
-        if ((rc = gx_json_string(&sub, &pp->esc, &s, &n)) != GX_OK)
+        if ((rc = gx_json_string(&sub, &pp->esc, &s, &n)) != GX_OK) {
             return rc;
+        }
     }
     *off = pp->scratch.len;
     if ((rc = gx_buf_add(&pp->scratch, s, n)) != GX_OK ||
@@ -85,8 +86,9 @@ prom_take_str(struct prom_parse *pp, struct gx_json *j, size_t *off, const char 
         return GX_EPARSE;
     }
     start = j->pos;
-    if ((rc = gx_json_skip(j)) != GX_OK)
+    if ((rc = gx_json_skip(j)) != GX_OK) {
         return rc;
+    }
     return prom_put(pp, j->p + start, j->pos - start, off);
 }
 
@@ -104,16 +106,19 @@ prom_metric(struct prom_parse *pp, struct gx_json *j, size_t *n_labels, size_t *
         gx_why_set(pp->why, "result[%zu]: metric must be an object", pp->index);
         return GX_EPARSE;
     }
-    if ((rc = gx_json_enter_object(j)) != GX_OK)
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_member(j, &key, &klen, &rc)) {
         /* The raw key sits between quotes in the body: decode it from there. */
-        if ((rc = prom_put(pp, key - 1, klen + 2, &koff)) != GX_OK)
+        if ((rc = prom_put(pp, key - 1, klen + 2, &koff)) != GX_OK) {
             return rc;
+        }
         is_name = pp->scratch.len - koff == sizeof("__name__") &&
                   memcmp(pp->scratch.data + koff, "__name__", sizeof("__name__")) == 0;
-        if ((rc = prom_take_str(pp, j, &voff, "label value")) != GX_OK)
+        if ((rc = prom_take_str(pp, j, &voff, "label value")) != GX_OK) {
             return rc;
+        }
         if (is_name) {
             *name_off = voff;
             continue;
@@ -127,8 +132,9 @@ prom_metric(struct prom_parse *pp, struct gx_json *j, size_t *n_labels, size_t *
         pp->voff[n] = voff;
         n++;
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     *n_labels = n;
     return GX_OK;
 }
@@ -145,55 +151,71 @@ prom_sample(struct prom_parse *pp, struct gx_json *j, struct prom_sample *out)
     char c;
     enum gx_err rc = GX_OK;
 
-    if (gx_json_peek(j) != '[')
+    if (gx_json_peek(j) != '[') {
         goto bad;
-    if ((rc = gx_json_enter_array(j)) != GX_OK)
+    }
+    if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
-    if (!gx_json_next_element(j, &rc))
+    }
+    if (!gx_json_next_element(j, &rc)) {
         goto bad;
+    }
     c = gx_json_peek(j);
-    if (c != '-' && (c < '0' || c > '9'))
+    if (c != '-' && (c < '0' || c > '9')) {
         goto bad;
+    }
     start = j->pos;
-    if ((rc = gx_json_skip(j)) != GX_OK)
+    if ((rc = gx_json_skip(j)) != GX_OK) {
         return rc;
+    }
     n = j->pos - start;
-    if (n >= sizeof(num))
+    if (n >= sizeof(num)) {
         goto bad;
+    }
     memcpy(num, j->p + start, n);
     num[n] = '\0';
     ts = strtod(num, NULL);
-    if (!isfinite(ts) || fabs(ts) > 9.0e12)
+    if (!isfinite(ts) || fabs(ts) > 9.0e12) {
         goto bad;
-    if (!gx_json_next_element(j, &rc))
+    }
+    if (!gx_json_next_element(j, &rc)) {
         goto bad;
-    if (gx_json_peek(j) != '"')
+    }
+    if (gx_json_peek(j) != '"') {
         goto bad;
+    }
     start = j->pos;
-    if ((rc = gx_json_skip(j)) != GX_OK)
+    if ((rc = gx_json_skip(j)) != GX_OK) {
         return rc;
+    }
     s = j->p + start + 1;
     n = j->pos - start - 2;
     /* Values are plain numbers or NaN/+Inf/-Inf: an escape or a long string is malformed. */
-    if (n == 0 || n >= sizeof(num) || memchr(s, '\\', n) != NULL)
+    if (n == 0 || n >= sizeof(num) || memchr(s, '\\', n) != NULL) {
         goto bad;
+    }
     memcpy(num, s, n);
     num[n] = '\0';
-    if (num[0] == ' ' || num[0] == '\t' || num[0] == '\n')
+    if (num[0] == ' ' || num[0] == '\t' || num[0] == '\n') {
         goto bad;
+    }
     v = strtod(num, &end);
-    if (*end != '\0')
+    if (*end != '\0') {
         goto bad;
-    if (gx_json_next_element(j, &rc))
+    }
+    if (gx_json_next_element(j, &rc)) {
         goto bad;
-    if (rc != GX_OK)
+    }
+    if (rc != GX_OK) {
         return rc;
+    }
     out->ts_ms = llround(ts * 1000.0);
     out->value = v;
     return GX_OK;
 bad:
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     gx_why_set(pp->why, "result[%zu]: sample must be [<unix time>, \"<value>\"]", pp->index);
     return GX_EPARSE;
 }
@@ -210,17 +232,21 @@ prom_values(struct prom_parse *pp, struct gx_json *j, struct prom_sample *out, b
         gx_why_set(pp->why, "result[%zu]: values must be an array", pp->index);
         return GX_EPARSE;
     }
-    if ((rc = gx_json_enter_array(j)) != GX_OK)
+    if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_element(j, &rc)) {
-        if ((rc = prom_sample(pp, j, &s)) != GX_OK)
+        if ((rc = prom_sample(pp, j, &s)) != GX_OK) {
             return rc;
-        if (!any || s.ts_ms >= best.ts_ms)
+        }
+        if (!any || s.ts_ms >= best.ts_ms) {
             best = s;
+        }
         any = true;
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     *out = best;
     *have = any;
     return GX_OK;
@@ -242,8 +268,9 @@ prom_series(struct prom_parse *pp, struct gx_json *j, enum prom_rtype rt)
         return GX_EPARSE;
     }
     gx_buf_reset(&pp->scratch);
-    if ((rc = gx_json_enter_object(j)) != GX_OK)
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_member(j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "metric")) {
             gx_buf_reset(&pp->scratch);
@@ -256,11 +283,13 @@ prom_series(struct prom_parse *pp, struct gx_json *j, enum prom_rtype rt)
         } else {
             rc = gx_json_skip(j);
         }
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             return rc;
+        }
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     if (have) {
         /* The scratch buffer may have moved while growing: resolve offsets now. */
         for (size_t i = 0; i < n_labels; i++) {
@@ -272,8 +301,9 @@ prom_series(struct prom_parse *pp, struct gx_json *j, enum prom_rtype rt)
         s.n_labels = n_labels;
         s.value = sample.value;
         s.ts_ms = sample.ts_ms;
-        if ((rc = pp->cb(pp->ctx, &s)) != GX_OK)
+        if ((rc = pp->cb(pp->ctx, &s)) != GX_OK) {
             return rc;
+        }
     }
     pp->index++;
     return GX_OK;
@@ -289,11 +319,13 @@ prom_result(struct prom_parse *pp, struct gx_json *j, enum prom_rtype rt)
         gx_why_set(pp->why, "data.result must be an array");
         return GX_EPARSE;
     }
-    if ((rc = gx_json_enter_array(j)) != GX_OK)
+    if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_element(j, &rc)) {
-        if ((rc = prom_series(pp, j, rt)) != GX_OK)
+        if ((rc = prom_series(pp, j, rt)) != GX_OK) {
             return rc;
+        }
     }
     return rc;
 }
@@ -324,35 +356,40 @@ prom_data(struct prom_parse *pp, struct gx_json *j)
         gx_why_set(pp->why, "data must be an object");
         return GX_EPARSE;
     }
-    if ((rc = gx_json_enter_object(j)) != GX_OK)
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
         return rc;
+    }
     while (gx_json_next_member(j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "resultType")) {
-            if ((rc = prom_envelope_str(pp, j, &rtype, "data.resultType")) != GX_OK)
+            if ((rc = prom_envelope_str(pp, j, &rtype, "data.resultType")) != GX_OK) {
                 return rc;
+            }
             rt = strcmp(rtype, "vector") == 0   ? PROM_RT_VECTOR
                  : strcmp(rtype, "matrix") == 0 ? PROM_RT_MATRIX
                                                 : PROM_RT_OTHER;
         } else if (gx_json_key_is(key, klen, "result")) {
             seen = true;
             if (rt == PROM_RT_VECTOR || rt == PROM_RT_MATRIX) {
-                if ((rc = prom_result(pp, j, rt)) != GX_OK)
+                if ((rc = prom_result(pp, j, rt)) != GX_OK) {
                     return rc;
+                }
                 done = true;
             } else {
                 (void)gx_json_peek(j);
                 res_depth = j->depth;
                 res_off = j->pos;
-                if ((rc = gx_json_skip(j)) != GX_OK)
+                if ((rc = gx_json_skip(j)) != GX_OK) {
                     return rc;
+                }
                 res_len = j->pos - res_off;
             }
         } else if ((rc = gx_json_skip(j)) != GX_OK) {
             return rc;
         }
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     if (rt == PROM_RT_NONE) {
         gx_why_set(pp->why, "data.resultType is missing");
         return GX_EPARSE;
@@ -392,8 +429,9 @@ gx_prom_parse_query(const char *body, size_t len, int max_depth, gx_series_cb cb
         rc = GX_EPARSE;
         goto out;
     }
-    if ((rc = gx_json_enter_object(&j)) != GX_OK)
+    if ((rc = gx_json_enter_object(&j)) != GX_OK) {
         goto out;
+    }
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "status")) {
             rc = prom_envelope_str(&pp, &j, &status, "status");
@@ -419,11 +457,13 @@ gx_prom_parse_query(const char *body, size_t len, int max_depth, gx_series_cb cb
         } else {
             rc = gx_json_skip(&j);
         }
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             goto out;
+        }
     }
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         goto out;
+    }
     if (gx_json_peek(&j) != '\0' || j.pos != len) {
         gx_why_set(why, "offset %zu: unexpected data after the response", j.pos);
         rc = GX_EPARSE;

@@ -57,21 +57,24 @@ collect_cb(void *ctx, const struct gx_series *series)
     struct collect *c = ctx;
     struct gx_card_sample smp;
 
-    if (!gx_dcgm_map(c->cfg, c->sig, series, c->now_ms, &smp))
+    if (!gx_dcgm_map(c->cfg, c->sig, series, c->now_ms, &smp)) {
         return GX_OK;
+    }
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 256;
         struct gx_card_sample *ns = realloc(c->s, ncap * sizeof(*ns));
-        if (ns == NULL)
+        if (ns == NULL) {
             return GX_ENOMEM;
+        }
         c->s = ns;
         c->cap = ncap;
     }
     smp.node = gx_arena_strndup(&c->arena, smp.node, smp.node_len);
     smp.uuid = gx_arena_strdup(&c->arena, smp.uuid);
     smp.pod = gx_arena_strdup(&c->arena, smp.pod);
-    if (smp.node == NULL)
+    if (smp.node == NULL) {
         return GX_ENOMEM;
+    }
     c->s[c->n++] = smp;
     return GX_OK;
 }
@@ -83,10 +86,12 @@ read_secret(const char *path, char *out, size_t n)
     size_t len = 0;
 
     out[0] = '\0';
-    if (path == NULL || gx_read_file(path, n - 1, &text, &len) != GX_OK)
+    if (path == NULL || gx_read_file(path, n - 1, &text, &len) != GX_OK) {
         return;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+    }
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) {
         len--;
+    }
     memcpy(out, text, len);
     out[len] = '\0';
     memset(text, 0, len);
@@ -107,12 +112,15 @@ next_delay_ms(struct gx_promsrc *p)
 {
     int64_t base = (int64_t)p->cfg->prom_interval_s * 1000, d = base;
 
-    if (p->failures == 0)
+    if (p->failures == 0) {
         return base;
-    for (unsigned i = 0; i < p->failures && d < BACKOFF_MAX_MS; i++)
+    }
+    for (unsigned i = 0; i < p->failures && d < BACKOFF_MAX_MS; i++) {
         d *= 2;
-    if (d > BACKOFF_MAX_MS)
+    }
+    if (d > BACKOFF_MAX_MS) {
         d = BACKOFF_MAX_MS;
+    }
     p->rng ^= p->rng << 13, p->rng ^= p->rng >> 7, p->rng ^= p->rng << 17;
     return d * 8 / 10 + (int64_t)(p->rng % (uint64_t)(d * 4 / 10 + 1));
 }
@@ -128,8 +136,9 @@ round_end(struct gx_promsrc *p)
     } else {
         p->failures++;
     }
-    if (p->round_ok > 0 && p->cb != NULL)
+    if (p->round_ok > 0 && p->cb != NULL) {
         p->cb(p->ctx);
+    }
     arm(p, next_delay_ms(p));
 }
 
@@ -149,8 +158,9 @@ apply(struct gx_promsrc *p, enum gx_signal sig, const struct collect *c)
 {
     gx_mstore_begin(p->ms, GX_PROMSRC_SOURCE, sig);
     for (size_t i = 0; i < c->n; i++) {
-        if (gx_mstore_put(p->ms, &c->s[i]) != GX_OK)
+        if (gx_mstore_put(p->ms, &c->s[i]) != GX_OK) {
             break;
+        }
     }
     gx_mstore_commit(p->ms);
 }
@@ -171,8 +181,8 @@ done_cb(void *ctx, const struct gx_httpc_result *res)
     if (res->rc != GX_OK) {
         query_failed(p, qr->sig, res->kind, res->error);
     } else {
-        rc = gx_prom_parse_query(res->body, res->body_len, p->cfg->max_json_depth, collect_cb,
-                                 &c, &why);
+        rc = gx_prom_parse_query(res->body, res->body_len, p->cfg->max_json_depth, collect_cb, &c,
+                                 &why);
         if (rc == GX_OK && res->status == 200) {
             apply(p, qr->sig, &c);
             p->round_ok++;
@@ -187,8 +197,9 @@ done_cb(void *ctx, const struct gx_httpc_result *res)
     }
     free(c.s);
     gx_arena_release(&c.arena);
-    if (p->pending == 0)
+    if (p->pending == 0) {
         round_end(p);
+    }
 }
 
 static bool
@@ -219,8 +230,9 @@ start_query(struct gx_promsrc *p, enum gx_signal sig, const struct gx_httpc_auth
     p->q[sig].xfer = gx_httpc_start(p->http, &req, done_cb, NULL, &p->q[sig]);
     free(esc);
     free(url);
-    if (p->q[sig].xfer == NULL)
+    if (p->q[sig].xfer == NULL) {
         return false;
+    }
     p->m->up_requests[GX_UP_PROMETHEUS]++;
     p->pending++;
     return true;
@@ -237,8 +249,9 @@ start_round(struct gx_promsrc *p)
         .basic_user = cfg->prom_basic_user,
     };
 
-    if (p->pending > 0 || cfg->prom_url == NULL)
+    if (p->pending > 0 || cfg->prom_url == NULL) {
         return;
+    }
     read_secret(cfg->prom_bearer_token_file, token, sizeof(token));
     read_secret(cfg->prom_basic_password_file, password, sizeof(password));
     auth.bearer_token = token[0] ? token : NULL;
@@ -246,15 +259,18 @@ start_round(struct gx_promsrc *p)
     p->round_failed = 0;
     p->round_ok = 0;
     for (int s = 0; s < GX_SIG_COUNT; s++) {
-        if (cfg->prom_queries[s] == NULL || cfg->prom_queries[s][0] == '\0')
+        if (cfg->prom_queries[s] == NULL || cfg->prom_queries[s][0] == '\0') {
             continue;
-        if (!start_query(p, (enum gx_signal)s, &auth))
+        }
+        if (!start_query(p, (enum gx_signal)s, &auth)) {
             query_failed(p, (enum gx_signal)s, GX_UPERR_OTHER, "cannot start the request");
+        }
     }
     memset(token, 0, sizeof(token));
     memset(password, 0, sizeof(password));
-    if (p->pending == 0)
+    if (p->pending == 0) {
         round_end(p);
+    }
 }
 
 static void
@@ -271,8 +287,9 @@ gx_promsrc_new(struct event_base *base, struct gx_httpc *http, const struct gx_c
 {
     struct gx_promsrc *p = calloc(1, sizeof(*p));
 
-    if (p == NULL)
+    if (p == NULL) {
         return NULL;
+    }
     p->base = base;
     p->http = http;
     p->cfg = cfg;
@@ -314,11 +331,14 @@ gx_promsrc_rounds_ok(const struct gx_promsrc *p)
 void
 gx_promsrc_free(struct gx_promsrc *p)
 {
-    if (p == NULL)
+    if (p == NULL) {
         return;
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    }
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         gx_httpc_cancel(p->q[s].xfer);
-    if (p->timer != NULL)
+    }
+    if (p->timer != NULL) {
         event_free(p->timer);
+    }
     free(p);
 }

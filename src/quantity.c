@@ -60,16 +60,20 @@ parse_suffix(const char *s, long *exp10, int *exp2)
         bool neg = false;
         long e = 0;
 
-        if (*p == '+' || *p == '-')
+        if (*p == '+' || *p == '-') {
             neg = *p++ == '-';
-        if (!is_digit(*p))
-            return false;
-        for (; is_digit(*p); p++) {
-            if (e < QTY_EXP_CAP)
-                e = e * 10 + (*p - '0');
         }
-        if (*p != '\0')
+        if (!is_digit(*p)) {
             return false;
+        }
+        for (; is_digit(*p); p++) {
+            if (e < QTY_EXP_CAP) {
+                e = e * 10 + (*p - '0');
+            }
+        }
+        if (*p != '\0') {
+            return false;
+        }
         *exp10 = neg ? -e : e;
         *exp2 = 0;
         return true;
@@ -108,8 +112,9 @@ digits_to_i64(const unsigned char *d, size_t n, int64_t *out)
     int64_t v = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (v > (INT64_MAX - d[i]) / 10)
+        if (v > (INT64_MAX - d[i]) / 10) {
             return false;
+        }
         v = v * 10 + d[i];
     }
     *out = v;
@@ -128,41 +133,50 @@ gx_quantity_parse(const char *s, int64_t *out)
     int exp2 = 0;
     int64_t v;
 
-    if (s == NULL)
+    if (s == NULL) {
         return GX_EPARSE;
+    }
     len = strlen(s);
-    if (len == 0)
+    if (len == 0) {
         return GX_EPARSE;
-    if (len > QTY_MAX_LEN)
+    }
+    if (len > QTY_MAX_LEN) {
         return GX_ETOOBIG;
-    if (*p == '+' || *p == '-')
+    }
+    if (*p == '+' || *p == '-') {
         neg = *p++ == '-';
+    }
     /* Integer digits; leading zeros never reach the digit buffer. */
     for (; is_digit(*p); p++) {
         any = true;
-        if (n > 0 || *p != '0')
+        if (n > 0 || *p != '0') {
             d[n++] = (unsigned char)(*p - '0');
+        }
     }
     if (*p == '.') {
         for (p++; is_digit(*p); p++) {
             any = true;
             frac++;
-            if (n > 0 || *p != '0')
+            if (n > 0 || *p != '0') {
                 d[n++] = (unsigned char)(*p - '0');
+            }
         }
     }
-    if (!any || !parse_suffix(p, &exp10, &exp2))
+    if (!any || !parse_suffix(p, &exp10, &exp2)) {
         return GX_EPARSE;
+    }
 
     if (n == 0) {
         *out = 0; /* "-0" is zero too */
         return GX_OK;
     }
-    if (neg)
+    if (neg) {
         return GX_EINVAL;
+    }
 
-    for (int i = 0; i < exp2; i++)
+    for (int i = 0; i < exp2; i++) {
         digits_double(d, &n);
+    }
     /* Strip trailing zeros so that a remaining fraction is a real one. */
     exp10 -= (long)frac;
     while (n > 1 && d[n - 1] == 0) {
@@ -172,11 +186,13 @@ gx_quantity_parse(const char *s, int64_t *out)
 
     if (exp10 >= 0) {
         /* An integer: n digits followed by exp10 zeros, at most 19 digits. */
-        if ((size_t)exp10 > 19 || n + (size_t)exp10 > 19)
+        if ((size_t)exp10 > 19 || n + (size_t)exp10 > 19) {
             return GX_ETOOBIG;
+        }
         memset(d + n, 0, (size_t)exp10);
-        if (!digits_to_i64(d, n + (size_t)exp10, &v))
+        if (!digits_to_i64(d, n + (size_t)exp10, &v)) {
             return GX_ETOOBIG;
+        }
         *out = v;
         return GX_OK;
     }
@@ -187,8 +203,9 @@ gx_quantity_parse(const char *s, int64_t *out)
     } else if (!digits_to_i64(d, n - (size_t)-exp10, &v)) {
         return GX_ETOOBIG;
     }
-    if (v == INT64_MAX)
+    if (v == INT64_MAX) {
         return GX_ETOOBIG;
+    }
     *out = v + 1;
     return GX_OK;
 }
@@ -200,8 +217,9 @@ gx_quantity_parse_mib(const char *s, int64_t *out)
     int64_t bytes;
     enum gx_err rc = gx_quantity_parse(s, &bytes);
 
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     /* ceil(ceil(x) / 2^20) == ceil(x / 2^20), so rounding bytes first is exact. */
     *out = bytes / (1024 * 1024) + (bytes % (1024 * 1024) != 0);
     return GX_OK;

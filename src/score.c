@@ -53,24 +53,27 @@ static const struct {
 const char *
 gx_reason_text(enum gx_reason r)
 {
-    if ((unsigned)r >= GX_REASON_COUNT)
+    if ((unsigned)r >= GX_REASON_COUNT) {
         return "";
+    }
     return reasons[r].text;
 }
 
 const char *
 gx_reason_name(enum gx_reason r)
 {
-    if ((unsigned)r >= GX_REASON_COUNT)
+    if ((unsigned)r >= GX_REASON_COUNT) {
         return "none";
+    }
     return reasons[r].name;
 }
 
 bool
 gx_reason_unresolvable(enum gx_reason r)
 {
-    if ((unsigned)r >= GX_REASON_COUNT)
+    if ((unsigned)r >= GX_REASON_COUNT) {
         return false;
+    }
     return reasons[r].unresolvable;
 }
 
@@ -80,8 +83,9 @@ gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node)
     int base = cfg->default_slots;
     double slots;
 
-    if (node != NULL && node->replicas > 1)
+    if (node != NULL && node->replicas > 1) {
         base = node->replicas;
+    }
     for (size_t i = 0; node != NULL && node->product != NULL && i < cfg->n_product_slots; i++) {
         if (cfg->product_slots[i].product != NULL &&
             strcmp(cfg->product_slots[i].product, node->product) == 0) {
@@ -90,10 +94,12 @@ gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node)
         }
     }
     slots = floor((double)base * (cfg->oversubscription > 0 ? cfg->oversubscription : 1.0));
-    if (!(slots >= 1.0))
+    if (!(slots >= 1.0)) {
         return 1;
-    if (slots > 1e6)
+    }
+    if (slots > 1e6) {
         return 1000000;
+    }
     return (int)slots;
 }
 
@@ -102,8 +108,9 @@ gx_score_fresh(const struct gx_decide_ctx *ctx, const struct gx_card *card, enum
 {
     int64_t age;
 
-    if ((unsigned)sig >= GX_SIG_COUNT || card->at_ms[sig] == 0 || isnan(card->v[sig]))
+    if ((unsigned)sig >= GX_SIG_COUNT || card->at_ms[sig] == 0 || isnan(card->v[sig])) {
         return false;
+    }
     age = ctx->now_ms - card->at_ms[sig];
     return age <= (int64_t)ctx->cfg->max_age_s[sig] * 1000;
 }
@@ -113,8 +120,9 @@ static const char *
 node_label(const struct gx_node *node, const char *key)
 {
     for (size_t i = 0; i < node->n_labels; i++) {
-        if (node->labels[i].key != NULL && strcmp(node->labels[i].key, key) == 0)
+        if (node->labels[i].key != NULL && strcmp(node->labels[i].key, key) == 0) {
             return node->labels[i].value != NULL ? node->labels[i].value : "";
+        }
     }
     return NULL;
 }
@@ -123,8 +131,9 @@ node_label(const struct gx_node *node, const char *key)
 static double
 clamp01(double v)
 {
-    if (!(v > 0.0))
+    if (!(v > 0.0)) {
         return 0.0;
+    }
     return v > 1.0 ? 1.0 : v;
 }
 
@@ -135,11 +144,13 @@ parse_number(const char *s, double *out)
     char *end = NULL;
     double d;
 
-    if (s == NULL || s[0] == '\0')
+    if (s == NULL || s[0] == '\0') {
         return false;
+    }
     d = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(d))
+    if (end == s || *end != '\0' || !isfinite(d)) {
         return false;
+    }
     *out = d;
     return true;
 }
@@ -159,8 +170,9 @@ rule_matches(const struct gx_label_rule *r, const struct gx_node *node)
     case GX_OP_IN:
     case GX_OP_NOT_IN: {
         bool in = false;
-        for (size_t i = 0; v != NULL && i < r->n_values && !in; i++)
+        for (size_t i = 0; v != NULL && i < r->n_values && !in; i++) {
             in = r->values[i] != NULL && strcmp(r->values[i], v) == 0;
+        }
         return r->op == GX_OP_IN ? in : !in;
     }
     case GX_OP_GT:
@@ -180,11 +192,13 @@ labels_part(const struct gx_config *cfg, const struct gx_node *node)
     for (size_t i = 0; i < cfg->n_label_rules; i++) {
         const struct gx_label_rule *r = &cfg->label_rules[i];
         total += fabs((double)r->weight);
-        if (rule_matches(r, node))
+        if (rule_matches(r, node)) {
             sum += r->weight;
+        }
     }
-    if (total == 0.0)
+    if (total == 0.0) {
         return NEUTRAL;
+    }
     return clamp01(0.5 + sum / (2.0 * total));
 }
 
@@ -198,13 +212,15 @@ weighted_score(const struct gx_config *cfg, const struct gx_score_parts *p)
     long s;
 
     for (size_t i = 0; i < GX_ARRAY_LEN(w); i++) {
-        if (w[i] <= 0.0)
+        if (w[i] <= 0.0) {
             continue;
+        }
         sum += w[i] * clamp01(v[i]);
         wsum += w[i];
     }
-    if (wsum == 0.0)
+    if (wsum == 0.0) {
         return 5;
+    }
     s = lround(10.0 * sum / wsum);
     return s < 0 ? 0 : s > 10 ? 10 : (int)s;
 }
@@ -214,8 +230,9 @@ static bool
 xid_ignored(const struct gx_config *cfg, int xid)
 {
     for (size_t i = 0; i < cfg->n_ignored_xids; i++) {
-        if (cfg->ignored_xids[i] == xid)
+        if (cfg->ignored_xids[i] == xid) {
             return true;
+        }
     }
     return false;
 }
@@ -233,14 +250,18 @@ card_health(const struct gx_decide_ctx *ctx, const struct gx_card *card, bool ch
     bool tf = gx_score_fresh(ctx, card, GX_SIG_TEMP);
     bool xf = gx_score_fresh(ctx, card, GX_SIG_XID);
 
-    if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c)
+    if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c) {
         return GX_REASON_UNHEALTHY;
-    if (xf && card->v[GX_SIG_XID] != 0.0 && !xid_ignored(cfg, (int)card->v[GX_SIG_XID]))
+    }
+    if (xf && card->v[GX_SIG_XID] != 0.0 && !xid_ignored(cfg, (int)card->v[GX_SIG_XID])) {
         return GX_REASON_UNHEALTHY;
-    if (check_busy && uf && card->v[GX_SIG_UTIL] > cfg->max_utilization_pct)
+    }
+    if (check_busy && uf && card->v[GX_SIG_UTIL] > cfg->max_utilization_pct) {
         return GX_REASON_BUSY;
-    if (cfg->on_stale == GX_STALE_REJECT && (!uf || !tf || !xf))
+    }
+    if (cfg->on_stale == GX_STALE_REJECT && (!uf || !tf || !xf)) {
         return GX_REASON_STALE;
+    }
     return GX_REASON_NONE;
 }
 
@@ -248,10 +269,12 @@ card_health(const struct gx_decide_ctx *ctx, const struct gx_card *card, bool ch
 static int64_t
 card_memory(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card)
 {
-    if (node->gpu_memory_mib > 0)
+    if (node->gpu_memory_mib > 0) {
         return node->gpu_memory_mib;
-    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && gx_score_fresh(ctx, card, GX_SIG_MEM_FREE))
+    }
+    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && gx_score_fresh(ctx, card, GX_SIG_MEM_FREE)) {
         return (int64_t)(card->v[GX_SIG_MEM_USED] + card->v[GX_SIG_MEM_FREE]);
+    }
     return 0;
 }
 
@@ -262,8 +285,9 @@ card_booked(const struct gx_decide_ctx *ctx, const struct gx_card *card,
 {
     int64_t booked = u->memory_mib;
 
-    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && card->v[GX_SIG_MEM_USED] > (double)booked)
+    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && card->v[GX_SIG_MEM_USED] > (double)booked) {
         booked = (int64_t)card->v[GX_SIG_MEM_USED];
+    }
     return booked;
 }
 
@@ -303,8 +327,9 @@ node_cards(const struct gx_node *node)
 {
     size_t n = node->n_cards;
 
-    if (node->gpu_count >= 0 && (size_t)node->gpu_count < n)
+    if (node->gpu_count >= 0 && (size_t)node->gpu_count < n) {
         n = (size_t)node->gpu_count;
+    }
     return node->cards != NULL ? n : 0;
 }
 
@@ -337,8 +362,9 @@ sort_idle(const struct gx_decide_ctx *ctx, const struct gx_node *node, int *pos,
         size_t j = i;
         while (j > 0) {
             double kj = idle_key(ctx, &node->cards[pos[j - 1]]);
-            if (kj < k || (kj == k && pos[j - 1] < p))
+            if (kj < k || (kj == k && pos[j - 1] < p)) {
                 break;
+            }
             pos[j] = pos[j - 1];
             j--;
         }
@@ -354,8 +380,9 @@ worse_exclusive(enum gx_reason a, enum gx_reason b)
                                            GX_REASON_NO_SLOT};
 
     for (size_t i = 0; i < GX_ARRAY_LEN(order); i++) {
-        if (a == order[i] || b == order[i])
+        if (a == order[i] || b == order[i]) {
             return order[i];
+        }
     }
     return a != GX_REASON_NONE ? a : b;
 }
@@ -374,8 +401,9 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     bool have_group = false, mixed_numa = false;
     struct gx_score_parts p = {0};
 
-    if (n > GX_ARRAY_LEN(pos))
+    if (n > GX_ARRAY_LEN(pos)) {
         n = GX_ARRAY_LEN(pos);
+    }
     if (want > GX_MAX_PICK) {
         out->reason = GX_REASON_BAD_REQUEST;
         return;
@@ -386,12 +414,14 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         enum gx_reason r = card_health(ctx, c, true);
 
         usage_of(ctx, node, c, &u);
-        if (r == GX_REASON_NONE && (u.tenants > 0 || u.slices > 0 || u.exclusive))
+        if (r == GX_REASON_NONE && (u.tenants > 0 || u.slices > 0 || u.exclusive)) {
             r = GX_REASON_NO_SLOT;
+        }
         if (r == GX_REASON_NONE && ((c->pod != NULL && c->pod[0] != '\0') ||
                                     (gx_score_fresh(ctx, c, GX_SIG_MEM_USED) &&
-                                     c->v[GX_SIG_MEM_USED] > (double)cfg->memory_reserve_mib)))
+                                     c->v[GX_SIG_MEM_USED] > (double)cfg->memory_reserve_mib))) {
             r = GX_REASON_BUSY; /* in use by something we did not place */
+        }
         if (r != GX_REASON_NONE) {
             worst = worse_exclusive(worst, r);
             continue;
@@ -410,14 +440,17 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         size_t count = 0;
         bool better;
 
-        for (size_t j = 0; j < usable; j++)
+        for (size_t j = 0; j < usable; j++) {
             count += node->cards[pos[j]].numa == numa;
-        if (numa < 0 || count < want)
+        }
+        if (numa < 0 || count < want) {
             continue;
-        if (cfg->policy == GX_POLICY_BINPACK)
+        }
+        if (cfg->policy == GX_POLICY_BINPACK) {
             better = count < group_count || (count == group_count && numa < group);
-        else
+        } else {
             better = count > group_count || (count == group_count && numa < group);
+        }
         if (!have_group || better) {
             have_group = true;
             group = numa;
@@ -425,8 +458,9 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         }
     }
     for (size_t i = 0; i < usable && picked < want; i++) {
-        if (!have_group || node->cards[pos[i]].numa == group)
+        if (!have_group || node->cards[pos[i]].numa == group) {
             out->cards[picked++] = pos[i];
+        }
     }
     for (size_t i = 0; i < picked; i++) {
         const struct gx_card *c = &node->cards[out->cards[i]];
@@ -434,8 +468,9 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         usage_of(ctx, node, c, &u);
         card_parts(ctx, node, c, &u, &p);
         if (c->numa >= 0 && node->cards[out->cards[0]].numa >= 0 &&
-            c->numa != node->cards[out->cards[0]].numa)
+            c->numa != node->cards[out->cards[0]].numa) {
             mixed_numa = true;
+        }
         out->cards[i] = c->index;
     }
     out->n_cards = (int)picked;
@@ -444,10 +479,12 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     p.temp /= (double)picked;
     /* fewer whole cards left free after the pick = less fragmentation under binpack */
     p.fit = 1.0 - (double)(usable - picked) / (double)node->gpu_count;
-    if (cfg->policy == GX_POLICY_SPREAD)
+    if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
-    if (mixed_numa)
+    }
+    if (mixed_numa) {
         p.fit *= 0.5;
+    }
     out->parts = p;
     out->keep = true;
 }
@@ -459,8 +496,9 @@ node_used_slots(const struct gx_decide_ctx *ctx, const struct gx_node *node, int
     const struct gx_ledger_node *ln = gx_ledger_node(ctx->ledger, node->name);
     int64_t used = 0;
 
-    for (size_t i = 0; ln != NULL && i < ln->n_tenants; i++)
+    for (size_t i = 0; ln != NULL && i < ln->n_tenants; i++) {
         used += ln->tenants[i].exclusive ? slots : ln->tenants[i].slices;
+    }
     return used;
 }
 
@@ -476,16 +514,20 @@ card_headroom(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     double expect = req->kind == GX_REQ_SHARED && req->util_pct > 0 ? req->util_pct : 0.0;
 
     /* unknown card memory: the rule cannot be evaluated and is skipped */
-    if (total > 0 && card_booked(ctx, card, u) + asked > total - cfg->memory_reserve_mib)
+    if (total > 0 && card_booked(ctx, card, u) + asked > total - cfg->memory_reserve_mib) {
         return GX_REASON_NO_MEMORY;
-    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
-        if (card->v[GX_SIG_UTIL] > cfg->max_utilization_pct)
-            return GX_REASON_BUSY;
-        if (card->v[GX_SIG_UTIL] > load)
-            load = card->v[GX_SIG_UTIL];
     }
-    if (load + expect > cfg->util_ceiling_pct)
+    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
+        if (card->v[GX_SIG_UTIL] > cfg->max_utilization_pct) {
+            return GX_REASON_BUSY;
+        }
+        if (card->v[GX_SIG_UTIL] > load) {
+            load = card->v[GX_SIG_UTIL];
+        }
+    }
+    if (load + expect > cfg->util_ceiling_pct) {
         return GX_REASON_BUSY;
+    }
     return GX_REASON_NONE;
 }
 
@@ -511,10 +553,12 @@ reason_stage(enum gx_reason r)
 static bool
 further(enum gx_reason a, enum gx_reason b)
 {
-    if (b == GX_REASON_NONE)
+    if (b == GX_REASON_NONE) {
         return true;
-    if (reason_stage(a) != reason_stage(b))
+    }
+    if (reason_stage(a) != reason_stage(b)) {
         return reason_stage(a) > reason_stage(b);
+    }
     return a == GX_REASON_UNHEALTHY && b == GX_REASON_STALE;
 }
 
@@ -540,21 +584,25 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         bool better;
 
         usage_of(ctx, node, c, &u);
-        if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices))
+        if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices)) {
             r = GX_REASON_NO_SLOT;
+        }
         /*
          * On a node without device-plugin sharing, a workload pod that
          * dcgm-exporter sees on a card we never booked holds that card
          * through the device plugin: it has no time slot for anyone else.
          */
         if (r == GX_REASON_NONE && node->sharing == GX_SHARING_NONE && u.tenants == 0 &&
-            c->pod != NULL && c->pod[0] != '\0')
+            c->pod != NULL && c->pod[0] != '\0') {
             r = GX_REASON_NO_SLOT;
-        if (r == GX_REASON_NONE)
+        }
+        if (r == GX_REASON_NONE) {
             r = card_headroom(ctx, req, node, c, &u);
+        }
         if (r != GX_REASON_NONE) {
-            if (further(r, best_fail))
+            if (further(r, best_fail)) {
                 best_fail = r;
+            }
             continue;
         }
         candidates++;
@@ -580,8 +628,9 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     }
     card_parts(ctx, node, &node->cards[best], &bu, &p);
     p.fit = (double)best_used / (double)slots;
-    if (cfg->policy == GX_POLICY_SPREAD)
+    if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
+    }
     out->parts = p;
     out->cards[0] = node->cards[best].index;
     out->n_cards = 1;
@@ -627,13 +676,15 @@ decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *re
             continue;
         }
         usage_of(ctx, node, c, &u);
-        if (u.exclusive)
+        if (u.exclusive) {
             continue;
+        }
         r = card_headroom(ctx, req, node, c, &u);
         if (r != GX_REASON_NONE) {
             /* BUSY got further through the checks than NO_MEMORY */
-            if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE)
+            if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE) {
                 room_fail = r;
+            }
             continue;
         }
         mem_free = card_memory(ctx, node, c) - card_booked(ctx, c, &u);
@@ -662,8 +713,9 @@ decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *re
         p.temp /= healthy;
     }
     p.fit = total > 0 ? clamp01((double)(used + need) / (double)total) : 0.0;
-    if (cfg->policy == GX_POLICY_SPREAD)
+    if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
+    }
     out->parts = p;
     out->keep = true;
 }
@@ -724,10 +776,11 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             out->reason = GX_REASON_TOO_FEW_GPUS;
             return;
         }
-        if (time_sliced)
+        if (time_sliced) {
             decide_device_plugin(ctx, req, node, req->gpus, out);
-        else
+        } else {
             decide_exclusive(ctx, req, node, out);
+        }
     } else if (req->device_plugin) {
         if (!time_sliced) {
             out->reason = GX_REASON_SHARING_MISMATCH;

@@ -38,13 +38,16 @@ parse_count(const char *s, int64_t *out)
 {
     int64_t n = 0;
 
-    if (s == NULL || s[0] == '\0')
+    if (s == NULL || s[0] == '\0') {
         return false;
+    }
     for (const char *p = s; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9')
+        if (*p < '0' || *p > '9') {
             return false;
-        if (n > (INT64_MAX - (*p - '0')) / 10)
+        }
+        if (n > (INT64_MAX - (*p - '0')) / 10) {
             return false;
+        }
         n = n * 10 + (*p - '0');
     }
     *out = n;
@@ -57,8 +60,9 @@ allocatable(const struct gx_node_info *ni, const char *res, int64_t *out)
 {
     const char *q;
 
-    if (res == NULL)
+    if (res == NULL) {
         return false;
+    }
     for (size_t i = 0; i < ni->n_allocatable; i++) {
         if (ni->allocatable[i].key != NULL && strcmp(ni->allocatable[i].key, res) == 0) {
             q = ni->allocatable[i].value;
@@ -80,29 +84,34 @@ numa_of_bus(const char *pci)
     const char *p, *c1, *c2;
     int bus = 0, digits = 0;
 
-    if (pci == NULL)
+    if (pci == NULL) {
         return -1;
+    }
     c1 = strchr(pci, ':');
-    if (c1 == NULL)
+    if (c1 == NULL) {
         return -1;
+    }
     c2 = strchr(c1 + 1, ':');
     p = c2 != NULL ? c1 + 1 : pci; /* with a domain, the bus follows the first ':' */
     for (; *p != ':' && *p != '\0'; p++) {
         int d;
-        if (*p >= '0' && *p <= '9')
+        if (*p >= '0' && *p <= '9') {
             d = *p - '0';
-        else if (*p >= 'a' && *p <= 'f')
+        } else if (*p >= 'a' && *p <= 'f') {
             d = *p - 'a' + 10;
-        else if (*p >= 'A' && *p <= 'F')
+        } else if (*p >= 'A' && *p <= 'F') {
             d = *p - 'A' + 10;
-        else
+        } else {
             return -1;
+        }
         bus = bus * 16 + d;
-        if (++digits > 2)
+        if (++digits > 2) {
             return -1;
+        }
     }
-    if (digits == 0)
+    if (digits == 0) {
         return -1;
+    }
     return bus >= 0x80 ? 1 : 0;
 }
 
@@ -110,10 +119,12 @@ numa_of_bus(const char *pci)
 static enum gx_err
 fill_card(struct gx_arena *a, struct gx_card *card, const struct gx_mcard *mc, bool numa_node)
 {
-    if (mc->uuid != NULL && (card->uuid = gx_arena_strdup(a, mc->uuid)) == NULL)
+    if (mc->uuid != NULL && (card->uuid = gx_arena_strdup(a, mc->uuid)) == NULL) {
         return GX_ENOMEM;
-    if (mc->pod != NULL && (card->pod = gx_arena_strdup(a, mc->pod)) == NULL)
+    }
+    if (mc->pod != NULL && (card->pod = gx_arena_strdup(a, mc->pod)) == NULL) {
         return GX_ENOMEM;
+    }
     card->numa = numa_node ? numa_of_bus(mc->pci_bus_id) : -1;
     for (int k = 0; k < GX_SIG_COUNT; k++) {
         card->v[k] = mc->v[k].value;
@@ -129,8 +140,9 @@ mcard_uuid_cmp(const void *a, const void *b)
     const struct gx_mcard *x = *(const struct gx_mcard *const *)a;
     const struct gx_mcard *y = *(const struct gx_mcard *const *)b;
 
-    if (x->uuid == NULL || y->uuid == NULL)
+    if (x->uuid == NULL || y->uuid == NULL) {
         return (x->uuid == NULL) - (y->uuid == NULL);
+    }
     return strcmp(x->uuid, y->uuid);
 }
 
@@ -148,11 +160,13 @@ build_cards(struct gx_arena *a, struct gx_node *node, const struct gx_mstore *ms
     enum gx_err rc = GX_OK;
 
     node->n_cards = (size_t)node->gpu_count;
-    if (node->n_cards == 0)
+    if (node->n_cards == 0) {
         return GX_OK;
+    }
     node->cards = gx_arena_alloc(a, node->n_cards * sizeof(*node->cards));
-    if (node->cards == NULL)
+    if (node->cards == NULL) {
         return GX_ENOMEM;
+    }
     for (size_t i = 0; i < node->n_cards; i++) {
         struct gx_card *c = &node->cards[i];
         c->index = (int)i;
@@ -162,10 +176,12 @@ build_cards(struct gx_arena *a, struct gx_node *node, const struct gx_mstore *ms
             c->at_ms[k] = 0;
         }
     }
-    if (ms != NULL)
+    if (ms != NULL) {
         mcards = gx_mstore_cards(ms, node->name, &n_m);
-    if (n_m == 0)
+    }
+    if (n_m == 0) {
         return GX_OK;
+    }
     numa_label = gx_node_label(node, LABEL_MEMORY_NUMA);
     numa_node = numa_label != NULL && strcmp(numa_label, "true") == 0;
 
@@ -182,20 +198,24 @@ build_cards(struct gx_arena *a, struct gx_node *node, const struct gx_mstore *ms
         } else if ((size_t)mc->gpu < node->n_cards && !taken[mc->gpu]) {
             taken[mc->gpu] = true;
             rc = fill_card(a, &node->cards[mc->gpu], mc, numa_node);
-            if (rc != GX_OK)
+            if (rc != GX_OK) {
                 goto out;
+            }
         }
     }
     qsort(loose, n_loose, sizeof(*loose), mcard_uuid_cmp);
     for (size_t j = 0; j < n_loose; j++) {
-        while (next < node->n_cards && taken[next])
+        while (next < node->n_cards && taken[next]) {
             next++;
-        if (next == node->n_cards)
+        }
+        if (next == node->n_cards) {
             break;
+        }
         taken[next] = true;
         rc = fill_card(a, &node->cards[next], loose[j], numa_node);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             goto out;
+        }
     }
 out:
     free(loose);
@@ -213,18 +233,21 @@ build_node(const struct gx_config *cfg, struct gx_arena *a, const struct gx_node
     bool has_gpu, has_shared;
 
     node->name = gx_arena_strdup(a, ni->name != NULL ? ni->name : "");
-    if (node->name == NULL)
+    if (node->name == NULL) {
         return GX_ENOMEM;
+    }
     if (ni->n_labels > 0) {
         node->labels = gx_arena_alloc(a, ni->n_labels * sizeof(*node->labels));
-        if (node->labels == NULL)
+        if (node->labels == NULL) {
             return GX_ENOMEM;
+        }
         for (size_t i = 0; i < ni->n_labels; i++) {
             const char *k = ni->labels[i].key, *lv = ni->labels[i].value;
             node->labels[i].key = gx_arena_strdup(a, k != NULL ? k : "");
             node->labels[i].value = gx_arena_strdup(a, lv != NULL ? lv : "");
-            if (node->labels[i].key == NULL || node->labels[i].value == NULL)
+            if (node->labels[i].key == NULL || node->labels[i].value == NULL) {
                 return GX_ENOMEM;
+            }
         }
         node->n_labels = ni->n_labels;
         qsort(node->labels, node->n_labels, sizeof(*node->labels), kv_cmp);
@@ -232,34 +255,40 @@ build_node(const struct gx_config *cfg, struct gx_arena *a, const struct gx_node
 
     v = gx_node_label(node, LABEL_PRODUCT);
     node->product = v != NULL ? v : "";
-    if (parse_count(gx_node_label(node, LABEL_REPLICAS), &n) && n > 1)
+    if (parse_count(gx_node_label(node, LABEL_REPLICAS), &n) && n > 1) {
         replicas = n > INT32_MAX ? INT32_MAX : n;
+    }
     node->replicas = (int)replicas;
-    if (parse_count(gx_node_label(node, LABEL_MEMORY), &n))
+    if (parse_count(gx_node_label(node, LABEL_MEMORY), &n)) {
         node->gpu_memory_mib = n;
+    }
 
     v = gx_node_label(node, LABEL_SHARING);
     /* Replicas without a strategy label: a device plugin older than the label. */
-    if ((v != NULL && strcmp(v, "time-slicing") == 0) || (v == NULL && replicas > 1))
+    if ((v != NULL && strcmp(v, "time-slicing") == 0) || (v == NULL && replicas > 1)) {
         node->sharing = GX_SHARING_TIME_SLICING;
-    else if (v != NULL && strcmp(v, "mps") == 0)
+    } else if (v != NULL && strcmp(v, "mps") == 0) {
         node->sharing = GX_SHARING_MPS;
-    else
+    } else {
         node->sharing = GX_SHARING_NONE;
+    }
 
     has_gpu = allocatable(ni, cfg->res_gpu, &q_gpu);
     has_shared = allocatable(ni, cfg->res_shared, &q_shared);
-    if (!has_gpu)
+    if (!has_gpu) {
         q_gpu = 0;
-    if (!has_shared)
+    }
+    if (!has_shared) {
         q_shared = 0;
+    }
     node->alloc_gpu = has_gpu || has_shared ? q_gpu + q_shared : -1;
 
     /* Physical cards: a time-sliced node advertises cards x replicas. */
-    if (parse_count(gx_node_label(node, LABEL_COUNT), &n) && n > 0)
+    if (parse_count(gx_node_label(node, LABEL_COUNT), &n) && n > 0) {
         count = n;
-    else if (node->alloc_gpu > 0)
+    } else if (node->alloc_gpu > 0) {
         count = node->alloc_gpu / replicas;
+    }
     node->gpu_count = (int)(count > SNAPSHOT_MAX_CARDS ? SNAPSHOT_MAX_CARDS : count);
 
     node->ready = ni->ready;
@@ -279,8 +308,9 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     enum gx_err rc = GX_OK;
 
     snap = calloc(1, sizeof(*snap));
-    if (snap == NULL)
+    if (snap == NULL) {
         return GX_ENOMEM;
+    }
     gx_arena_init(&snap->arena, 0);
     gx_strmap_init(&snap->by_name);
     snap->built_ms = now_ms;
@@ -295,12 +325,14 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
         struct gx_node *node = &snap->nodes[i];
 
         rc = build_node(cfg, &snap->arena, &nodes[i], ms, node);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             goto out;
+        }
         snap->n_nodes++;
         rc = gx_strmap_put(&snap->by_name, node->name, strlen(node->name), node);
-        if (rc != GX_OK)
+        if (rc != GX_OK) {
             goto out;
+        }
     }
     *out = snap;
     snap = NULL;
@@ -313,8 +345,9 @@ out:
 void
 gx_snapshot_free(struct gx_snapshot *snap)
 {
-    if (snap == NULL)
+    if (snap == NULL) {
         return;
+    }
     gx_strmap_release(&snap->by_name);
     gx_arena_release(&snap->arena);
     free(snap);
@@ -324,8 +357,9 @@ gx_snapshot_free(struct gx_snapshot *snap)
 const struct gx_node *
 gx_snapshot_find(const struct gx_snapshot *snap, const char *name, size_t len)
 {
-    if (snap == NULL || name == NULL)
+    if (snap == NULL || name == NULL) {
         return NULL;
+    }
     return gx_strmap_get(&snap->by_name, name, len);
 }
 
@@ -336,8 +370,9 @@ gx_node_label(const struct gx_node *node, const char *key)
     struct gx_kv probe = {.key = key, .value = NULL};
     const struct gx_kv *hit;
 
-    if (node == NULL || node->n_labels == 0 || key == NULL)
+    if (node == NULL || node->n_labels == 0 || key == NULL) {
         return NULL;
+    }
     hit = bsearch(&probe, node->labels, node->n_labels, sizeof(*node->labels), kv_cmp);
     return hit != NULL ? hit->value : NULL;
 }
@@ -349,10 +384,12 @@ gx_card_fresh(const struct gx_config *cfg, const struct gx_card *card, enum gx_s
 {
     int64_t at;
 
-    if ((unsigned)sig >= GX_SIG_COUNT)
+    if ((unsigned)sig >= GX_SIG_COUNT) {
         return false;
+    }
     at = card->at_ms[sig];
-    if (at == 0 || isnan(card->v[sig]))
+    if (at == 0 || isnan(card->v[sig])) {
         return false;
+    }
     return now_ms - at <= (int64_t)cfg->max_age_s[sig] * 1000;
 }

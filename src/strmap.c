@@ -27,9 +27,9 @@ find_slot(struct gx_strmap_slot *slots, size_t cap, const char *key, size_t klen
 
     for (;;) {
         struct gx_strmap_slot *s = &slots[i];
-        if (s->key == NULL ||
-            (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0))
+        if (s->key == NULL || (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0)) {
             return s;
+        }
         i = (i + 1) & (cap - 1);
     }
 }
@@ -40,12 +40,14 @@ grow(struct gx_strmap *m)
     size_t ncap = m->cap ? m->cap * 2 : 16;
     struct gx_strmap_slot *ns = calloc(ncap, sizeof(*ns));
 
-    if (ns == NULL)
+    if (ns == NULL) {
         return GX_ENOMEM;
+    }
     for (size_t i = 0; i < m->cap; i++) {
         struct gx_strmap_slot *o = &m->slots[i];
-        if (o->key != NULL)
+        if (o->key != NULL) {
             *find_slot(ns, ncap, o->key, o->klen, o->hash) = *o;
+        }
     }
     free(m->slots);
     m->slots = ns;
@@ -60,8 +62,9 @@ gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value)
     struct gx_strmap_slot *s;
     enum gx_err rc;
 
-    if ((m->count + 1) * 2 > m->cap && (rc = grow(m)) != GX_OK)
+    if ((m->count + 1) * 2 > m->cap && (rc = grow(m)) != GX_OK) {
         return rc;
+    }
     s = find_slot(m->slots, m->cap, key, klen, h);
     if (s->key == NULL) {
         s->key = key;
@@ -76,8 +79,9 @@ gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value)
 void *
 gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen)
 {
-    if (m->cap == 0)
+    if (m->cap == 0) {
         return NULL;
+    }
     return find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen))->value;
 }
 
@@ -88,11 +92,13 @@ gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen)
     size_t i, j;
     void *value;
 
-    if (m->cap == 0)
+    if (m->cap == 0) {
         return NULL;
+    }
     s = find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen));
-    if (s->key == NULL)
+    if (s->key == NULL) {
         return NULL;
+    }
     value = s->value;
     /* Backward-shift deletion keeps every probe chain unbroken. */
     i = (size_t)(s - m->slots);
@@ -100,8 +106,9 @@ gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen)
     for (;;) {
         size_t home;
         j = (j + 1) & (m->cap - 1);
-        if (m->slots[j].key == NULL)
+        if (m->slots[j].key == NULL) {
             break;
+        }
         home = (size_t)m->slots[j].hash & (m->cap - 1);
         /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
@@ -120,10 +127,12 @@ gx_strmap_next(const struct gx_strmap *m, size_t *pos, const char **key, size_t 
     while (*pos < m->cap) {
         const struct gx_strmap_slot *s = &m->slots[(*pos)++];
         if (s->key != NULL) {
-            if (key != NULL)
+            if (key != NULL) {
                 *key = s->key;
-            if (klen != NULL)
+            }
+            if (klen != NULL) {
                 *klen = s->klen;
+            }
             return s->value;
         }
     }

@@ -12,8 +12,9 @@ Test(buf, grows_and_stays_nul_terminated)
     struct gx_buf b;
 
     gx_buf_init(&b, 1 << 20);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 1000; i++) {
         cr_assert_eq(gx_buf_addf(&b, "%d,", i), GX_OK);
+    }
     cr_assert_eq(strlen(b.data), b.len);
     cr_assert(strncmp(b.data, "0,1,2,", 6) == 0);
     cr_assert(strstr(b.data, "999,") != NULL);

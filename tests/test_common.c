@@ -30,8 +30,9 @@ Test(common, why_prefix_truncates_without_overflow)
 
 Test(common, every_error_has_a_message)
 {
-    for (int e = GX_EIO; e <= GX_OK; e++)
+    for (int e = GX_EIO; e <= GX_OK; e++) {
         cr_assert_str_neq(gx_strerror((enum gx_err)e), "unknown error");
+    }
 }
 
 Test(common, read_file_reports_missing_and_too_big)

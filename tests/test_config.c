@@ -77,8 +77,9 @@ assert_defaults(const struct gx_config *c)
     cr_assert_str_eq(c->metric_names[GX_SIG_POWER], "DCGM_FI_DEV_POWER_USAGE");
     cr_assert_str_eq(c->metric_names[GX_SIG_XID], "DCGM_FI_DEV_XID_ERRORS");
     cr_assert_eq(c->on_stale, GX_STALE_IGNORE);
-    for (int i = 0; i < GX_SIG_COUNT; i++)
+    for (int i = 0; i < GX_SIG_COUNT; i++) {
         cr_assert_eq(c->max_age_s[i], 60, "max_age_s[%d]", i);
+    }
     cr_assert_float_eq(c->max_temperature_c, 85.0, 1e-9);
     cr_assert_eq(c->n_ignored_xids, 0);
     cr_assert_float_eq(c->max_utilization_pct, 90.0, 1e-9);
@@ -137,8 +138,9 @@ Test(config, signal_names_match_config_keys)
 
         cr_assert_str_eq(gx_signal_name((enum gx_signal)s), want[s]);
         (void)snprintf(key, sizeof(key), "metrics.max_age_s.%s", want[s]);
-        for (size_t i = 0; keys[i] != NULL; i++)
+        for (size_t i = 0; keys[i] != NULL; i++) {
             found = found || strcmp(keys[i], key) == 0;
+        }
         cr_assert(found, "%s not a key", key);
     }
 }
@@ -211,8 +213,9 @@ Test(config, full_document_sets_every_section)
     cr_assert_str_eq(c->metric_names[GX_SIG_POWER], "P");
     cr_assert_str_eq(c->metric_names[GX_SIG_XID], "X");
     cr_assert_eq(c->on_stale, GX_STALE_REJECT);
-    for (int i = 0; i < GX_SIG_COUNT; i++)
+    for (int i = 0; i < GX_SIG_COUNT; i++) {
         cr_assert_eq(c->max_age_s[i], 10 + i);
+    }
     cr_assert_float_eq(c->max_temperature_c, 80.5, 1e-9);
     cr_assert_eq(c->n_ignored_xids, 2);
     cr_assert_eq(c->ignored_xids[0], 13);
@@ -587,28 +590,33 @@ Test(config, docs_list_exactly_the_config_keys)
         char *end;
 
         next = strchr(line, '\n');
-        if (next != NULL)
+        if (next != NULL) {
             *next++ = '\0';
-        if (strncmp(line, "| `", 3) != 0)
+        }
+        if (strncmp(line, "| `", 3) != 0) {
             continue;
+        }
         end = strchr(line + 3, '`');
         cr_assert_not_null(end, "unterminated key in: %s", line);
         *end = '\0';
         cr_assert_lt(n_doc, GX_ARRAY_LEN(doc_keys));
-        for (size_t i = 0; i < n_doc; i++)
+        for (size_t i = 0; i < n_doc; i++) {
             cr_assert_str_neq(doc_keys[i], line + 3, "documented twice: %s", line + 3);
+        }
         doc_keys[n_doc++] = line + 3;
     }
     for (n_keys = 0; keys[n_keys] != NULL; n_keys++) {
         bool found = false;
-        for (size_t i = 0; i < n_doc && !found; i++)
+        for (size_t i = 0; i < n_doc && !found; i++) {
             found = strcmp(doc_keys[i], keys[n_keys]) == 0;
+        }
         cr_assert(found, "key %s is not documented", keys[n_keys]);
     }
     for (size_t i = 0; i < n_doc; i++) {
         bool found = false;
-        for (size_t k = 0; keys[k] != NULL && !found; k++)
+        for (size_t k = 0; keys[k] != NULL && !found; k++) {
             found = strcmp(doc_keys[i], keys[k]) == 0;
+        }
         cr_assert(found, "documented key %s does not exist", doc_keys[i]);
     }
     cr_assert_eq(n_doc, n_keys);

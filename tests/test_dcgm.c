@@ -27,8 +27,9 @@ test_cfg(void)
     cfg.metric_names[GX_SIG_TEMP] = "DCGM_FI_DEV_GPU_TEMP";
     cfg.metric_names[GX_SIG_POWER] = "DCGM_FI_DEV_POWER_USAGE";
     cfg.metric_names[GX_SIG_XID] = "DCGM_FI_DEV_XID_ERRORS";
-    for (int i = 0; i < GX_SIG_COUNT; i++)
+    for (int i = 0; i < GX_SIG_COUNT; i++) {
         cfg.max_age_s[i] = 60;
+    }
     cfg.res_gpu = "nvidia.com/gpu";
     cfg.res_shared = "nvidia.com/gpu.shared";
     return cfg;
@@ -121,8 +122,9 @@ instance_maps_to(struct gx_config *cfg, const char *value, const char *want)
 
     cfg->node_labels = node_labels_instance;
     cfg->n_node_labels = 1;
-    if (!gx_dcgm_map(cfg, GX_SIG_UTIL, &s, 0, &cs))
+    if (!gx_dcgm_map(cfg, GX_SIG_UTIL, &s, 0, &cs)) {
         return false;
+    }
     cr_assert_eq(cs.node, value + (value[0] == '[' ? 1 : 0), "node points into the label");
     return node_is(&cs, want);
 }
@@ -212,8 +214,9 @@ card(const struct gx_mstore *ms, const char *node, int gpu)
     const struct gx_mcard *c = gx_mstore_cards(ms, node, &n);
 
     for (size_t i = 0; i < n; i++) {
-        if (c[i].gpu == gpu)
+        if (c[i].gpu == gpu) {
             return &c[i];
+        }
     }
     return NULL;
 }

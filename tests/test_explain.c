@@ -36,8 +36,9 @@ card_set(struct gx_card *c, int index, const char *uuid, double util, double use
     c->v[GX_SIG_MEM_USED] = used;
     c->v[GX_SIG_MEM_FREE] = 24564 - used;
     c->v[GX_SIG_TEMP] = temp;
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         c->at_ms[s] = NOW - 1000;
+    }
 }
 
 /*
@@ -53,8 +54,9 @@ world_init(struct world *w)
     struct gx_tenant t;
 
     memset(w, 0, sizeof(*w));
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         w->cfg.max_age_s[s] = 60;
+    }
     w->cfg.max_temperature_c = 85;
     w->cfg.max_utilization_pct = 90;
     w->cfg.default_slots = 4;
@@ -73,8 +75,9 @@ world_init(struct world *w)
         n->ready = true;
         n->cards = w->cards[i];
         n->n_cards = (size_t)counts[i];
-        for (int c = 0; c < counts[i]; c++)
+        for (int c = 0; c < counts[i]; c++) {
             card_set(&w->cards[i][c], c, c ? "GPU-bbbb" : "GPU-aaaa", 10, 400, 45);
+        }
     }
     w->cards[2][0].v[GX_SIG_TEMP] = 93;
     w->snap.nodes = w->nodes;
@@ -116,8 +119,9 @@ find_line(const char *text, const char *prefix, char *line, size_t n)
         const char *end = strchr(p, '\n');
         size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
         if (strncmp(p, prefix, strlen(prefix)) == 0) {
-            if (len >= n)
+            if (len >= n) {
                 len = n - 1;
+            }
             memcpy(line, p, len);
             line[len] = '\0';
             return true;
@@ -151,8 +155,9 @@ Test(explain, text_rows_match_score_verdicts)
         cr_assert(find_line(b.data, w.nodes[i].name, line, sizeof(line)), "no row for %s",
                   w.nodes[i].name);
         cr_assert_not_null(strstr(line, v.keep ? " fit " : " reject "), "%s", line);
-        if (!v.keep)
+        if (!v.keep) {
             cr_assert_not_null(strstr(line, gx_reason_text(v.reason)), "%s", line);
+        }
         /* rows follow snapshot order */
         at = strstr(b.data, line);
         cr_assert(prev == NULL || at > prev);
@@ -223,10 +228,11 @@ Test(explain, json_carries_the_same_verdicts)
         cr_assert_str_eq(cJSON_GetObjectItem(n, "reason")->valuestring, gx_reason_text(v.reason));
         cr_assert_str_eq(cJSON_GetObjectItem(n, "reason_name")->valuestring,
                          gx_reason_name(v.reason));
-        if (v.keep)
+        if (v.keep) {
             cr_assert_eq(cJSON_GetObjectItem(n, "score")->valueint, v.score);
-        else
+        } else {
             cr_assert(cJSON_IsNull(cJSON_GetObjectItem(n, "score")));
+        }
         cr_assert_eq((size_t)cJSON_GetArraySize(cards), w.nodes[i].n_cards);
         cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(n, "cards_chosen")), v.n_cards);
     }

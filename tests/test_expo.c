@@ -43,8 +43,9 @@ collect_cb(void *ctx, const struct gx_series *s)
         k->ts_ms = s->ts_ms;
     }
     c->n++;
-    if (c->stop_after != 0 && c->n == c->stop_after)
+    if (c->stop_after != 0 && c->n == c->stop_after) {
         return GX_EIO;
+    }
     return GX_OK;
 }
 
@@ -52,8 +53,9 @@ static const char *
 kept_label(const struct kept *k, const char *key)
 {
     for (size_t i = 0; i < k->n_labels && i < 16; i++) {
-        if (strcmp(k->keys[i], key) == 0)
+        if (strcmp(k->keys[i], key) == 0) {
             return k->values[i];
+        }
     }
     return NULL;
 }
@@ -84,8 +86,9 @@ count_sample_lines(const char *text, size_t len)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
-        if (le > p && *p != '#')
+        if (le > p && *p != '#') {
             n++;
+        }
         p = nl ? nl + 1 : end;
     }
     return n;
@@ -97,8 +100,9 @@ find(const struct collect *c, const char *name, const char *gpu)
 {
     for (size_t i = 0; i < c->n && i < MAX_KEEP; i++) {
         const char *g = kept_label(&c->s[i], "gpu");
-        if (strcmp(c->s[i].name, name) == 0 && g != NULL && strcmp(g, gpu) == 0)
+        if (strcmp(c->s[i].name, name) == 0 && g != NULL && strcmp(g, gpu) == 0) {
             return &c->s[i];
+        }
     }
     return NULL;
 }
@@ -116,8 +120,9 @@ Test(expo, parses_every_sample_of_node_a_page)
     cr_assert_eq(c.n, count_sample_lines(text, len));
     cr_assert_eq(c.n, 38, "2 GPUs x 19 families");
     for (size_t i = 0; i < c.n; i++) {
-        if (i == 0 || strcmp(c.s[i].name, c.s[i - 1].name) != 0)
+        if (i == 0 || strcmp(c.s[i].name, c.s[i - 1].name) != 0) {
             families++;
+        }
     }
     cr_assert_eq(families, 19);
 
@@ -329,8 +334,9 @@ Test(expo, rejects_more_than_max_labels)
     struct gx_why why = {{0}};
 
     n += (size_t)snprintf(text + n, sizeof(text) - n, "m{");
-    for (int i = 0; i <= GX_EXPO_MAX_LABELS; i++)
+    for (int i = 0; i <= GX_EXPO_MAX_LABELS; i++) {
         n += (size_t)snprintf(text + n, sizeof(text) - n, "l%d=\"v\",", i);
+    }
     (void)snprintf(text + n, sizeof(text) - n, "} 1\n");
     cr_assert_eq(parse_str(text, &c, &why), GX_EPARSE);
     cr_assert_str_eq(why.text, "line 1: too many labels");
@@ -358,8 +364,9 @@ Test(expo, counts_every_sample_of_a_concatenated_large_page)
     struct gx_why why = {{0}};
 
     cr_assert_not_null(big);
-    for (size_t i = 0; i < copies; i++)
+    for (size_t i = 0; i < copies; i++) {
         memcpy(big + i * len, page, len);
+    }
     big_len = len * copies;
     cr_assert_eq(gx_expo_parse(big, big_len, collect_cb, &c, &why), GX_OK, "%s", why.text);
     cr_assert_eq(c.n, count_sample_lines(big, big_len));

@@ -191,8 +191,9 @@ Test(extender, rejects_bad_args_with_a_reason_naming_the_field)
         cr_expect_eq(rc, bad[i].rc, "body %zu (%s): rc %d, why '%s'", i, bad[i].body, rc, why.text);
         cr_expect(strstr(why.text, bad[i].why) != NULL, "body %zu: why '%s', want '%s'", i,
                   why.text, bad[i].why);
-        if (rc == GX_OK)
+        if (rc == GX_OK) {
             gx_ext_args_release(&args);
+        }
     }
 }
 
@@ -205,8 +206,9 @@ Test(extender, pod_decode_errors_are_prefixed_with_pod)
 
     cr_expect_neq(rc, GX_OK);
     cr_expect_eq(strncmp(why.text, "Pod: ", 5), 0, "why '%s'", why.text);
-    if (rc == GX_OK)
+    if (rc == GX_OK) {
         gx_ext_args_release(&args);
+    }
 }
 
 /* Parse @out as JSON and require exactly the five filter-result keys in order. */
@@ -499,8 +501,9 @@ Test(extender, rejects_bad_bind_args)
         cr_expect_eq(rc, bad[i].rc, "body %zu: rc %d why '%s'", i, rc, why.text);
         cr_expect(strstr(why.text, bad[i].why) != NULL, "body %zu: why '%s', want '%s'", i,
                   why.text, bad[i].why);
-        if (rc == GX_OK)
+        if (rc == GX_OK) {
             gx_ext_bind_args_release(&b);
+        }
     }
 }
 

@@ -17,8 +17,9 @@ skip_all(const char *doc, int max_depth, struct gx_why *why)
 
     gx_json_init(&j, doc, strlen(doc), max_depth, why);
     rc = gx_json_skip(&j);
-    if (rc != GX_OK)
+    if (rc != GX_OK) {
         return rc;
+    }
     if (gx_json_peek(&j) != '\0' || j.pos != j.len) {
         gx_why_set(why, "trailing data at %zu", j.pos);
         return GX_EPARSE;
@@ -48,8 +49,9 @@ Test(json, accepts_valid_documents)
     };
     struct gx_why why = {{0}};
 
-    for (size_t i = 0; i < GX_ARRAY_LEN(docs); i++)
+    for (size_t i = 0; i < GX_ARRAY_LEN(docs); i++) {
         cr_expect_eq(skip_all(docs[i], 64, &why), GX_OK, "doc %zu (%s): %s", i, docs[i], why.text);
+    }
 }
 
 Test(json, rejects_invalid_documents_with_offset)
@@ -362,9 +364,10 @@ Test(json, skips_a_large_document)
 
     cr_assert_not_null(doc);
     doc[len++] = '[';
-    for (int i = 0; i < 20000; i++)
+    for (int i = 0; i < 20000; i++) {
         len += (size_t)snprintf(doc + len, cap - len, "%s{\"name\":\"node-%05d\",\"v\":\"%s\"}",
                                 i ? "," : "", i, i % 7 ? "abcdefghijklmnopq" : "a\\nb\\u00e9");
+    }
     doc[len++] = ']';
     gx_json_init(&j, doc, len, 8, NULL);
     cr_assert_eq(gx_json_enter_array(&j), GX_OK);

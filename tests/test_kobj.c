@@ -72,8 +72,9 @@ static const struct gx_node_info *
 find_node(const struct gx_node_info *nodes, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(nodes[i].name, name) == 0)
+        if (strcmp(nodes[i].name, name) == 0) {
             return &nodes[i];
+        }
     }
     cr_assert_fail("node %s not found", name);
     return NULL;
@@ -103,9 +104,10 @@ Test(kobj, decodes_nodelist_fixture, .init = setup, .fini = teardown)
         cr_assert(nodes[i].ready, "%s ready", nodes[i].name);
         cr_assert_not(nodes[i].unschedulable);
         cr_assert_gt(nodes[i].n_labels, 50);
-        for (size_t j = 1; j < nodes[i].n_labels; j++)
+        for (size_t j = 1; j < nodes[i].n_labels; j++) {
             cr_assert_lt(strcmp(nodes[i].labels[j - 1].key, nodes[i].labels[j].key), 0,
                          "%s labels not sorted at %zu", nodes[i].name, j);
+        }
     }
     a = find_node(nodes, n, "gpu-node-a");
     b = find_node(nodes, n, "gpu-node-b");
@@ -333,10 +335,12 @@ nested(int depth)
 
     cr_assert_not_null(s);
     p += (size_t)snprintf(s, len, "{\"a\":");
-    for (int i = 1; i < depth; i++)
+    for (int i = 1; i < depth; i++) {
         s[p++] = '[';
-    for (int i = 1; i < depth; i++)
+    }
+    for (int i = 1; i < depth; i++) {
         s[p++] = ']';
+    }
     s[p++] = '}';
     return s;
 }

@@ -76,8 +76,9 @@ msleep(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         ;
+    }
 }
 
 static void
@@ -85,8 +86,9 @@ send_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
         ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0)
+        if (n <= 0) {
             return;
+        }
         data += n;
         len -= (size_t)n;
     }
@@ -121,8 +123,9 @@ chunk(int fd, const char *data, size_t len)
     char h[32];
     int n = snprintf(h, sizeof(h), "%zx\r\n", len);
 
-    if (len == 0)
+    if (len == 0) {
         return;
+    }
     send_all(fd, h, (size_t)n);
     send_all(fd, data, len);
     send_all(fd, "\r\n", 2);
@@ -151,8 +154,9 @@ static void
 wait_step(struct fake *f, int step)
 {
     pthread_mutex_lock(&f->mu);
-    while (f->step < step && !f->stop)
+    while (f->step < step && !f->stop) {
         pthread_cond_wait(&f->cv, &f->mu);
+    }
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -182,8 +186,9 @@ url_of(struct fake *f, enum req_kind kind, int nth, char *out, size_t n)
 {
     pthread_mutex_lock(&f->mu);
     out[0] = '\0';
-    if (nth >= 1 && nth <= f->count[kind] && nth <= MAX_URLS)
+    if (nth >= 1 && nth <= f->count[kind] && nth <= MAX_URLS) {
         (void)snprintf(out, n, "%s", f->urls[kind][nth - 1]);
+    }
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -192,10 +197,12 @@ classify(const char *target)
 {
     bool watch = strstr(target, "watch=1") != NULL;
 
-    if (strncmp(target, "/api/v1/nodes", 13) == 0 && (target[13] == '?' || target[13] == '\0'))
+    if (strncmp(target, "/api/v1/nodes", 13) == 0 && (target[13] == '?' || target[13] == '\0')) {
         return watch ? RQ_NODE_WATCH : RQ_NODE_LIST;
-    if (strncmp(target, "/api/v1/pods", 12) == 0 && (target[12] == '?' || target[12] == '\0'))
+    }
+    if (strncmp(target, "/api/v1/pods", 12) == 0 && (target[12] == '?' || target[12] == '\0')) {
         return watch ? RQ_POD_WATCH : RQ_POD_LIST;
+    }
     return RQ_OTHER;
 }
 
@@ -210,18 +217,21 @@ read_request(int fd, struct fake_req *r)
     while (end == NULL) {
         ssize_t n;
 
-        if (len + 1 >= sizeof(buf))
+        if (len + 1 >= sizeof(buf)) {
             return false;
+        }
         n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-        if (n <= 0)
+        if (n <= 0) {
             return false;
+        }
         len += (size_t)n;
         buf[len] = '\0';
         end = strstr(buf, "\r\n\r\n");
     }
     *end = '\0';
-    if (sscanf(buf, "%15s %2047s", r->method, r->target) != 2)
+    if (sscanf(buf, "%15s %2047s", r->method, r->target) != 2) {
         return false;
+    }
     for (line = strstr(buf, "\r\n"); line != NULL; line = strstr(line + 2, "\r\n")) {
         p = line + 2;
         if (strncasecmp(p, "Authorization: ", 15) == 0) {
@@ -235,13 +245,15 @@ read_request(int fd, struct fake_req *r)
     if (clen > 0) {
         size_t have = len - (size_t)(end + 4 - buf);
         r->body = calloc(1, clen + 1);
-        if (r->body == NULL)
+        if (r->body == NULL) {
             return false;
+        }
         memcpy(r->body, end + 4, have < clen ? have : clen);
         while (have < clen) {
             ssize_t n = recv(fd, r->body + have, clen - have, 0);
-            if (n <= 0)
+            if (n <= 0) {
                 return false;
+            }
             have += (size_t)n;
         }
         r->body_len = clen;
@@ -263,8 +275,9 @@ conn_main(void *arg)
         r.kind = classify(r.target);
         pthread_mutex_lock(&f->mu);
         r.nth = ++f->count[r.kind];
-        if (r.nth <= MAX_URLS)
+        if (r.nth <= MAX_URLS) {
             (void)snprintf(f->urls[r.kind][r.nth - 1], sizeof(f->urls[0][0]), "%s", r.target);
+        }
         (void)snprintf(f->last_auth, sizeof(f->last_auth), "%s", r.auth);
         pthread_mutex_unlock(&f->mu);
         f->handler(f, ca->fd, &r);
@@ -289,13 +302,16 @@ accept_main(void *arg)
         pthread_mutex_lock(&f->mu);
         stop = f->stop;
         pthread_mutex_unlock(&f->mu);
-        if (stop)
+        if (stop) {
             break;
-        if (poll(&pfd, 1, 20) <= 0)
+        }
+        if (poll(&pfd, 1, 20) <= 0) {
             continue;
+        }
         fd = accept(f->lfd, NULL, NULL);
-        if (fd < 0)
+        if (fd < 0) {
             continue;
+        }
         ca = malloc(sizeof(*ca));
         if (ca == NULL || f->n_conns >= MAX_CONNS) {
             free(ca);
@@ -346,8 +362,9 @@ fake_stop(struct fake *f)
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     pthread_join(f->accept_thread, NULL);
-    for (int i = 0; i < f->n_conns; i++)
+    for (int i = 0; i < f->n_conns; i++) {
         pthread_join(f->conns[i], NULL);
+    }
     close(f->lfd);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
@@ -377,17 +394,20 @@ node_item(const char *from, const char *as, const char *rv, const char *lkey, co
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(list, "items"))
     {
         md = cJSON_GetObjectItem(item, "metadata");
-        if (strcmp(cJSON_GetObjectItem(md, "name")->valuestring, from) == 0)
+        if (strcmp(cJSON_GetObjectItem(md, "name")->valuestring, from) == 0) {
             out = cJSON_Duplicate(item, 1);
+        }
     }
     cJSON_Delete(list);
     cr_assert_not_null(out, "node %s in the fixture", from);
     md = cJSON_GetObjectItem(out, "metadata");
     cJSON_ReplaceItemInObject(md, "name", cJSON_CreateString(as));
-    if (rv != NULL)
+    if (rv != NULL) {
         cJSON_ReplaceItemInObject(md, "resourceVersion", cJSON_CreateString(rv));
-    if (lkey != NULL)
+    }
+    if (lkey != NULL) {
         cJSON_AddStringToObject(cJSON_GetObjectItem(md, "labels"), lkey, lval);
+    }
     return out;
 }
 
@@ -411,8 +431,9 @@ node_list(const char *rv, const char *const *pairs)
     cJSON_AddStringToObject(list, "apiVersion", "v1");
     cJSON_AddStringToObject(md, "resourceVersion", rv);
     cJSON_AddItemToObject(list, "metadata", md);
-    for (size_t i = 0; pairs[i] != NULL; i += 2)
+    for (size_t i = 0; pairs[i] != NULL; i += 2) {
         cJSON_AddItemToArray(items, node_item(pairs[i], pairs[i + 1], NULL, NULL, NULL));
+    }
     cJSON_AddItemToObject(list, "items", items);
     return print_free(list);
 }
@@ -559,9 +580,10 @@ on_pods_listed(void *ctx, const struct gx_pod *pods, size_t n)
 
     e->pods_listed++;
     e->pods_listed_n = n;
-    if (n > 0)
+    if (n > 0) {
         (void)snprintf(e->listed_pod, sizeof(e->listed_pod), "%s/%s", pods[0].namespace,
                        pods[0].name);
+    }
 }
 
 static const struct gx_kube_cbs CBS = {on_nodes_changed, on_pod_event, on_pods_listed};
@@ -644,8 +666,9 @@ run_until(struct env *e, cond_fn cond, const void *arg)
     int64_t deadline = gx_mono_ms() + DEADLINE_MS;
 
     while (!cond(e, arg)) {
-        if (gx_mono_ms() > deadline)
+        if (gx_mono_ms() > deadline) {
             return false;
+        }
         (void)event_base_loop(e->base, EVLOOP_ONCE);
     }
     return true;
@@ -659,8 +682,9 @@ node_names(struct env *e, char *out, size_t n)
     const struct gx_node_info *nodes = gx_kube_nodes(e->k, &cnt);
 
     out[0] = '\0';
-    for (size_t i = 0; i < cnt && off < n; i++)
+    for (size_t i = 0; i < cnt && off < n; i++) {
         off += (size_t)snprintf(out + off, n - off, "%s%s", i ? "," : "", nodes[i].name);
+    }
 }
 
 static bool
@@ -678,9 +702,11 @@ find_node(struct env *e, const char *name)
     size_t n = 0;
     const struct gx_node_info *nodes = gx_kube_nodes(e->k, &n);
 
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(nodes[i].name, name) == 0)
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].name, name) == 0) {
             return &nodes[i];
+        }
+    }
     return NULL;
 }
 
@@ -702,8 +728,9 @@ label_is(struct env *e, const void *arg)
     const struct label_want *w = arg;
     const char *v = node_label(e, w->node, w->key);
 
-    if (find_node(e, w->node) == NULL)
+    if (find_node(e, w->node) == NULL) {
         return false;
+    }
     return w->value == NULL ? v == NULL : v != NULL && strcmp(v, w->value) == 0;
 }
 
@@ -735,8 +762,9 @@ kube_error_total(const struct env *e)
 {
     uint64_t t = 0;
 
-    for (int i = 0; i < GX_UPERR_COUNT; i++)
+    for (int i = 0; i < GX_UPERR_COUNT; i++) {
         t += e->m.up_errors[GX_UP_KUBERNETES][i];
+    }
     return t;
 }
 
@@ -951,8 +979,9 @@ serve_garbage(struct fake *f, int fd, const struct fake_req *r)
 
     switch (r->kind) {
     case RQ_NODE_LIST:
-        if (r->nth == 2)
+        if (r->nth == 2) {
             wait_step(f, 1);
+        }
         s = node_list("48213402", ALL_NODES);
         send_response(fd, 200, s);
         free(s);
@@ -1337,8 +1366,9 @@ Test(kube, selector_change_relists_with_the_new_selector)
     cr_assert_eq(gx_kube_lists(e.k), lists + 1);
     /* The same config again changes nothing. */
     gx_kube_set_config(e.k, cfg2);
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 20; i++) {
         (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
     cr_assert_eq(count_of(e.f, RQ_NODE_LIST), 2);
     env_fini(&e);
     gx_config_free(cfg2);

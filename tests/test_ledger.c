@@ -371,8 +371,9 @@ Test(ledger, lease_decode_accepts_empty_and_rejects_bad_input)
     /* more than 1024 tenants */
     gx_buf_reset(&big);
     cr_assert_eq(gx_buf_adds(&big, "{\"v\":1,\"tenants\":["), GX_OK);
-    for (int i = 0; i < 1025; i++)
+    for (int i = 0; i < 1025; i++) {
         cr_assert_eq(gx_buf_addf(&big, "%s{}", i ? "," : ""), GX_OK);
+    }
     cr_assert_eq(gx_buf_adds(&big, "]}"), GX_OK);
     cr_assert_eq(gx_ledger_node_decode(big.data, big.len, &t, &n, &why), GX_EPARSE);
     cr_assert_not_null(strstr(why.text, "1024"));
@@ -411,13 +412,15 @@ recount(const struct gx_ledger_node *n, int card, struct gx_card_usage *u)
 {
     memset(u, 0, sizeof(*u));
     for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
-        if (n->tenants[i].card != card)
+        if (n->tenants[i].card != card) {
             continue;
+        }
         u->tenants++;
-        if (n->tenants[i].exclusive)
+        if (n->tenants[i].exclusive) {
             u->exclusive = true;
-        else
+        } else {
             u->slices += n->tenants[i].slices;
+        }
     }
 }
 
@@ -431,8 +434,9 @@ oracle_add(const struct gx_ledger *l, int ni, const struct gx_tenant *t, size_t 
         const struct gx_ledger_node *n = gx_ledger_node(l, P_NODE_NAMES[j]);
         size_t have = 0, match = 0;
         for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
-            if (strcmp(n->tenants[i].uid, t[0].uid) != 0)
+            if (strcmp(n->tenants[i].uid, t[0].uid) != 0) {
                 continue;
+            }
             have++;
             for (size_t m = 0; m < k; m++) {
                 match += n->tenants[i].card == t[m].card &&
@@ -441,16 +445,18 @@ oracle_add(const struct gx_ledger *l, int ni, const struct gx_tenant *t, size_t 
                          n->tenants[i].memory_mib == t[m].memory_mib;
             }
         }
-        if (have == 0)
+        if (have == 0) {
             continue;
+        }
         return j == ni && have == k && match == k ? GX_OK : GX_ECONFLICT;
     }
     for (size_t m = 0; m < k; m++) {
         struct gx_card_usage u;
         recount(here, t[m].card, &u);
         if (t[m].exclusive ? u.tenants > 0
-                           : u.exclusive || u.slices + t[m].slices > P_SLOTS[t[m].card])
+                           : u.exclusive || u.slices + t[m].slices > P_SLOTS[t[m].card]) {
             return GX_ECONFLICT;
+        }
     }
     return GX_OK;
 }
@@ -478,11 +484,13 @@ check_invariants(const struct gx_ledger *l, int64_t now, int64_t ttl, bool just_
             cr_assert_eq(gx_ledger_find_pod(l, t->uid), n, "op %d: index of %s", op, t->uid);
             for (int k = 0; k < P_NODES; k++) {
                 const struct gx_ledger_node *o = gx_ledger_node(l, P_NODE_NAMES[k]);
-                for (size_t m = 0; k != j && o != NULL && m < o->n_tenants; m++)
+                for (size_t m = 0; k != j && o != NULL && m < o->n_tenants; m++) {
                     cr_assert_str_neq(o->tenants[m].uid, t->uid, "op %d: uid on two nodes", op);
+                }
             }
-            if (just_expired && t->state == GX_TENANT_RESERVED)
+            if (just_expired && t->state == GX_TENANT_RESERVED) {
                 cr_assert_leq(now - t->since_ms, ttl, "op %d: stale reservation", op);
+            }
             slices += t->exclusive ? 0 : t->slices;
             tenants++;
         }
@@ -493,8 +501,9 @@ check_invariants(const struct gx_ledger *l, int64_t now, int64_t ttl, bool just_
         bool present = false;
         (void)snprintf(uid, sizeof(uid), "uid-%d", u);
         n = gx_ledger_find_pod(l, uid);
-        for (size_t i = 0; n != NULL && i < n->n_tenants; i++)
+        for (size_t i = 0; n != NULL && i < n->n_tenants; i++) {
             present = present || strcmp(n->tenants[i].uid, uid) == 0;
+        }
         cr_assert_eq(n != NULL, present, "op %d: index disagrees for %s", op, uid);
     }
     gx_ledger_totals(l, &got_slices, &got_tenants);
@@ -513,8 +522,9 @@ check_codec(const struct gx_ledger *l)
         size_t k = 0;
         struct gx_why why = {{0}};
 
-        if (n == NULL)
+        if (n == NULL) {
             continue;
+        }
         gx_buf_init(&b, 1 << 20);
         cr_assert_eq(gx_ledger_node_encode(n, &b), GX_OK);
         cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &t, &k, &why), GX_OK, "%s", why.text);
@@ -577,8 +587,9 @@ Test(ledger, random_operations_keep_every_invariant)
             just_expired = true;
         }
         check_invariants(l, now, ttl, just_expired, op);
-        if (op % 500 == 0)
+        if (op % 500 == 0) {
             check_codec(l);
+        }
     }
     /* the walk must have exercised both outcomes and every removal path */
     cr_assert_gt(adds_ok, 500);

@@ -32,7 +32,8 @@ fail_on_b(void *ctx, const char *line, size_t len)
 /* Every way of cutting the stream into reads yields the same lines. */
 Test(lines, events_split_across_reads_come_out_whole)
 {
-    const char stream[] = "{\"type\":\"ADDED\"}\n{\"type\":\"MODIFIED\"}\r\n\n{\"type\":\"DELETED\"}\n";
+    const char stream[] =
+        "{\"type\":\"ADDED\"}\n{\"type\":\"MODIFIED\"}\r\n\n{\"type\":\"DELETED\"}\n";
     size_t len = sizeof(stream) - 1;
 
     for (size_t cut1 = 0; cut1 <= len; cut1++) {
@@ -43,8 +44,8 @@ Test(lines, events_split_across_reads_come_out_whole)
             cr_assert_eq(gx_lines_feed(&l, stream, cut1, collect, &c), GX_OK);
             cr_assert_eq(gx_lines_feed(&l, stream + cut1, cut2 - cut1, collect, &c), GX_OK);
             cr_assert_eq(gx_lines_feed(&l, stream + cut2, len - cut2, collect, &c), GX_OK);
-            cr_assert_str_eq(c.text,
-                             "[{\"type\":\"ADDED\"}][{\"type\":\"MODIFIED\"}][{\"type\":\"DELETED\"}]");
+            cr_assert_str_eq(
+                c.text, "[{\"type\":\"ADDED\"}][{\"type\":\"MODIFIED\"}][{\"type\":\"DELETED\"}]");
             cr_assert_eq(c.count, 3);
             gx_lines_release(&l);
         }

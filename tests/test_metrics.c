@@ -18,10 +18,14 @@ Test(metrics, histogram_buckets_are_cumulative_when_rendered)
     gx_metrics_request(&m, GX_VERB_FILTER, 400, 20.0);
     gx_buf_init(&b, 1 << 20);
     cr_assert_eq(gx_metrics_render(&m, &g, &b), GX_OK);
-    cr_assert(strstr(b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0001\"} 1\n"));
-    cr_assert(strstr(b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2\n"));
-    cr_assert(strstr(b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"10\"} 2\n"));
-    cr_assert(strstr(b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"} 3\n"));
+    cr_assert(strstr(
+        b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0001\"} 1\n"));
+    cr_assert(strstr(
+        b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2\n"));
+    cr_assert(strstr(
+        b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"10\"} 2\n"));
+    cr_assert(strstr(
+        b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"} 3\n"));
     cr_assert(strstr(b.data, "gpu_extender_requests_total{verb=\"filter\",code=\"2xx\"} 2\n"));
     cr_assert(strstr(b.data, "gpu_extender_requests_total{verb=\"filter\",code=\"4xx\"} 1\n"));
     gx_buf_release(&b);
@@ -47,8 +51,9 @@ Test(metrics, every_family_has_help_and_type)
                            line + 7);
             continue;
         }
-        if (line[0] == '#')
+        if (line[0] == '#') {
             continue;
+        }
         cr_assert(strncmp(line, last_type, strlen(last_type)) == 0, "sample %s under %s", line,
                   last_type);
     }

@@ -42,8 +42,9 @@ pod_of(const char *json_sq)
 
     cr_assert_not_null(json);
     for (char *p = json; *p != '\0'; p++) {
-        if (*p == '\'')
+        if (*p == '\'') {
             *p = '"';
+        }
     }
     cr_assert_eq(gx_kobj_decode_pod(json, strlen(json), 64, &arena, &pod, &why), GX_OK, "%s: %s",
                  json, why.text);

@@ -36,8 +36,9 @@ static const char *
 label(const struct gx_series *s, const char *key)
 {
     for (size_t i = 0; i < s->n_labels; i++) {
-        if (strcmp(s->labels[i].key, key) == 0)
+        if (strcmp(s->labels[i].key, key) == 0) {
             return s->labels[i].value;
+        }
     }
     return NULL;
 }
@@ -68,10 +69,12 @@ collect_cb(void *ctx, const struct gx_series *s)
         cr_assert_null(label(s, "__name__"));
     }
     c->n++;
-    if (!isnan(s->value))
+    if (!isnan(s->value)) {
         c->sum += s->value;
-    if (c->stop_after != 0 && c->n == c->stop_after)
+    }
+    if (c->stop_after != 0 && c->n == c->stop_after) {
         return GX_ECONFLICT;
+    }
     return GX_OK;
 }
 
@@ -338,8 +341,9 @@ Test(prom, rejects_series_with_too_many_labels)
     cr_assert_eq(gx_buf_adds(&b, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
                                  "\"result\":[{\"metric\":{\"__name__\":\"m\""),
                  GX_OK);
-    for (int i = 0; i < 65; i++)
+    for (int i = 0; i < 65; i++) {
         cr_assert_eq(gx_buf_addf(&b, ",\"l%d\":\"v\"", i), GX_OK);
+    }
     cr_assert_eq(gx_buf_adds(&b, "},\"value\":[1,\"1\"]}]}}"), GX_OK);
     cr_expect_eq(parse(b.data, &c, &why), GX_ETOOBIG);
     cr_expect_str_eq(why.text, "result[0]: series has more than 64 labels");

@@ -30,8 +30,9 @@ static void
 cfg_init(struct gx_config *c)
 {
     memset(c, 0, sizeof(*c));
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         c->max_age_s[s] = 60;
+    }
     c->on_stale = GX_STALE_IGNORE;
     c->max_temperature_c = 85;
     c->max_utilization_pct = 90;
@@ -60,8 +61,9 @@ card_set(struct gx_card *c, int index, double util, double mem_used, double temp
     c->v[GX_SIG_TEMP] = temp;
     c->v[GX_SIG_POWER] = 100;
     c->v[GX_SIG_XID] = 0;
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         c->at_ms[s] = NOW - 1000;
+    }
 }
 
 /* A ready GPU node named @name with @n idle, cool cards. */
@@ -70,8 +72,9 @@ world_init(struct world *w, const char *name, int n)
 {
     memset(w, 0, sizeof(*w));
     cfg_init(&w->cfg);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         card_set(&w->cards[i], i, 5, 300, 40);
+    }
     w->node.name = name;
     w->node.product = "NVIDIA-A100-SXM4-40GB";
     w->node.gpu_count = n;
@@ -102,8 +105,9 @@ book(struct world *w, const char *uid, int card, bool exclusive, int slices, int
     int slots[MAX_CARDS];
     struct gx_tenant t;
 
-    for (int i = 0; i < MAX_CARDS; i++)
+    for (int i = 0; i < MAX_CARDS; i++) {
         slots[i] = gx_score_card_slots(&w->cfg, &w->node);
+    }
     memset(&t, 0, sizeof(t));
     (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
     t.card = card;
@@ -348,8 +352,9 @@ Test(score, stale_metrics_scored_neutral_under_ignore)
     struct gx_verdict v;
 
     world_init(&w, "gpu-1", 1);
-    for (int s = 0; s < GX_SIG_COUNT; s++)
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
         w.cards[0].at_ms[s] = NOW - 61000;
+    }
     w.cards[0].v[GX_SIG_TEMP] = 99; /* old sample: the rule is skipped */
     v = decide(&w, req_shared(1, 0, -1));
     cr_assert(v.keep);

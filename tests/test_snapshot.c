@@ -27,8 +27,9 @@ test_cfg(void)
     cfg.metric_names[GX_SIG_TEMP] = "DCGM_FI_DEV_GPU_TEMP";
     cfg.metric_names[GX_SIG_POWER] = "DCGM_FI_DEV_POWER_USAGE";
     cfg.metric_names[GX_SIG_XID] = "DCGM_FI_DEV_XID_ERRORS";
-    for (int i = 0; i < GX_SIG_COUNT; i++)
+    for (int i = 0; i < GX_SIG_COUNT; i++) {
         cfg.max_age_s[i] = 60;
+    }
     cfg.res_gpu = "nvidia.com/gpu";
     cfg.res_shared = "nvidia.com/gpu.shared";
     return cfg;
@@ -43,8 +44,9 @@ kv_of(struct gx_arena *a, const cJSON *obj, size_t *n)
     size_t i = 0;
 
     *n = (size_t)cJSON_GetArraySize(obj);
-    if (*n == 0)
+    if (*n == 0) {
         return NULL;
+    }
     kv = gx_arena_alloc(a, *n * sizeof(*kv));
     cr_assert_not_null(kv);
     cJSON_ArrayForEach(it, obj)
@@ -94,8 +96,9 @@ load_nodelist(struct gx_arena *a, size_t *n_nodes)
         {
             const char *type = cJSON_GetObjectItemCaseSensitive(cond, "type")->valuestring;
             const char *st = cJSON_GetObjectItemCaseSensitive(cond, "status")->valuestring;
-            if (strcmp(type, "Ready") == 0)
+            if (strcmp(type, "Ready") == 0) {
                 ni->ready = strcmp(st, "True") == 0;
+            }
         }
         unsched = cJSON_GetObjectItemCaseSensitive(spec, "unschedulable");
         ni->unschedulable = cJSON_IsTrue(unsched);
@@ -224,10 +227,12 @@ Test(snapshot, keeps_all_labels_sorted_and_finds_by_name)
         cr_assert_not_null(n);
         cr_assert_eq(n, &snap->nodes[i]);
         cr_assert_eq(n->n_labels, nodes[i].n_labels);
-        for (size_t j = 1; j < n->n_labels; j++)
+        for (size_t j = 1; j < n->n_labels; j++) {
             cr_assert_lt(strcmp(n->labels[j - 1].key, n->labels[j].key), 0);
-        for (size_t j = 0; j < nodes[i].n_labels; j++)
+        }
+        for (size_t j = 0; j < nodes[i].n_labels; j++) {
             cr_assert_str_eq(gx_node_label(n, nodes[i].labels[j].key), nodes[i].labels[j].value);
+        }
     }
     n = find(snap, "gpu-node-b");
     cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.family"), "ada-lovelace");

@@ -32,8 +32,9 @@ Test(strmap, delete_keeps_every_other_key_reachable)
     uint64_t x = 88172645463325252ULL;
 
     gx_strmap_init(&m);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         (void)snprintf(keys[i], sizeof(keys[i]), "node-%d", i);
+    }
     for (int step = 0; step < 40000; step++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         int k = (int)(x % N);
@@ -56,8 +57,9 @@ Test(strmap, delete_keeps_every_other_key_reachable)
     }
     cr_assert_eq(m.count, count);
     size_t seen = 0;
-    while (gx_strmap_next(&m, &pos, &key, &klen) != NULL)
+    while (gx_strmap_next(&m, &pos, &key, &klen) != NULL) {
         seen++;
+    }
     cr_assert_eq(seen, count);
     gx_strmap_release(&m);
 }

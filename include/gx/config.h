@@ -53,11 +53,11 @@ struct gx_product_slots {
 struct gx_config {
     /* server: restart-only except max_body_bytes, max_json_depth,
      * connection_timeout_s and debug_endpoints (docs/configuration.md) */
-    char *listen_address;  /* "0.0.0.0" */
-    int port;              /* 8888 */
-    char *url_prefix;      /* "/gpu-extender" (no trailing slash, may be "") */
-    size_t max_body_bytes; /* 64 MiB */
-    int max_json_depth;    /* 64 */
+    char *listen_address;     /* "0.0.0.0" */
+    int port;                 /* 8888 */
+    char *url_prefix;         /* "/gpu-extender" (no trailing slash, may be "") */
+    size_t max_body_bytes;    /* 64 MiB */
+    int max_json_depth;       /* 64 */
     int connection_timeout_s; /* idle connection timeout, 30 */
     int shutdown_grace_s;     /* drain in-flight requests on SIGTERM, 10 */
     bool debug_endpoints;     /* /debug/explain, default false */
@@ -79,34 +79,34 @@ struct gx_config {
     char *managed_label;  /* "gpu-extender.io/managed" */
 
     /* sources.files: the embedded default (paths relative to the config file) */
-    char *nodes_file;       /* NodeList JSON, NULL when nodes come from the API server */
-    char **metrics_files;   /* dcgm-exporter pages */
+    char *nodes_file;     /* NodeList JSON, NULL when nodes come from the API server */
+    char **metrics_files; /* dcgm-exporter pages */
     size_t n_metrics_files;
-    int files_refresh_s;    /* re-read changed files, 5 */
+    int files_refresh_s; /* re-read changed files, 5 */
 
     /* metrics: mapping and staleness */
-    char **node_labels;     /* labels naming the node: ["Hostname", "hostname"] */
+    char **node_labels; /* labels naming the node: ["Hostname", "hostname"] */
     size_t n_node_labels;
-    bool strip_port;        /* strip ":port" from the node label value (instance) */
+    bool strip_port;                  /* strip ":port" from the node label value (instance) */
     char *metric_names[GX_SIG_COUNT]; /* dcgm family names per signal */
     enum gx_on_stale on_stale;
     int max_age_s[GX_SIG_COUNT]; /* default 60 each */
 
     /* health and filter */
-    double max_temperature_c;  /* 85 */
-    int *ignored_xids;         /* XIDs that do not make a card unhealthy */
+    double max_temperature_c; /* 85 */
+    int *ignored_xids;        /* XIDs that do not make a card unhealthy */
     size_t n_ignored_xids;
     double max_utilization_pct; /* a card above this is busy: 90 */
 
     /* sharing */
-    int default_slots;            /* slots per card when replicas <= 1: 4 */
-    double oversubscription;      /* 1.0 .. 4.0 */
-    int64_t memory_reserve_mib;   /* per card: 512 */
-    double util_ceiling_pct;      /* shared: measured + expected <= this: 100 */
-    int default_slices;           /* slices for a shared pod without annotation: 1 */
+    int default_slots;          /* slots per card when replicas <= 1: 4 */
+    double oversubscription;    /* 1.0 .. 4.0 */
+    int64_t memory_reserve_mib; /* per card: 512 */
+    double util_ceiling_pct;    /* shared: measured + expected <= this: 100 */
+    int default_slices;         /* slices for a shared pod without annotation: 1 */
     struct gx_product_slots *product_slots;
     size_t n_product_slots;
-    int reservation_ttl_s;        /* unbound reservations expire: 300 */
+    int reservation_ttl_s; /* unbound reservations expire: 300 */
 
     /* score */
     enum gx_policy policy;
@@ -125,18 +125,18 @@ struct gx_config {
     char *prom_basic_password_file;
     char *prom_ca_file;
     bool prom_insecure;
-    size_t prom_max_response_bytes;   /* 256 MiB */
+    size_t prom_max_response_bytes; /* 256 MiB */
 
     /* kubernetes: nodes and managed pods by list+watch (kube_enabled false: files) */
     bool kube_enabled;
-    char *kube_url;            /* NULL: in-cluster (KUBERNETES_SERVICE_HOST/PORT) */
-    char *kube_token_file;     /* re-read when it changes; NULL: none */
+    char *kube_url;        /* NULL: in-cluster (KUBERNETES_SERVICE_HOST/PORT) */
+    char *kube_token_file; /* re-read when it changes; NULL: none */
     char *kube_ca_file;
     bool kube_insecure;
-    char *kube_node_selector;  /* label selector for nodes, NULL: all */
-    char *kube_namespace;      /* where the ledger Leases live */
-    int kube_timeout_s;        /* lists and writes, 10 */
-    int kube_watch_timeout_s;  /* server-side timeoutSeconds of a watch, 300 */
+    char *kube_node_selector;    /* label selector for nodes, NULL: all */
+    char *kube_namespace;        /* where the ledger Leases live */
+    int kube_timeout_s;          /* lists and writes, 10 */
+    int kube_watch_timeout_s;    /* server-side timeoutSeconds of a watch, 300 */
     size_t kube_max_event_bytes; /* one watch event line, 16 MiB */
     size_t kube_max_list_bytes;  /* one list response, 1 GiB */
 
@@ -147,9 +147,9 @@ struct gx_config {
     int bind_deadline_ms;   /* a bind answers within this, 4000 (< httpTimeout) */
 
     /* bookkeeping */
-    char *path;        /* file it came from, NULL if from a string */
-    char *base_dir;    /* directory relative paths are resolved against */
-    uint64_t hash;     /* FNV-1a of the source text, shown in /version */
+    char *path;     /* file it came from, NULL if from a string */
+    char *base_dir; /* directory relative paths are resolved against */
+    uint64_t hash;  /* FNV-1a of the source text, shown in /version */
 };
 
 /**
@@ -180,8 +180,8 @@ const char *const *gx_config_keys(void);
  * Names of restart-only keys whose value differs between @a and @b, written
  * comma-separated into @out (size @n); returns true if any differ.
  */
-bool gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config *b,
-                                    char *out, size_t n);
+bool gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_config *b, char *out,
+                                    size_t n);
 
 /**
  * Give @fresh the values of @running for every restart-only key, so a live

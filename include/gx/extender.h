@@ -41,8 +41,8 @@ struct gx_ext_args {
  * Nodes/NodeNames non-null, a node item without metadata.name.
  * On success release with gx_ext_args_release even if you fail later.
  */
-enum gx_err gx_ext_decode_args(const char *body, size_t len, int max_depth,
-                               struct gx_ext_args *out, struct gx_why *why) GX_WUR;
+enum gx_err gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_args *out,
+                               struct gx_why *why) GX_WUR;
 
 /** Free the arena of decoded args. */
 void gx_ext_args_release(struct gx_ext_args *args);
@@ -50,7 +50,7 @@ void gx_ext_args_release(struct gx_ext_args *args);
 /** Per-node filter outcome handed to the encoder. */
 struct gx_ext_filter_verdict {
     bool keep;
-    bool unresolvable; /* goes to FailedAndUnresolvableNodes */
+    bool unresolvable;  /* goes to FailedAndUnresolvableNodes */
     const char *reason; /* when !keep: short, node-independent, no '%' */
 };
 

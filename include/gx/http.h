@@ -20,13 +20,13 @@ struct gx_http_req;
 typedef void (*gx_http_handler_cb)(void *ctx, struct gx_http_req *req);
 
 struct gx_http_opts {
-    const char *address;   /* IPv4 or IPv6 literal */
-    int port;              /* 0: pick a free port (see gx_http_port) */
-    size_t max_body;       /* larger bodies: req->too_big, body dropped */
-    int conn_timeout_s;    /* idle/slow connections are closed after this */
-    const char *tls_cert;  /* PEM text or NULL for plain HTTP */
+    const char *address;  /* IPv4 or IPv6 literal */
+    int port;             /* 0: pick a free port (see gx_http_port) */
+    size_t max_body;      /* larger bodies: req->too_big, body dropped */
+    int conn_timeout_s;   /* idle/slow connections are closed after this */
+    const char *tls_cert; /* PEM text or NULL for plain HTTP */
     const char *tls_key;
-    bool reuse_port;       /* SO_REUSEPORT: a successor can bind while this one drains */
+    bool reuse_port; /* SO_REUSEPORT: a successor can bind while this one drains */
 };
 
 /**

@@ -22,28 +22,28 @@ struct gx_httpc_auth {
     const char *bearer_token; /* "Authorization: Bearer ..." (never logged) */
     const char *basic_user;   /* basic auth when non-NULL */
     const char *basic_password;
-    const char *ca_file;      /* verify the server against this CA bundle */
-    bool insecure;            /* skip TLS verification (logged at start by the owner) */
+    const char *ca_file; /* verify the server against this CA bundle */
+    bool insecure;       /* skip TLS verification (logged at start by the owner) */
 };
 
 struct gx_httpc_req {
     const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
     const char *url;
-    const char *body;   /* copied; may be NULL */
+    const char *body; /* copied; may be NULL */
     size_t body_len;
     const char *content_type;
     const struct gx_httpc_auth *auth; /* may be NULL */
-    long timeout_ms;    /* whole transfer; 0 = none (streams) */
-    size_t max_body;    /* larger responses fail with GX_ETOOBIG */
-    bool stream;        /* deliver the body through the data callback */
+    long timeout_ms;                  /* whole transfer; 0 = none (streams) */
+    size_t max_body;                  /* larger responses fail with GX_ETOOBIG */
+    bool stream;                      /* deliver the body through the data callback */
 };
 
 struct gx_httpc_result {
-    enum gx_err rc;     /* GX_OK when an HTTP response was received (any status) */
-    long status;        /* HTTP status, 0 if none */
-    const char *body;   /* collected body (not for streams), NUL-terminated */
+    enum gx_err rc;   /* GX_OK when an HTTP response was received (any status) */
+    long status;      /* HTTP status, 0 if none */
+    const char *body; /* collected body (not for streams), NUL-terminated */
     size_t body_len;
-    const char *error;  /* curl's error text when rc != GX_OK */
+    const char *error;   /* curl's error text when rc != GX_OK */
     enum gx_upkind kind; /* classification of the failure for metrics */
     double seconds;
 };

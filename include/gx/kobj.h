@@ -84,9 +84,9 @@ enum gx_err gx_kobj_decode_node_list(const char *json, size_t len, int max_depth
                                      const char **resource_version, struct gx_why *why) GX_WUR;
 
 /** Decode a PodList the same way. */
-enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth,
-                                    struct gx_arena *a, struct gx_pod **pods, size_t *n,
-                                    const char **resource_version, struct gx_why *why) GX_WUR;
+enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                                    struct gx_pod **pods, size_t *n, const char **resource_version,
+                                    struct gx_why *why) GX_WUR;
 
 enum gx_watch_type {
     GX_WATCH_ADDED,

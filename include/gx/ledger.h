@@ -23,15 +23,15 @@ enum gx_tenant_state { GX_TENANT_RESERVED, GX_TENANT_BOUND };
 #define GX_CARD_ANY (-1)
 
 struct gx_tenant {
-    char uid[GX_UID_MAX];   /* pod UID */
-    char pod[256];          /* "namespace/name" for humans */
-    int card;               /* card index on the node, or GX_CARD_ANY */
-    bool exclusive;         /* holds the whole card */
-    int slices;             /* shared: slots held */
-    int64_t memory_mib;     /* shared: declared reservation, 0 none */
-    double util_pct;        /* shared: declared expectation, -1 none */
+    char uid[GX_UID_MAX]; /* pod UID */
+    char pod[256];        /* "namespace/name" for humans */
+    int card;             /* card index on the node, or GX_CARD_ANY */
+    bool exclusive;       /* holds the whole card */
+    int slices;           /* shared: slots held */
+    int64_t memory_mib;   /* shared: declared reservation, 0 none */
+    double util_pct;      /* shared: declared expectation, -1 none */
     enum gx_tenant_state state;
-    int64_t since_ms;       /* wall ms of reservation/bind */
+    int64_t since_ms; /* wall ms of reservation/bind */
 };
 
 struct gx_ledger_node {
@@ -95,8 +95,8 @@ enum gx_err gx_ledger_set_node(struct gx_ledger *l, const char *node, const stru
 void gx_ledger_totals(const struct gx_ledger *l, int64_t *slices, int64_t *tenants);
 
 /** Call @cb for every node entry (iteration order unspecified). */
-void gx_ledger_each(const struct gx_ledger *l, void (*cb)(void *ctx, const struct gx_ledger_node *n),
-                    void *ctx);
+void gx_ledger_each(const struct gx_ledger *l,
+                    void (*cb)(void *ctx, const struct gx_ledger_node *n), void *ctx);
 
 /** Encode a node's tenants as the JSON stored in the Lease annotation. */
 enum gx_err gx_ledger_node_encode(const struct gx_ledger_node *n, struct gx_buf *out) GX_WUR;

@@ -26,11 +26,11 @@ enum gx_req_kind { GX_REQ_NONE, GX_REQ_EXCLUSIVE, GX_REQ_SHARED };
 
 struct gx_podreq {
     enum gx_req_kind kind;
-    int64_t gpus;          /* exclusive: effective res_gpu request */
-    int slices;            /* shared: time slots asked (>= 1) */
-    int64_t memory_mib;    /* shared: declared GPU memory, 0 = none */
-    double util_pct;       /* shared: expected utilization, -1 = none */
-    bool device_plugin;    /* shared via res_shared: the device plugin picks the card */
+    int64_t gpus;       /* exclusive: effective res_gpu request */
+    int slices;         /* shared: time slots asked (>= 1) */
+    int64_t memory_mib; /* shared: declared GPU memory, 0 = none */
+    double util_pct;    /* shared: expected utilization, -1 = none */
+    bool device_plugin; /* shared via res_shared: the device plugin picks the card */
 };
 
 /**

@@ -11,7 +11,7 @@
 #include "gx/kobj.h"
 
 struct gx_series {
-    const char *name; /* metric name, "" when the query dropped __name__ */
+    const char *name;           /* metric name, "" when the query dropped __name__ */
     const struct gx_kv *labels; /* excluding __name__ */
     size_t n_labels;
     double value;  /* NaN, +Inf, -Inf possible */

@@ -19,10 +19,10 @@ enum gx_sharing { GX_SHARING_NONE, GX_SHARING_TIME_SLICING, GX_SHARING_MPS };
 
 struct gx_card {
     int index;
-    const char *uuid;    /* NULL when metrics never named it */
-    const char *pod;     /* workload pod seen on it by dcgm-exporter, or NULL */
-    int numa;            /* -1 unknown; derived from the PCI bus on memory-numa nodes */
-    double v[GX_SIG_COUNT];   /* NaN = unknown */
+    const char *uuid;            /* NULL when metrics never named it */
+    const char *pod;             /* workload pod seen on it by dcgm-exporter, or NULL */
+    int numa;                    /* -1 unknown; derived from the PCI bus on memory-numa nodes */
+    double v[GX_SIG_COUNT];      /* NaN = unknown */
     int64_t at_ms[GX_SIG_COUNT]; /* sample time, 0 = never */
 };
 
@@ -30,12 +30,12 @@ struct gx_node {
     const char *name;
     struct gx_kv *labels; /* sorted by key (bsearch with gx_node_label) */
     size_t n_labels;
-    const char *product;  /* nvidia.com/gpu.product, "" if absent */
-    int gpu_count;        /* physical cards: gpu.count, else allocatable / replicas */
+    const char *product;    /* nvidia.com/gpu.product, "" if absent */
+    int gpu_count;          /* physical cards: gpu.count, else allocatable / replicas */
     int64_t gpu_memory_mib; /* per card: nvidia.com/gpu.memory, 0 unknown */
-    int replicas;         /* nvidia.com/gpu.replicas, >= 1 */
+    int replicas;           /* nvidia.com/gpu.replicas, >= 1 */
     enum gx_sharing sharing;
-    int64_t alloc_gpu;    /* allocatable res_gpu (+ res_shared), -1 if absent */
+    int64_t alloc_gpu; /* allocatable res_gpu (+ res_shared), -1 if absent */
     bool ready;
     bool unschedulable;
     struct gx_card *cards; /* gpu_count entries */
