@@ -236,7 +236,7 @@ app_recall_pod(struct gx_app *app, const char *uid)
 {
     const struct pod_seen *s = pod_slot(app, uid);
 
-    if (strcmp(s->uid, uid) != 0 || gx_mono_ms() - s->seen_ms > POD_CACHE_TTL_MS) {
+    if (strcmp(s->uid, uid) != 0 || gx_mono_ms() - s->seen_ms > (int64_t)POD_CACHE_TTL_MS) {
         return NULL;
     }
     return s;

@@ -870,13 +870,18 @@ app_start_ledger(struct gx_app *app)
 void
 app_stop_ledger(struct gx_app *app)
 {
-    while (app->binds != NULL) {
-        op_free(app->binds);
+    struct bind_op *op, *op_next;
+    struct bg *b, *b_next;
+
+    for (op = app->binds; op != NULL; op = op_next) {
+        op_next = op->next;
+        op_free(op);
     }
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;
-    while (app->bgs != NULL) {
-        bg_unlink_free(app->bgs);
+    for (b = app->bgs; b != NULL; b = b_next) {
+        b_next = b->next;
+        bg_unlink_free(b);
     }
     if (app->reconcile_timer != NULL) {
         event_free(app->reconcile_timer);

@@ -16,7 +16,7 @@ void
 gx_arena_init(struct gx_arena *a, size_t chunk_size)
 {
     a->head = NULL;
-    a->chunk_size = chunk_size ? chunk_size : 64 * 1024;
+    a->chunk_size = chunk_size ? chunk_size : (size_t)64 * 1024;
     a->total = 0;
 }
 

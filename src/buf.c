@@ -151,56 +151,77 @@ utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* The escape of byte @c (outside a valid UTF-8 sequence) into @tmp; returns its text. */
+static const char *
+json_escape(unsigned char c, char tmp[8], size_t *len)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    *len = 2;
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\n':
+        return "\\n";
+    case '\t':
+        return "\\t";
+    case '\r':
+        return "\\r";
+    default:
+        break;
+    }
+    *len = 6;
+    if (c >= 0x80) {
+        return "\\ufffd";
+    }
+    (void)snprintf(tmp, 8, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+    return tmp;
+}
+
+/* True for ASCII bytes that go out as they are. */
+static bool
+json_plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&';
+}
+
 enum gx_err
 gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, run = 0;
     enum gx_err rc;
 
+    /* Most strings need no escape: reserve once for the common case. */
+    if ((rc = buf_reserve(b, len + 2)) != GX_OK) {
+        return rc;
+    }
     if ((rc = gx_buf_add(b, "\"", 1)) != GX_OK) {
         return rc;
     }
     while (i < len) {
         unsigned char c = p[i];
-        size_t seq;
-        char esc[8];
-        size_t elen = 0;
+        size_t seq, elen;
+        char tmp[8];
+        const char *esc;
 
-        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < 0x80) {
+        if (json_plain(c)) {
             run++;
             i++;
             continue;
         }
-        if (c >= 0x80) {
-            seq = utf8_seq_len(p + i, len - i);
-            if (seq > 0) {
-                run += seq;
-                i += seq;
-                continue;
-            }
+        if (c >= 0x80 && (seq = utf8_seq_len(p + i, len - i)) > 0) {
+            run += seq;
+            i += seq;
+            continue;
         }
         if (run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK) {
             return rc;
         }
         run = 0;
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\', esc[1] = (char)c, elen = 2;
-        } else if (c == '\n') {
-            memcpy(esc, "\\n", 2), elen = 2;
-        } else if (c == '\t') {
-            memcpy(esc, "\\t", 2), elen = 2;
-        } else if (c == '\r') {
-            memcpy(esc, "\\r", 2), elen = 2;
-        } else if (c >= 0x80) {
-            memcpy(esc, "\\ufffd", 6), elen = 6;
-        } else {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            elen = 6;
-        }
+        esc = json_escape(c, tmp, &elen);
         if ((rc = gx_buf_add(b, esc, elen)) != GX_OK) {
             return rc;
         }

@@ -294,7 +294,7 @@ node_get(struct gx_mstore *ms, const char *name, size_t len, bool create)
     }
     if (ms->n_nodes == ms->cap_nodes) {
         size_t ncap = ms->cap_nodes ? ms->cap_nodes * 2 : 16;
-        struct mnode **nn = realloc(ms->nodes, ncap * sizeof(*nn));
+        struct mnode **nn = realloc(ms->nodes, ncap * sizeof(struct mnode *));
         if (nn == NULL) {
             return NULL;
         }

@@ -284,8 +284,9 @@ gx_httpc_free(struct gx_httpc *c)
     if (c == NULL) {
         return;
     }
-    while (c->head != NULL) {
-        gx_httpc_cancel(c->head);
+    for (struct gx_httpc_xfer *x = c->head, *next; x != NULL; x = next) {
+        next = x->next;
+        gx_httpc_cancel(x);
     }
     if (c->multi != NULL) {
         (void)curl_multi_cleanup(c->multi);

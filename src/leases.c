@@ -593,8 +593,9 @@ gx_leases_free(struct gx_leases *ls)
     if (ls == NULL) {
         return;
     }
-    while (ls->ops != NULL) {
-        op_free(ls->ops);
+    for (struct op *o = ls->ops, *next; o != NULL; o = next) {
+        next = o->next;
+        op_free(o);
     }
     gx_kube_cancel(ls->kube, ls->list_xfer);
     if (ls->sync_timer != NULL) {

@@ -98,7 +98,7 @@ uid_reserve(struct gx_ledger *l, size_t extra)
     if (want == l->n_buckets) {
         return GX_OK;
     }
-    nb = calloc(want, sizeof(*nb));
+    nb = calloc(want, sizeof(struct uid_link *));
     if (nb == NULL) {
         return GX_ENOMEM;
     }
@@ -606,7 +606,7 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     if (n > 0 && (copy = malloc(n * sizeof(*copy))) == NULL) {
         goto out;
     }
-    if (n > 0 && (links = calloc(n, sizeof(*links))) == NULL) {
+    if (n > 0 && (links = calloc(n, sizeof(struct uid_link *))) == NULL) {
         goto out;
     }
     if (resource_version != NULL &&

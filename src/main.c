@@ -19,15 +19,15 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gpu-extender --config FILE          serve the extender\n"
-            "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
-            "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
-            "                                           explain decisions for a pod\n"
-            "       gpu-extender explain --server URL --pod POD.json [--json]\n"
-            "                                           ask a running instance (its\n"
-            "                                           /debug/explain, server.debug_endpoints)\n"
-            "       gpu-extender --version\n");
+    (void)fprintf(
+        f, "usage: gpu-extender --config FILE          serve the extender\n"
+           "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
+           "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
+           "                                           explain decisions for a pod\n"
+           "       gpu-extender explain --server URL --pod POD.json [--json]\n"
+           "                                           ask a running instance (its\n"
+           "                                           /debug/explain, server.debug_endpoints)\n"
+           "       gpu-extender --version\n");
 }
 
 static void
@@ -51,10 +51,10 @@ check_config(const char *path)
     struct gx_why why = {{0}};
 
     if (gx_config_load(path, &cfg, &why) != GX_OK) {
-        fprintf(stderr, "gpu-extender: %s: invalid config: %s\n", path, why.text);
+        (void)fprintf(stderr, "gpu-extender: %s: invalid config: %s\n", path, why.text);
         return 1;
     }
-    printf("%s: config OK (hash %016llx)\n", path, (unsigned long long)cfg->hash);
+    (void)printf("%s: config OK (hash %016llx)\n", path, (unsigned long long)cfg->hash);
     gx_config_free(cfg);
     return 0;
 }
@@ -74,11 +74,11 @@ serve(const char *config_path)
     }
     (void)signal(SIGPIPE, SIG_IGN);
     if (gx_app_new(base, config_path, &app, &why) != GX_OK) {
-        fprintf(stderr, "gpu-extender: cannot start: %s\n", why.text);
+        (void)fprintf(stderr, "gpu-extender: cannot start: %s\n", why.text);
         goto out;
     }
     if (gx_app_listen(app, &why) != GX_OK) {
-        fprintf(stderr, "gpu-extender: cannot listen: %s\n", why.text);
+        (void)fprintf(stderr, "gpu-extender: cannot listen: %s\n", why.text);
         goto out;
     }
     for (int i = 0; i < 3; i++) {
@@ -141,13 +141,13 @@ explain_remote(const char *server, const char *pod_json, size_t len, bool json)
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     if (cc != CURLE_OK || status != 200) {
-        fprintf(stderr, "gpu-extender: %s: %s%s\n", url,
-                cc != CURLE_OK ? curl_easy_strerror(cc) : "HTTP error ",
-                cc != CURLE_OK ? "" : (out.data ? out.data : ""));
+        (void)fprintf(stderr, "gpu-extender: %s: %s%s\n", url,
+                      cc != CURLE_OK ? curl_easy_strerror(cc) : "HTTP error ",
+                      cc != CURLE_OK ? "" : (out.data ? out.data : ""));
         gx_buf_release(&out);
         return 1;
     }
-    fputs(out.data ? out.data : "", stdout);
+    (void)fputs(out.data ? out.data : "", stdout);
     gx_buf_release(&out);
     return 0;
 }
@@ -185,7 +185,7 @@ explain(int argc, char **argv)
     }
     gx_buf_init(&out, (size_t)64 << 20);
     if (gx_read_file(pod, 16u << 20, &text, &len) != GX_OK) {
-        fprintf(stderr, "gpu-extender: cannot read %s\n", pod);
+        (void)fprintf(stderr, "gpu-extender: cannot read %s\n", pod);
         goto out;
     }
     if (server != NULL) {
@@ -194,14 +194,14 @@ explain(int argc, char **argv)
     }
     base = event_base_new();
     if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK) {
-        fprintf(stderr, "gpu-extender: %s\n", why.text);
+        (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
         goto out;
     }
     if (gx_app_explain(app, text, len, json, &out, &why) != GX_OK) {
-        fprintf(stderr, "gpu-extender: %s: %s\n", pod, why.text);
+        (void)fprintf(stderr, "gpu-extender: %s: %s\n", pod, why.text);
         goto out;
     }
-    fputs(out.data ? out.data : "", stdout);
+    (void)fputs(out.data ? out.data : "", stdout);
     status = 0;
 out:
     gx_buf_release(&out);
@@ -220,7 +220,7 @@ main(int argc, char **argv)
         return explain(argc - 2, argv + 2);
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        printf("gpu-extender %s\n", GX_VERSION);
+        (void)printf("gpu-extender %s\n", GX_VERSION);
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--check-config") == 0) {

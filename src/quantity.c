@@ -221,6 +221,6 @@ gx_quantity_parse_mib(const char *s, int64_t *out)
         return rc;
     }
     /* ceil(ceil(x) / 2^20) == ceil(x / 2^20), so rounding bytes first is exact. */
-    *out = bytes / (1024 * 1024) + (bytes % (1024 * 1024) != 0);
+    *out = bytes / ((int64_t)1024 * 1024) + (bytes % ((int64_t)1024 * 1024) != 0);
     return GX_OK;
 }

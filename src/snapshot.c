@@ -186,7 +186,7 @@ build_cards(struct gx_arena *a, struct gx_node *node, const struct gx_mstore *ms
     numa_node = numa_label != NULL && strcmp(numa_label, "true") == 0;
 
     taken = calloc(node->n_cards, sizeof(*taken));
-    loose = calloc(n_m, sizeof(*loose));
+    loose = calloc(n_m, sizeof(const struct gx_mcard *));
     if (taken == NULL || loose == NULL) {
         rc = GX_ENOMEM;
         goto out;
@@ -203,7 +203,7 @@ build_cards(struct gx_arena *a, struct gx_node *node, const struct gx_mstore *ms
             }
         }
     }
-    qsort(loose, n_loose, sizeof(*loose), mcard_uuid_cmp);
+    qsort(loose, n_loose, sizeof(const struct gx_mcard *), mcard_uuid_cmp);
     for (size_t j = 0; j < n_loose; j++) {
         while (next < node->n_cards && taken[next]) {
             next++;
