@@ -7,7 +7,7 @@ pkgs=(build-essential cmake pkg-config
       libmicrohttpd-dev libevent-dev libcurl4-openssl-dev libcjson-dev libcriterion-dev
       curl ca-certificates openssl python3 python3-yaml prometheus)
 if [ "${GX_DEPS_DEV:-0}" = 1 ]; then
-    pkgs+=(clang clang-format clang-tidy cppcheck libclang-rt-dev wrk valgrind)
+    pkgs+=(git clang clang-format clang-tidy cppcheck libclang-rt-dev)
 fi
 
 missing=()
