@@ -16,6 +16,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 
+def wait_for(cond, timeout, what=None):
+    """Poll @cond until it returns something true or @timeout seconds pass.
+    An exception from @cond counts as "not yet"."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = cond()
+            if last:
+                return True
+        except Exception as e:  # noqa: BLE001 - any failure means "not yet"
+            last = e
+        time.sleep(0.1)
+    if what:
+        print(f"timeout waiting for {what}: {last!r}", flush=True)
+    return False
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

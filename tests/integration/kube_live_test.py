@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 
-from gxtest import ROOT, Checks, Extender, fixture
+from gxtest import ROOT, Checks, Extender, fixture, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
@@ -56,19 +56,7 @@ def make_tls():
         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
 
 
-def wait(cond, timeout, what):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = cond()
-            if last:
-                return True
-        except Exception as e:  # noqa: BLE001 - any failure means "not yet"
-            last = e
-        time.sleep(0.1)
-    print(f"timeout waiting for {what}: {last!r}", flush=True)
-    return False
+wait = wait_for
 
 
 class Api:

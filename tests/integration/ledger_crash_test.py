@@ -6,9 +6,8 @@ reconciler releases it."""
 import signal
 import sys
 import threading
-import time
 
-from gxtest import Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod
+from gxtest import Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod, wait_for
 
 c = Checks("ledger_crash")
 api = FakeApiServer()
@@ -17,13 +16,7 @@ OVR = live_overrides(api, **{"ledger.bind_deadline_ms": 1000})
 ext = None
 
 
-def wait(cond, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
+wait = wait_for
 
 
 def tenants_of(uid):

@@ -3,89 +3,16 @@ fixture dcgm-exporter pages served by this test; the extender follows the
 live data within a refresh, and applies the stale policy when Prometheus
 goes away."""
 import copy
-import http.server
-import json
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
-import time
-import urllib.request
 
-from gxtest import ROOT, Checks, Extender, fixture, free_port
+from gxtest import Checks, Extender, PromStack, fixture, wait_for
 
 c = Checks("prom_live")
-work = tempfile.mkdtemp(prefix="gx-prom-")
-pages = {}
-for node in ("a", "b", "c"):
-    with open(os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{node}.prom")) as f:
-        pages[f"/node-{node}"] = f.read()
-lock = threading.Lock()
-
-
-class Exporter(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        with lock:
-            body = pages.get(self.path)
-        if body is None:
-            self.send_error(404)
-            return
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-exporter = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exporter)
-threading.Thread(target=exporter.serve_forever, daemon=True).start()
-exp_port = exporter.server_address[1]
-
-prom_port = free_port()
-scrape = "\n".join(f"""  - job_name: dcgm-{n}
-    scrape_interval: 1s
-    scrape_timeout: 900ms
-    metrics_path: /node-{n}
-    static_configs:
-      - targets: ['127.0.0.1:{exp_port}']""" for n in ("a", "b", "c"))
-with open(os.path.join(work, "prometheus.yml"), "w") as f:
-    f.write(f"global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n{scrape}\n")
-
-
-def start_prometheus():
-    log = open(os.path.join(work, "prometheus.log"), "ab")
-    return subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
-                             f"--storage.tsdb.path={work}/data",
-                             f"--web.listen-address=127.0.0.1:{prom_port}",
-                             "--query.lookback-delta=5s"], stdout=log, stderr=log)
-
-
-def prom_series(query):
-    url = f"http://127.0.0.1:{prom_port}/api/v1/query?query=" + urllib.parse.quote(query)
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return json.loads(r.read())["data"]["result"]
-
-
-def wait(cond, timeout, what):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = cond()
-            if last:
-                return True
-        except Exception as e:  # noqa: BLE001 - any failure means "not yet"
-            last = e
-        time.sleep(0.2)
-    print(f"timeout waiting for {what}: {last}")
-    return False
+stack = PromStack()
+lock = stack.lock
+pages = stack.pages
+wait = wait_for
 
 
 POD = fixture("pod-gpu.json")
@@ -109,16 +36,13 @@ def verdict(ext, gpus, node):
     return ("reject", {**res["FailedNodes"], **res["FailedAndUnresolvableNodes"]}.get(node))
 
 
-import urllib.parse  # noqa: E402
-
-prom = start_prometheus()
+stack.start()
 ext = None
 try:
-    c.ok(wait(lambda: len(prom_series("DCGM_FI_DEV_GPU_UTIL")) == 12, 60, "12 util series"),
-         "prometheus scrapes the 12 GPUs of the fixture pages")
+    c.ok(stack.wait_series("DCGM_FI_DEV_GPU_UTIL", 12), "prometheus scrapes the 12 GPUs of the fixture pages")
     ext = Extender(sys.argv[1], overrides={
         "sources.files.metrics": [],
-        "prometheus.url": f"http://127.0.0.1:{prom_port}",
+        "prometheus.url": stack.url,
         "prometheus.interval_s": 1,
         "prometheus.timeout_s": 2,
         "metrics.on_stale": "reject",
@@ -146,8 +70,7 @@ try:
     text = body.decode()
     c.ok('gpu_extender_source_syncs_total{upstream="prometheus"}' in text, "prometheus syncs counted")
     # Prometheus goes away: last values are kept until they pass max age, then reject.
-    prom.terminate()
-    prom.wait(timeout=20)
+    stack.stop_prometheus()
     c.eq(verdict(ext, 1, "gpu-node-b")[0], "keep", "right after Prometheus stops the last values still count")
     c.ok(wait(lambda: verdict(ext, 1, "gpu-node-b") == ("reject", "GPU metrics stale"), 20, "stale"),
          "on_stale=reject rejects once metrics pass max age")
@@ -158,7 +81,7 @@ try:
     st, _, _ = ext.request("GET", "/readyz")
     c.eq(st, 200, "Prometheus down does not make the extender unready")
     # Prometheus back: decisions recover without a restart.
-    prom = start_prometheus()
+    stack.start()
     c.ok(wait(lambda: verdict(ext, 1, "gpu-node-b")[0] == "keep", 60, "recovery"),
          "decisions recover when Prometheus is back")
 finally:
@@ -166,11 +89,5 @@ finally:
         if c.failed:
             print(ext.logs())
         ext.cleanup()
-    prom.terminate()
-    try:
-        prom.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        prom.kill()
-    exporter.shutdown()
-    shutil.rmtree(work, ignore_errors=True)
+    stack.cleanup()
 c.done()

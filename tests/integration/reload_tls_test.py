@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.request
 
-from gxtest import Checks, Extender, fixture
+from gxtest import Checks, Extender, fixture, wait_for
 
 c = Checks("reload_tls")
 binary = sys.argv[1]
@@ -38,13 +38,7 @@ def kubelet_write(cfg_text):
         os.symlink("..data/config.json", link)
 
 
-def wait(cond, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
+wait = wait_for
 
 
 def metric(ext, name):

@@ -5,7 +5,6 @@ import json
 import signal
 import socket
 import sys
-import threading
 import time
 
 from gxtest import Checks, Extender, fixture
