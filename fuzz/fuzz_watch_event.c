@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_watch_event.c - a watch stream from the API server. Input layout:
+ * byte 0 = flags (bits 0-3: number k of chunk sizes, bit 4: a small line
+ * cap), bytes 1..k = chunk sizes - 1, the rest = the stream. The stream is
+ * split into lines once in one piece and once in the fuzzer-chosen chunks;
+ * both must give the same lines and the same result. Every line of the
+ * one-piece run is decoded as a Node event and as a Pod event.
+ */
+#include "fuzz_util.h"
+
+#include "gx/arena.h"
+#include "gx/lines.h"
+
+#define FZ_MAX_LINES 65536
+
+struct run {
+    uint64_t hash[FZ_MAX_LINES];
+    size_t len[FZ_MAX_LINES];
+    size_t n;
+    bool decode;
+};
+
+/* Read the fields every event type promises. */
+static void
+touch_event(const struct gx_watch_event *ev, enum gx_kind kind)
+{
+    fz_touch_str(ev->resource_version);
+    switch (ev->type) {
+    case GX_WATCH_ERROR:
+        fz_touch_str(ev->message);
+        break;
+    case GX_WATCH_BOOKMARK:
+        break;
+    case GX_WATCH_ADDED:
+    case GX_WATCH_MODIFIED:
+    case GX_WATCH_DELETED:
+        if (kind == GX_KIND_NODE)
+            fz_touch_node(&ev->obj.node);
+        else
+            fz_touch_pod(&ev->obj.pod);
+        break;
+    default:
+        FZ_CHECK(0, "unknown event type %d", (int)ev->type);
+    }
+}
+
+/* Decode @line as an event of @kind. */
+static void
+decode(const char *line, size_t len, enum gx_kind kind)
+{
+    struct gx_arena a;
+    struct gx_watch_event ev;
+    struct gx_why why = {{0}};
+
+    gx_arena_init(&a, 0);
+    if (gx_kobj_decode_event(line, len, kind, fz_config()->max_json_depth, &a, &ev, &why) == GX_OK)
+        touch_event(&ev, kind);
+    else
+        FZ_CHECK(why.text[0] != '\0', "event decode failed without a reason");
+    gx_arena_release(&a);
+}
+
+/* Record one line (and decode it in the reference run). */
+static enum gx_err
+line_cb(void *ctx, const char *line, size_t len)
+{
+    struct run *r = ctx;
+
+    FZ_CHECK(len > 0, "empty line delivered");
+    FZ_CHECK(memchr(line, '\n', len) == NULL, "line contains a newline");
+    if (r->n < FZ_MAX_LINES) {
+        r->hash[r->n] = gx_hash(line, len);
+        r->len[r->n] = len;
+        r->n++;
+    }
+    if (r->decode) {
+        decode(line, len, GX_KIND_NODE);
+        decode(line, len, GX_KIND_POD);
+    }
+    return GX_OK;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct run whole, split;
+    struct gx_lines l;
+    size_t k, max_line, pos = 0, i = 0;
+    const uint8_t *sizes;
+    const char *stream;
+    enum gx_err rc_whole, rc_split = GX_OK;
+
+    if (size < 1)
+        return 0;
+    k = data[0] & 0x0f;
+    max_line = (data[0] & 0x10) ? 64 : (1u << 20);
+    if (size < 1 + k)
+        return 0;
+    sizes = data + 1;
+    stream = (const char *)data + 1 + k;
+    size -= 1 + k;
+
+    whole.n = 0;
+    whole.decode = true;
+    gx_lines_init(&l, max_line);
+    rc_whole = gx_lines_feed(&l, stream, size, line_cb, &whole);
+    gx_lines_release(&l);
+
+    split.n = 0;
+    split.decode = false;
+    gx_lines_init(&l, max_line);
+    while (pos < size && rc_split == GX_OK) {
+        size_t n = k ? (size_t)sizes[i++ % k] + 1 : size;
+
+        if (n > size - pos)
+            n = size - pos;
+        rc_split = gx_lines_feed(&l, stream + pos, n, line_cb, &split);
+        pos += n;
+    }
+    gx_lines_reset(&l);
+    FZ_CHECK(l.pending.len == 0, "reset left %zu bytes", l.pending.len);
+    gx_lines_release(&l);
+
+    FZ_CHECK(rc_whole == rc_split, "one piece: %s, chunks: %s", gx_strerror(rc_whole),
+             gx_strerror(rc_split));
+    FZ_CHECK(whole.n == split.n, "one piece: %zu lines, chunks: %zu", whole.n, split.n);
+    for (size_t j = 0; j < whole.n; j++)
+        FZ_CHECK(whole.hash[j] == split.hash[j] && whole.len[j] == split.len[j], "line %zu differs",
+                 j);
+    return 0;
+}
