@@ -8,6 +8,12 @@
  * type is an error naming its path, absent optional fields take defaults.
  * Quantities are kept as strings (JSON numbers are formatted as strings);
  * podreq parses them. No I/O.
+ *
+ * Lists (a 5,000-node NodeList is about 50 MiB) are never turned into one
+ * tree: the gx_json scanner validates the document and finds each item's
+ * span, and items are decoded one cJSON tree at a time. Strings that repeat
+ * across a list's items (label keys, short values, resource names) are
+ * interned: each is copied into the arena once and shared by every item.
  */
 #include "gx/kobj.h"
 
@@ -16,13 +22,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gx/json.h"
+#include "gx/strmap.h"
+
 /* Room for a field path in an error message ("items[12].spec.containers[3].resources"). */
 #define PATH_MAX_LEN 192
 
-/* Decoding context: where strings go and where errors are explained. */
+/*
+ * Longest string value interned in a list. Label values and quantities are
+ * short and repeat ("true", "8", "NVIDIA-A100-SXM4-80GB"); longer ones are
+ * mostly unique and would only grow the intern map.
+ */
+#define INTERN_MAX_LEN 64
+
+/* get_map flags: accept JSON numbers as quantity strings; intern short values. */
+#define MAP_QUANTITIES 1u
+#define MAP_SHARE_VALUES 2u
+
+/*
+ * Decoding context: where strings go, where errors are explained and, while
+ * a list is decoded, the map from each interned string to its arena copy
+ * (NULL for single objects).
+ */
 struct dec {
     struct gx_arena *a;
     struct gx_why *why;
+    struct gx_strmap *intern;
 };
 
 typedef cJSON_bool (*type_pred)(const cJSON *item);
@@ -62,6 +87,33 @@ nomem(struct dec *d)
 {
     gx_why_set(d->why, "out of memory");
     return GX_ENOMEM;
+}
+
+/*
+ * Copy @s into the arena, or with an intern map return the one shared copy
+ * of it (made on first use). Strings longer than INTERN_MAX_LEN are copied.
+ * NULL on ENOMEM; when only the map cannot grow the string is copied
+ * unshared, which costs memory but not correctness.
+ */
+static const char *
+shared_str(struct dec *d, const char *s)
+{
+    size_t len = strlen(s);
+    char *copy;
+    const char *hit;
+
+    if (d->intern == NULL || len > INTERN_MAX_LEN) {
+        return gx_arena_strndup(d->a, s, len);
+    }
+    hit = gx_strmap_get(d->intern, s, len);
+    if (hit != NULL) {
+        return hit;
+    }
+    copy = gx_arena_strndup(d->a, s, len);
+    if (copy != NULL && gx_strmap_put(d->intern, copy, len, copy) != GX_OK) {
+        d->intern = NULL; /* the map cannot grow: the rest of the list is copied */
+    }
+    return copy;
 }
 
 /*
@@ -137,6 +189,28 @@ get_string(struct dec *d, const cJSON *obj, const char *path, const char *key, c
     return *out != NULL ? GX_OK : nomem(d);
 }
 
+/*
+ * As get_string, for values that repeat across the items of a list
+ * (namespace, phase, container names, taints): interned in list decodes.
+ */
+static enum gx_err
+get_shared_string(struct dec *d, const cJSON *obj, const char *path, const char *key,
+                  const char *dflt, const char **out)
+{
+    const cJSON *v;
+    enum gx_err rc = get_field(d, obj, path, key, cJSON_IsString, "a string", &v);
+
+    if (rc != GX_OK) {
+        return rc;
+    }
+    if (v == NULL) {
+        *out = dflt;
+        return GX_OK;
+    }
+    *out = shared_str(d, v->valuestring);
+    return *out != NULL ? GX_OK : nomem(d);
+}
+
 /* Zeroed arena array of @n elements of @size bytes; NULL for n == 0 or ENOMEM. */
 static void *
 alloc_array(struct dec *d, size_t n, size_t size)
@@ -173,17 +247,20 @@ number_string(struct dec *d, double v)
     } else {
         (void)snprintf(buf, sizeof(buf), "%.17g", v);
     }
-    return gx_arena_strdup(d->a, buf);
+    return shared_str(d, buf);
 }
 
 /*
  * Decode an optional map of strings ("path.key": {"k": "v", ...}). With
- * @quantities, JSON numbers are accepted and formatted as strings.
+ * MAP_QUANTITIES in @flags, JSON numbers are accepted and formatted as
+ * strings; with MAP_SHARE_VALUES, values are interned like the keys (keys
+ * always are in list decodes).
  */
 static enum gx_err
-get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool quantities,
+get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, unsigned flags,
         struct gx_kv **kv, size_t *n)
 {
+    bool quantities = (flags & MAP_QUANTITIES) != 0, share = (flags & MAP_SHARE_VALUES) != 0;
     const cJSON *m, *c;
     struct gx_kv *arr = NULL;
     size_t count, i = 0;
@@ -203,7 +280,8 @@ get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool
         const char *k = c->string != NULL ? c->string : "";
 
         if (cJSON_IsString(c)) {
-            arr[i].value = gx_arena_strdup(d->a, c->valuestring);
+            arr[i].value =
+                share ? shared_str(d, c->valuestring) : gx_arena_strdup(d->a, c->valuestring);
         } else if (quantities && cJSON_IsNumber(c)) {
             arr[i].value = number_string(d, c->valuedouble);
         } else {
@@ -211,7 +289,7 @@ get_map(struct dec *d, const cJSON *obj, const char *path, const char *key, bool
                        quantities ? "a quantity string" : "a string");
             return GX_EINVAL;
         }
-        arr[i].key = gx_arena_strdup(d->a, k);
+        arr[i].key = shared_str(d, k);
         if (arr[i].key == NULL || arr[i].value == NULL) {
             return nomem(d);
         }
@@ -240,20 +318,22 @@ decode_container(struct dec *d, const cJSON *c, const char *path, bool init,
     const char *policy = NULL;
     enum gx_err rc;
 
-    if ((rc = get_string(d, c, path, "name", "", &out->name)) != GX_OK) {
+    if ((rc = get_shared_string(d, c, path, "name", "", &out->name)) != GX_OK) {
         return rc;
     }
     if ((rc = get_object(d, c, path, "resources", &res)) != GX_OK) {
         return rc;
     }
     sub_path(rp, sizeof(rp), path, "resources");
-    if ((rc = get_map(d, res, rp, "requests", true, &out->requests, &out->n_requests)) != GX_OK) {
+    if ((rc = get_map(d, res, rp, "requests", MAP_QUANTITIES | MAP_SHARE_VALUES, &out->requests,
+                      &out->n_requests)) != GX_OK) {
         return rc;
     }
-    if ((rc = get_map(d, res, rp, "limits", true, &out->limits, &out->n_limits)) != GX_OK) {
+    if ((rc = get_map(d, res, rp, "limits", MAP_QUANTITIES | MAP_SHARE_VALUES, &out->limits,
+                      &out->n_limits)) != GX_OK) {
         return rc;
     }
-    if ((rc = get_string(d, c, path, "restartPolicy", NULL, &policy)) != GX_OK) {
+    if ((rc = get_shared_string(d, c, path, "restartPolicy", NULL, &policy)) != GX_OK) {
         return rc;
     }
     /* Only init containers can be sidecars (KEP-753). */
@@ -321,14 +401,13 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
     }
 
     if ((rc = get_string(d, meta, mp, "name", "", &p.name)) != GX_OK ||
-        (rc = get_string(d, meta, mp, "namespace", "", &p.namespace)) != GX_OK ||
+        (rc = get_shared_string(d, meta, mp, "namespace", "", &p.namespace)) != GX_OK ||
         (rc = get_string(d, meta, mp, "uid", "", &p.uid)) != GX_OK ||
         (rc = get_string(d, meta, mp, "resourceVersion", "", &p.resource_version)) != GX_OK ||
         (rc = get_field(d, meta, mp, "deletionTimestamp", cJSON_IsString, "a string", &del)) !=
             GX_OK ||
-        (rc = get_map(d, meta, mp, "labels", false, &p.labels, &p.n_labels)) != GX_OK ||
-        (rc = get_map(d, meta, mp, "annotations", false, &p.annotations, &p.n_annotations)) !=
-            GX_OK) {
+        (rc = get_map(d, meta, mp, "labels", MAP_SHARE_VALUES, &p.labels, &p.n_labels)) != GX_OK ||
+        (rc = get_map(d, meta, mp, "annotations", 0, &p.annotations, &p.n_annotations)) != GX_OK) {
         return rc;
     }
     p.deleting = del != NULL;
@@ -338,7 +417,8 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
                                 &p.n_containers)) != GX_OK ||
         (rc = decode_containers(d, spec, sp, "initContainers", true, &p.init_containers,
                                 &p.n_init_containers)) != GX_OK ||
-        (rc = get_map(d, spec, sp, "overhead", true, &p.overhead, &p.n_overhead)) != GX_OK) {
+        (rc = get_map(d, spec, sp, "overhead", MAP_QUANTITIES | MAP_SHARE_VALUES, &p.overhead,
+                      &p.n_overhead)) != GX_OK) {
         return rc;
     }
     /* An empty nodeName is what a pending pod may carry: treat it as unset. */
@@ -346,7 +426,7 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
         p.node_name = NULL;
     }
 
-    if ((rc = get_string(d, status, tp, "phase", "", &p.phase)) != GX_OK) {
+    if ((rc = get_shared_string(d, status, tp, "phase", "", &p.phase)) != GX_OK) {
         return rc;
     }
     *out = p;
@@ -379,9 +459,9 @@ decode_taints(struct dec *d, const cJSON *spec, const char *sp, struct gx_node_i
             gx_why_set(d->why, "%s: must be an object", tp);
             return GX_EINVAL;
         }
-        if ((rc = get_string(d, t, tp, "key", "", &n->taints[i].key)) != GX_OK ||
-            (rc = get_string(d, t, tp, "value", "", &n->taints[i].value)) != GX_OK ||
-            (rc = get_string(d, t, tp, "effect", "", &n->taints[i].effect)) != GX_OK) {
+        if ((rc = get_shared_string(d, t, tp, "key", "", &n->taints[i].key)) != GX_OK ||
+            (rc = get_shared_string(d, t, tp, "value", "", &n->taints[i].value)) != GX_OK ||
+            (rc = get_shared_string(d, t, tp, "effect", "", &n->taints[i].effect)) != GX_OK) {
             return rc;
         }
     }
@@ -444,7 +524,7 @@ decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_
 
     if ((rc = get_string(d, meta, mp, "name", "", &n.name)) != GX_OK ||
         (rc = get_string(d, meta, mp, "resourceVersion", "", &n.resource_version)) != GX_OK ||
-        (rc = get_map(d, meta, mp, "labels", false, &n.labels, &n.n_labels)) != GX_OK) {
+        (rc = get_map(d, meta, mp, "labels", MAP_SHARE_VALUES, &n.labels, &n.n_labels)) != GX_OK) {
         return rc;
     }
     if (n.n_labels > 1) {
@@ -456,9 +536,10 @@ decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_
         return rc;
     }
 
-    if ((rc = get_map(d, status, tp, "allocatable", true, &n.allocatable, &n.n_allocatable)) !=
-            GX_OK ||
-        (rc = get_map(d, status, tp, "capacity", true, &n.capacity, &n.n_capacity)) != GX_OK ||
+    if ((rc = get_map(d, status, tp, "allocatable", MAP_QUANTITIES | MAP_SHARE_VALUES,
+                      &n.allocatable, &n.n_allocatable)) != GX_OK ||
+        (rc = get_map(d, status, tp, "capacity", MAP_QUANTITIES | MAP_SHARE_VALUES, &n.capacity,
+                      &n.n_capacity)) != GX_OK ||
         (rc = decode_ready(d, status, tp, &n.ready)) != GX_OK) {
         return rc;
     }
@@ -555,7 +636,7 @@ enum gx_err
 gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena *a,
                    struct gx_pod *out, struct gx_why *why)
 {
-    struct dec d = {a, why};
+    struct dec d = {a, why, NULL};
     cJSON *root = NULL;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
@@ -572,7 +653,7 @@ enum gx_err
 gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena *a,
                     struct gx_node_info *out, struct gx_why *why)
 {
-    struct dec d = {a, why};
+    struct dec d = {a, why, NULL};
     cJSON *root = NULL;
     enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
@@ -584,26 +665,244 @@ gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena
     return rc;
 }
 
+/* Spans of a list document's parts, found by list_scan. */
+struct list_doc {
+    size_t items_at, items_len; /* the "items" value; items_len 0 when absent */
+    size_t meta_at, meta_len;   /* the "metadata" value; meta_len 0 when absent */
+    size_t n_items;             /* elements when "items" is an array */
+};
+
 /*
- * Common part of the list decoders: check the root, find "items" (absent is
- * an empty list) and metadata.resourceVersion (NULL when absent).
+ * True when the raw (still escaped) key @key of @klen bytes is exactly
+ * @name, as cJSON_GetObjectItemCaseSensitive compares decoded keys. A key
+ * with escapes is decoded into a scratch arena first.
+ */
+static bool
+raw_key_eq(const char *key, size_t klen, const char *name)
+{
+    struct gx_arena scratch;
+    struct gx_json j;
+    const char *dec = NULL;
+    size_t dlen = 0;
+    bool eq;
+
+    if (memchr(key, '\\', klen) == NULL) {
+        return klen == strlen(name) && memcmp(key, name, klen) == 0;
+    }
+    /* The scanner hands out keys between their quotes: decode the quoted span. */
+    gx_arena_init(&scratch, klen + 64);
+    gx_json_init(&j, key - 1, klen + 2, 1, NULL);
+    eq = gx_json_string(&j, &scratch, &dec, &dlen) == GX_OK && dlen == strlen(name) &&
+         memcmp(dec, name, dlen) == 0;
+    gx_arena_release(&scratch);
+    return eq;
+}
+
+/*
+ * Validate a whole list document without building a tree (syntax, nesting
+ * under @max_depth, nothing but whitespace after it) and locate the first
+ * "items" and "metadata" members of its root object, counting the items.
+ * GX_EPARSE, GX_ETOOBIG, GX_EINVAL (root not an object, items not an array).
  */
 static enum gx_err
-list_parts(struct dec *d, const cJSON *root, const cJSON **items, const char **rv)
+list_scan(const char *json, size_t len, int max_depth, struct list_doc *ld, struct gx_why *why)
 {
-    const cJSON *meta;
-    enum gx_err rc;
+    struct gx_json j;
+    const char *key;
+    size_t klen;
+    enum gx_err rc = GX_OK;
 
-    if (!cJSON_IsObject(root)) {
-        gx_why_set(d->why, "list: must be an object");
-        return GX_EINVAL;
+    memset(ld, 0, sizeof(*ld));
+    if (json == NULL || len == 0) {
+        gx_why_set(why, "empty JSON document");
+        return GX_EPARSE;
     }
-    if ((rc = get_array(d, root, "", "items", items)) != GX_OK ||
-        (rc = get_object(d, root, "", "metadata", &meta)) != GX_OK ||
-        (rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv)) != GX_OK) {
+    gx_json_init(&j, json, len, max_depth, why);
+    if ((rc = gx_json_skip(&j)) != GX_OK) {
+        if (rc == GX_ETOOBIG) {
+            gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
+        }
         return rc;
     }
+    (void)gx_json_peek(&j);
+    if (j.pos < j.len) {
+        gx_why_set(why, "trailing data after JSON at offset %zu", j.pos);
+        return GX_EPARSE;
+    }
+
+    /* The document is valid: walk the root's members. */
+    gx_json_init(&j, json, len, max_depth, why);
+    if (gx_json_peek(&j) != '{') {
+        gx_why_set(why, "list: must be an object");
+        return GX_EINVAL;
+    }
+    if ((rc = gx_json_enter_object(&j)) != GX_OK) {
+        return rc;
+    }
+    while (gx_json_next_member(&j, &key, &klen, &rc)) {
+        size_t at = j.pos;
+        bool items = ld->items_len == 0 && raw_key_eq(key, klen, "items");
+
+        if (items && gx_json_peek(&j) == '[') {
+            if ((rc = gx_json_enter_array(&j)) != GX_OK) {
+                return rc;
+            }
+            while (gx_json_next_element(&j, &rc)) {
+                if ((rc = gx_json_skip(&j)) != GX_OK) {
+                    return rc;
+                }
+                ld->n_items++;
+            }
+        } else if ((rc = gx_json_skip(&j)) != GX_OK) {
+            return rc;
+        }
+        if (rc != GX_OK) {
+            return rc;
+        }
+        if (items) {
+            ld->items_at = at;
+            ld->items_len = j.pos - at;
+        } else if (ld->meta_len == 0 && raw_key_eq(key, klen, "metadata")) {
+            ld->meta_at = at;
+            ld->meta_len = j.pos - at;
+        }
+    }
+    return rc;
+}
+
+/*
+ * Parse one value of a validated document (@len bytes at @p) into a cJSON
+ * tree. You own *out. GX_ENOMEM, or GX_EPARSE naming @path if cJSON
+ * disagrees with the scanner.
+ */
+static enum gx_err
+parse_span(struct dec *d, const char *p, size_t len, const char *path, cJSON **out)
+{
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(p, len, &end, 0);
+
+    if (v == NULL) {
+        gx_why_set(d->why, "%s: invalid JSON", path);
+        return GX_EPARSE;
+    }
+    *out = v;
     return GX_OK;
+}
+
+/*
+ * Common part of the list decoders after list_scan: check the types of
+ * "items" (absent or null is an empty list) and of metadata.resourceVersion
+ * (NULL when absent), in the order the fields are reported.
+ */
+static enum gx_err
+list_meta(struct dec *d, const char *json, const struct list_doc *ld, const char **rv)
+{
+    cJSON *meta = NULL;
+    enum gx_err rc;
+
+    /* Absent (items_len 0), null or an array; the document is valid JSON. */
+    if (ld->items_len > 0 && json[ld->items_at] != '[' && json[ld->items_at] != 'n') {
+        gx_why_set(d->why, "items: must be an array");
+        return GX_EINVAL;
+    }
+    *rv = NULL;
+    if (ld->meta_len == 0 || json[ld->meta_at] == 'n') {
+        return GX_OK;
+    }
+    if (json[ld->meta_at] != '{') {
+        gx_why_set(d->why, "metadata: must be an object");
+        return GX_EINVAL;
+    }
+    if ((rc = parse_span(d, json + ld->meta_at, ld->meta_len, "metadata", &meta)) != GX_OK) {
+        return rc;
+    }
+    rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* Decode one list item into the element @slot (a gx_node_info or a gx_pod). */
+typedef enum gx_err (*item_fn)(struct dec *d, const cJSON *o, const char *path, void *slot);
+
+/* item_fn for NodeList items. */
+static enum gx_err
+node_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_node_obj(d, o, path, slot);
+}
+
+/* item_fn for PodList items. */
+static enum gx_err
+pod_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_pod_obj(d, o, path, slot);
+}
+
+/*
+ * Decode a list: validate and locate its parts, then decode the items one
+ * cJSON tree at a time into an arena array of elements of @size bytes, with
+ * repeated strings interned. Peak memory beyond the arena is one item's
+ * tree. Outputs are written only on success.
+ */
+static enum gx_err
+decode_list(const char *json, size_t len, int max_depth, struct gx_arena *a, size_t size,
+            item_fn decode, void **items, size_t *n, const char **resource_version,
+            struct gx_why *why)
+{
+    char ip[PATH_MAX_LEN];
+    struct gx_strmap intern;
+    struct dec d = {a, why, &intern};
+    struct list_doc ld;
+    struct gx_json j;
+    const char *rv = NULL;
+    unsigned char *arr = NULL;
+    size_t i = 0;
+    enum gx_err rc;
+
+    gx_strmap_init(&intern);
+    if ((rc = list_scan(json, len, max_depth, &ld, why)) != GX_OK ||
+        (rc = list_meta(&d, json, &ld, &rv)) != GX_OK) {
+        goto out;
+    }
+    if (ld.n_items > 0 && (arr = alloc_array(&d, ld.n_items, size)) == NULL) {
+        rc = nomem(&d);
+        goto out;
+    }
+    if (ld.n_items > 0) {
+        gx_json_init(&j, json + ld.items_at, ld.items_len, max_depth, why);
+        if ((rc = gx_json_enter_array(&j)) != GX_OK) {
+            goto out;
+        }
+        while (i < ld.n_items && gx_json_next_element(&j, &rc)) {
+            size_t at = j.pos;
+            cJSON *item = NULL;
+
+            if ((rc = gx_json_skip(&j)) != GX_OK) {
+                goto out;
+            }
+            index_path(ip, sizeof(ip), "", "items", i);
+            if ((rc = parse_span(&d, json + ld.items_at + at, j.pos - at, ip, &item)) != GX_OK) {
+                goto out;
+            }
+            rc = decode(&d, item, ip, arr + i * size);
+            cJSON_Delete(item);
+            if (rc != GX_OK) {
+                goto out;
+            }
+            i++;
+        }
+        if (rc != GX_OK) {
+            goto out;
+        }
+    }
+    *items = arr;
+    *n = ld.n_items;
+    if (resource_version != NULL) {
+        *resource_version = rv;
+    }
+out:
+    gx_strmap_release(&intern);
+    return rc;
 }
 
 /* Decode a NodeList into an arena array; fails as gx_kobj_decode_pod does. */
@@ -612,39 +911,15 @@ gx_kobj_decode_node_list(const char *json, size_t len, int max_depth, struct gx_
                          struct gx_node_info **nodes, size_t *n, const char **resource_version,
                          struct gx_why *why)
 {
-    char ip[PATH_MAX_LEN];
-    struct dec d = {a, why};
-    cJSON *root = NULL;
-    const cJSON *items, *it;
-    const char *rv = NULL;
-    struct gx_node_info *arr = NULL;
-    size_t count = 0, i = 0;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    void *arr = NULL;
+    size_t count = 0;
+    enum gx_err rc = decode_list(json, len, max_depth, a, sizeof(struct gx_node_info), node_item,
+                                 &arr, &count, resource_version, why);
 
-    if (rc != GX_OK) {
-        return rc;
+    if (rc == GX_OK) {
+        *nodes = arr;
+        *n = count;
     }
-    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK) {
-        goto out;
-    }
-    count = count_children(items);
-    if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
-        rc = nomem(&d);
-        goto out;
-    }
-    for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
-        index_path(ip, sizeof(ip), "", "items", i);
-        if ((rc = decode_node_obj(&d, it, ip, &arr[i])) != GX_OK) {
-            goto out;
-        }
-    }
-    *nodes = arr;
-    *n = count;
-    if (resource_version != NULL) {
-        *resource_version = rv;
-    }
-out:
-    cJSON_Delete(root);
     return rc;
 }
 
@@ -654,39 +929,15 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
                         struct gx_pod **pods, size_t *n, const char **resource_version,
                         struct gx_why *why)
 {
-    char ip[PATH_MAX_LEN];
-    struct dec d = {a, why};
-    cJSON *root = NULL;
-    const cJSON *items, *it;
-    const char *rv = NULL;
-    struct gx_pod *arr = NULL;
-    size_t count = 0, i = 0;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    void *arr = NULL;
+    size_t count = 0;
+    enum gx_err rc = decode_list(json, len, max_depth, a, sizeof(struct gx_pod), pod_item, &arr,
+                                 &count, resource_version, why);
 
-    if (rc != GX_OK) {
-        return rc;
+    if (rc == GX_OK) {
+        *pods = arr;
+        *n = count;
     }
-    if ((rc = list_parts(&d, root, &items, &rv)) != GX_OK) {
-        goto out;
-    }
-    count = count_children(items);
-    if (count > 0 && (arr = alloc_array(&d, count, sizeof(*arr))) == NULL) {
-        rc = nomem(&d);
-        goto out;
-    }
-    for (it = items != NULL ? items->child : NULL; it != NULL && i < count; it = it->next, i++) {
-        index_path(ip, sizeof(ip), "", "items", i);
-        if ((rc = decode_pod_obj(&d, it, ip, &arr[i])) != GX_OK) {
-            goto out;
-        }
-    }
-    *pods = arr;
-    *n = count;
-    if (resource_version != NULL) {
-        *resource_version = rv;
-    }
-out:
-    cJSON_Delete(root);
     return rc;
 }
 
@@ -724,7 +975,7 @@ enum gx_err
 gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_depth,
                      struct gx_arena *a, struct gx_watch_event *out, struct gx_why *why)
 {
-    struct dec d = {a, why};
+    struct dec d = {a, why, NULL};
     struct gx_watch_event ev;
     cJSON *root = NULL;
     const cJSON *type, *obj, *meta;

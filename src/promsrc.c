@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * promsrc.c - Prometheus poller. A round sends every signal's query at
- * once; each answer is parsed completely into a scratch list before the
- * store is touched, so a truncated or malformed answer changes nothing.
+ * promsrc.c - Prometheus poller. A round runs the signals' queries one
+ * after another: an answer for 40,000 series is about 20 MiB, and running
+ * them in turn bounds a round's memory to one body and its parsed samples
+ * (the loop time spent parsing is the same either way). Each answer is
+ * parsed completely into a scratch list before the store is touched, so a
+ * truncated or malformed answer changes nothing.
  */
 #include "gx/promsrc.h"
 
@@ -33,7 +36,8 @@ struct gx_promsrc {
     void *ctx;
     struct event *timer;
     struct query q[GX_SIG_COUNT];
-    int pending;      /* queries of the current round still running */
+    bool in_round;    /* a round is running (its query in flight) */
+    int next_sig;     /* the signal whose query the round starts next */
     int round_failed; /* queries of the current round that failed */
     int round_ok;
     unsigned failures; /* consecutive failed rounds */
@@ -51,6 +55,7 @@ struct collect {
     int64_t now_ms;
 };
 
+/* Series callback: map one series to a card sample and keep a copy of it. GX_ENOMEM. */
 static enum gx_err
 collect_cb(void *ctx, const struct gx_series *series)
 {
@@ -79,6 +84,7 @@ collect_cb(void *ctx, const struct gx_series *series)
     return GX_OK;
 }
 
+/* Read a secret file into @out (size @n), trailing newlines cut; "" when unset or unreadable. */
 static void
 read_secret(const char *path, char *out, size_t n)
 {
@@ -98,6 +104,7 @@ read_secret(const char *path, char *out, size_t n)
     free(text);
 }
 
+/* Run the next round in @ms milliseconds. */
 static void
 arm(struct gx_promsrc *p, int64_t ms)
 {
@@ -125,9 +132,11 @@ next_delay_ms(struct gx_promsrc *p)
     return d * 8 / 10 + (int64_t)(p->rng % (uint64_t)(d * 4 / 10 + 1));
 }
 
+/* Finish the round: count it, tell the owner, arm the timer for the next one. */
 static void
 round_end(struct gx_promsrc *p)
 {
+    p->in_round = false;
     if (p->round_failed == 0) {
         p->failures = 0;
         p->rounds_ok++;
@@ -142,6 +151,7 @@ round_end(struct gx_promsrc *p)
     arm(p, next_delay_ms(p));
 }
 
+/* Count and log a failed query; the signal keeps its last values. */
 static void
 query_failed(struct gx_promsrc *p, enum gx_signal sig, enum gx_upkind kind, const char *why)
 {
@@ -153,6 +163,7 @@ query_failed(struct gx_promsrc *p, enum gx_signal sig, enum gx_upkind kind, cons
             gx_signal_name(sig), gx_upkind_name(kind), gx_log_quote(q, sizeof(q), why));
 }
 
+/* Replace signal @sig in the store with the samples of one answer. */
 static void
 apply(struct gx_promsrc *p, enum gx_signal sig, const struct collect *c)
 {
@@ -165,6 +176,9 @@ apply(struct gx_promsrc *p, enum gx_signal sig, const struct collect *c)
     gx_mstore_commit(p->ms);
 }
 
+static void round_next(struct gx_promsrc *p);
+
+/* A query ended: apply its answer or count the failure, then go on with the round. */
 static void
 done_cb(void *ctx, const struct gx_httpc_result *res)
 {
@@ -175,7 +189,6 @@ done_cb(void *ctx, const struct gx_httpc_result *res)
     enum gx_err rc;
 
     qr->xfer = NULL;
-    p->pending--;
     gx_histo_observe(&p->m->up_duration[GX_UP_PROMETHEUS], res->seconds);
     gx_arena_init(&c.arena, 0);
     if (res->rc != GX_OK) {
@@ -197,11 +210,10 @@ done_cb(void *ctx, const struct gx_httpc_result *res)
     }
     free(c.s);
     gx_arena_release(&c.arena);
-    if (p->pending == 0) {
-        round_end(p);
-    }
+    round_next(p);
 }
 
+/* Send the query of @sig; false when the request cannot be started. */
 static bool
 start_query(struct gx_promsrc *p, enum gx_signal sig, const struct gx_httpc_auth *auth)
 {
@@ -234,12 +246,17 @@ start_query(struct gx_promsrc *p, enum gx_signal sig, const struct gx_httpc_auth
         return false;
     }
     p->m->up_requests[GX_UP_PROMETHEUS]++;
-    p->pending++;
     return true;
 }
 
+/*
+ * Start the next configured signal's query of the round (secrets re-read
+ * for each, so a rotated token is picked up and no secret outlives the
+ * call); a query that cannot start counts as failed and the next is tried.
+ * Ends the round when no signal is left.
+ */
 static void
-start_round(struct gx_promsrc *p)
+round_next(struct gx_promsrc *p)
 {
     const struct gx_config *cfg = p->cfg;
     char token[8192], password[1024];
@@ -248,31 +265,46 @@ start_round(struct gx_promsrc *p)
         .insecure = cfg->prom_insecure,
         .basic_user = cfg->prom_basic_user,
     };
+    bool started = false;
 
-    if (p->pending > 0 || cfg->prom_url == NULL) {
-        return;
-    }
-    read_secret(cfg->prom_bearer_token_file, token, sizeof(token));
-    read_secret(cfg->prom_basic_password_file, password, sizeof(password));
-    auth.bearer_token = token[0] ? token : NULL;
-    auth.basic_password = password;
-    p->round_failed = 0;
-    p->round_ok = 0;
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        if (cfg->prom_queries[s] == NULL || cfg->prom_queries[s][0] == '\0') {
+    while (!started && p->next_sig < GX_SIG_COUNT) {
+        enum gx_signal s = (enum gx_signal)p->next_sig++;
+
+        if (cfg->prom_url == NULL || cfg->prom_queries[s] == NULL ||
+            cfg->prom_queries[s][0] == '\0') {
             continue;
         }
-        if (!start_query(p, (enum gx_signal)s, &auth)) {
-            query_failed(p, (enum gx_signal)s, GX_UPERR_OTHER, "cannot start the request");
+        read_secret(cfg->prom_bearer_token_file, token, sizeof(token));
+        read_secret(cfg->prom_basic_password_file, password, sizeof(password));
+        auth.bearer_token = token[0] ? token : NULL;
+        auth.basic_password = password;
+        started = start_query(p, s, &auth);
+        memset(token, 0, sizeof(token));
+        memset(password, 0, sizeof(password));
+        if (!started) {
+            query_failed(p, s, GX_UPERR_OTHER, "cannot start the request");
         }
     }
-    memset(token, 0, sizeof(token));
-    memset(password, 0, sizeof(password));
-    if (p->pending == 0) {
+    if (!started) {
         round_end(p);
     }
 }
 
+/* Begin a round with the first signal (unless one is running or no URL is set). */
+static void
+start_round(struct gx_promsrc *p)
+{
+    if (p->in_round || p->cfg->prom_url == NULL) {
+        return;
+    }
+    p->in_round = true;
+    p->next_sig = 0;
+    p->round_failed = 0;
+    p->round_ok = 0;
+    round_next(p);
+}
+
+/* The interval (or backoff) elapsed: start a round. */
 static void
 timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -281,6 +313,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
     start_round(arg);
 }
 
+/* A poller whose first round starts on the next loop turn; NULL on ENOMEM. */
 struct gx_promsrc *
 gx_promsrc_new(struct event_base *base, struct gx_httpc *http, const struct gx_config *cfg,
                struct gx_mstore *ms, struct gx_metrics *m, gx_promsrc_update_cb cb, void *ctx)
@@ -307,27 +340,31 @@ gx_promsrc_new(struct event_base *base, struct gx_httpc *http, const struct gx_c
     return p;
 }
 
+/* Use @cfg from the next query on. */
 void
 gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg)
 {
     p->cfg = cfg;
 }
 
+/* Start a round now unless one is running. */
 void
 gx_promsrc_poll_now(struct gx_promsrc *p)
 {
-    if (p->pending == 0) {
+    if (!p->in_round) {
         (void)evtimer_del(p->timer);
         start_round(p);
     }
 }
 
+/* Rounds in which every query succeeded. */
 uint64_t
 gx_promsrc_rounds_ok(const struct gx_promsrc *p)
 {
     return p->rounds_ok;
 }
 
+/* Cancel the query in flight and free; NULL is a no-op. */
 void
 gx_promsrc_free(struct gx_promsrc *p)
 {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gx/buf.h"
 #include "gx/dcgm.h"
 #include "gx_test.h"
 
@@ -437,5 +438,81 @@ Test(dcgm, card_seen_by_index_adopts_its_uuid)
     cr_assert_eq(c[0].v[GX_SIG_TEMP].value, 60.0);
     cr_assert_eq(c[1].gpu, -1);
     cr_assert_str_eq(c[1].uuid, "GPU-y");
+    gx_mstore_free(ms);
+}
+
+/* Append the three families of a generated page (cards of @nodes nodes x 4) to @b. */
+static void
+generated_page(struct gx_buf *b, int nodes)
+{
+    static const char *const fams[] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP",
+                                       "DCGM_FI_DEV_FB_USED"};
+
+    for (size_t f = 0; f < GX_ARRAY_LEN(fams); f++) {
+        cr_assert_eq(gx_buf_addf(b, "# TYPE %s gauge\n", fams[f]), GX_OK);
+        for (int n = 0; n < nodes; n++) {
+            for (int g = 0; g < 4; g++) {
+                /* Card 3 is busy only in the util family's view of the pod label. */
+                const char *pod = g == 1 ? "train-0" : (g == 3 && f == 0 ? "late" : "");
+
+                cr_assert_eq(gx_buf_addf(b,
+                                         "%s{gpu=\"%d\",UUID=\"GPU-%d-%d\",pci_bus_id=\"0000:%02X:"
+                                         "00.0\",Hostname=\"node-%d\",pod=\"%s\"} %d\n",
+                                         fams[f], g, n, g, g * 0x40, n, pod,
+                                         (int)f * 1000 + n * 4 + g),
+                             GX_OK);
+            }
+        }
+    }
+}
+
+Test(dcgm, page_with_many_cards_keeps_each_cards_strings_and_values)
+{
+    struct gx_config cfg = test_cfg();
+    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_why why = {{0}};
+    struct gx_buf b;
+    size_t len = 0;
+    char *text;
+
+    gx_buf_init(&b, 8u << 20);
+    generated_page(&b, 300);
+    text = gx_buf_take(&b, &len);
+    cr_assert_eq(gx_mstore_load_page(ms, &cfg, 0, text, len, 555, &why), GX_OK, "%s", why.text);
+    free(text);
+    for (int n = 0; n < 300; n++) {
+        char name[32], uuid[32], pci[32];
+        size_t nc = 0;
+        const struct gx_mcard *cards;
+
+        (void)snprintf(name, sizeof(name), "node-%d", n);
+        cards = gx_mstore_cards(ms, name, &nc);
+        cr_assert_eq(nc, 4, "%s", name);
+        for (int g = 0; g < 4; g++) {
+            const struct gx_mcard *c = NULL;
+
+            (void)snprintf(uuid, sizeof(uuid), "GPU-%d-%d", n, g);
+            (void)snprintf(pci, sizeof(pci), "0000:%02X:00.0", g * 0x40);
+            for (size_t i = 0; i < nc; i++) {
+                if (cards[i].uuid != NULL && strcmp(cards[i].uuid, uuid) == 0) {
+                    c = &cards[i];
+                }
+            }
+            cr_assert_not_null(c, "%s", uuid);
+            cr_assert_eq(c->gpu, g);
+            cr_assert_str_eq(c->pci_bus_id, pci);
+            cr_assert_eq(c->v[GX_SIG_UTIL].value, n * 4 + g);
+            cr_assert_eq(c->v[GX_SIG_TEMP].value, 1000 + n * 4 + g);
+            cr_assert_eq(c->v[GX_SIG_MEM_USED].value, 2000 + n * 4 + g);
+            cr_assert_eq(c->v[GX_SIG_MEM_USED].at_ms, 555);
+            cr_assert(isnan(c->v[GX_SIG_POWER].value));
+            if (g == 1) {
+                cr_assert_str_eq(c->pod, "train-0");
+            } else {
+                /* The last family read (fb_used) names no pod for cards 0, 2 and 3. */
+                cr_assert_null(c->pod, "%s pod %s", uuid, c->pod);
+            }
+        }
+    }
     gx_mstore_free(ms);
 }

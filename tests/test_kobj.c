@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "gx/buf.h"
 #include "gx/kobj.h"
 
 GX_SUITE(kobj);
@@ -526,4 +527,180 @@ Test(kobj, kv_get_scans_linearly)
     cr_assert_null(gx_kv_get(kv, 1, "b"));
     cr_assert_null(gx_kv_get(kv, 3, "c"));
     cr_assert_null(gx_kv_get(NULL, 0, "a"));
+}
+
+Test(kobj, node_list_shares_one_copy_of_repeated_label_strings, .init = setup, .fini = teardown)
+{
+    const char *json =
+        "{\"items\":["
+        "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"zone\":\"z1\",\"nvidia.com/gpu.count\":\"8\","
+        "\"host\":\"n1\"}},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}},"
+        "{\"metadata\":{\"name\":\"n2\",\"labels\":{\"host\":\"n2\",\"nvidia.com/gpu.count\":\"8\","
+        "\"zone\":\"z1\"}},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":8}}}]}";
+    size_t len = strlen(json), n = 0;
+    char *buf = unterminated(json, len);
+    struct gx_node_info *nodes = NULL;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_node_list(buf, len, DEPTH, &arena, &nodes, &n, NULL, &why), GX_OK,
+                 "%s", why.text);
+    free(buf);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(nodes[0].n_labels, 3);
+    cr_assert_eq(nodes[1].n_labels, 3);
+    for (size_t i = 0; i < 3; i++) {
+        /* Both label sets are sorted the same way: same keys at the same index. */
+        cr_assert_str_eq(nodes[0].labels[i].key, nodes[1].labels[i].key);
+        cr_assert_eq(nodes[0].labels[i].key, nodes[1].labels[i].key, "key %s copied twice",
+                     nodes[0].labels[i].key);
+    }
+    cr_assert_eq(gx_kv_get(nodes[0].labels, 3, "zone"), gx_kv_get(nodes[1].labels, 3, "zone"));
+    cr_assert_str_eq(gx_kv_get(nodes[0].labels, 3, "host"), "n1");
+    cr_assert_str_eq(gx_kv_get(nodes[1].labels, 3, "host"), "n2");
+    /* A quantity given as a number and as a string end up as the same shared "8". */
+    cr_assert_eq(nodes[0].allocatable[0].key, nodes[1].allocatable[0].key);
+    cr_assert_eq(nodes[0].allocatable[0].value, nodes[1].allocatable[0].value);
+    cr_assert_str_eq(nodes[1].allocatable[0].value, "8");
+}
+
+Test(kobj, pod_list_shares_namespaces_and_request_keys, .init = setup, .fini = teardown)
+{
+    const char *json =
+        "{\"items\":["
+        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\"},\"spec\":{\"containers\":"
+        "[{\"name\":\"main\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}},"
+        "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\"},\"spec\":{\"containers\":"
+        "[{\"name\":\"main\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}"
+        "]}";
+    size_t len = strlen(json), n = 0;
+    char *buf = unterminated(json, len);
+    struct gx_pod *pods = NULL;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_pod_list(buf, len, DEPTH, &arena, &pods, &n, NULL, &why), GX_OK,
+                 "%s", why.text);
+    free(buf);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(pods[1].name, "b");
+    cr_assert_str_eq(pods[0].namespace, "ml");
+    cr_assert_eq(pods[0].namespace, pods[1].namespace);
+    cr_assert_eq(pods[0].containers[0].name, pods[1].containers[0].name);
+    cr_assert_eq(pods[0].containers[0].limits[0].key, pods[1].containers[0].limits[0].key);
+    cr_assert_neq(pods[0].name, pods[1].name);
+}
+
+/* Append one generated node (40 labels, one unique) to @b. */
+static void
+add_generated_node(struct gx_buf *b, size_t i)
+{
+    cr_assert_eq(
+        gx_buf_addf(b, "%s{\"metadata\":{\"name\":\"node-%05zu\",\"labels\":{", i ? "," : "", i),
+        GX_OK);
+    for (int k = 0; k < 40; k++) {
+        cr_assert_eq(
+            gx_buf_addf(b, "\"feature.node.kubernetes.io/cpu-cpuid.FLAG%02d\":\"true\",", k),
+            GX_OK);
+    }
+    cr_assert_eq(
+        gx_buf_addf(b,
+                    "\"kubernetes.io/hostname\":\"node-%05zu\"}},"
+                    "\"spec\":{\"taints\":[{\"key\":\"gpu\",\"effect\":\"NoSchedule\"}]},"
+                    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\"},"
+                    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+                    i, i % 7 == 0 ? "False" : "True"),
+        GX_OK);
+}
+
+Test(kobj, decodes_large_generated_node_list_with_shared_strings, .init = setup, .fini = teardown)
+{
+    enum { NODES = 3000 };
+    struct gx_buf b;
+    struct gx_node_info *nodes = NULL;
+    const char *rv = NULL;
+    struct gx_why why = {{0}};
+    size_t n = 0, len = 0, per_node_copy = 0;
+    char *json;
+
+    gx_buf_init(&b, 64u << 20);
+    cr_assert_eq(gx_buf_adds(&b, "{\"kind\":\"NodeList\",\"items\":["), GX_OK);
+    for (size_t i = 0; i < NODES; i++) {
+        add_generated_node(&b, i);
+    }
+    cr_assert_eq(gx_buf_adds(&b, "],\"metadata\":{\"resourceVersion\":\"77\"}}"), GX_OK);
+    json = gx_buf_take(&b, &len);
+    cr_assert_eq(gx_kobj_decode_node_list(json, len, DEPTH, &arena, &nodes, &n, &rv, &why), GX_OK,
+                 "%s", why.text);
+    free(json);
+    cr_assert_eq(n, NODES);
+    cr_assert_str_eq(rv, "77");
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+
+        (void)snprintf(name, sizeof(name), "node-%05zu", i);
+        cr_assert_str_eq(nodes[i].name, name);
+        cr_assert_eq(nodes[i].n_labels, 41);
+        cr_assert_str_eq(gx_kv_get(nodes[i].labels, 41, "kubernetes.io/hostname"), name);
+        cr_assert_eq(nodes[i].ready, i % 7 != 0, "%s", name);
+        cr_assert_eq(nodes[i].n_taints, 1);
+        cr_assert_eq(nodes[i].labels[0].key, nodes[0].labels[0].key);
+        cr_assert_eq(nodes[i].taints[0].effect, nodes[0].taints[0].effect);
+    }
+    /* Without sharing, each node would copy its 40 keys ("...FLAGnn", 47 bytes each). */
+    for (size_t k = 0; k < nodes[0].n_labels; k++) {
+        per_node_copy += strlen(nodes[0].labels[k].key) + 1;
+    }
+    cr_assert_lt(arena.total, (size_t)NODES * per_node_copy, "arena %zu bytes", arena.total);
+}
+
+Test(kobj, list_errors_name_the_failure, .init = setup, .fini = teardown)
+{
+    static const struct {
+        const char *json;
+        enum gx_err rc;
+        const char *why;
+    } cases[] = {
+        {"{\"items\":[{}] } x", GX_EPARSE, "trailing data after JSON at offset 16"},
+        {"{\"items\":[{},]}", GX_EPARSE, NULL},
+        {"[]", GX_EINVAL, "list: must be an object"},
+        {"{\"metadata\":[],\"items\":[]}", GX_EINVAL, "metadata: must be an object"},
+        {"{\"metadata\":{\"resourceVersion\":1}}", GX_EINVAL,
+         "metadata.resourceVersion: must be a string"},
+        {"{\"items\":[[[[[[[[[[]]]]]]]]]]}", GX_ETOOBIG, "JSON nested deeper than 8 levels"},
+        {"", GX_EPARSE, "empty JSON document"},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_node_info *nodes = NULL;
+        size_t n = 99, len = strlen(cases[i].json);
+        char *buf = unterminated(cases[i].json, len);
+        struct gx_why why = {{0}};
+
+        cr_assert_eq(gx_kobj_decode_node_list(buf, len, 8, &arena, &nodes, &n, NULL, &why),
+                     cases[i].rc, "%s: %s", cases[i].json, why.text);
+        free(buf);
+        if (cases[i].why != NULL) {
+            cr_assert_str_eq(why.text, cases[i].why);
+        } else {
+            cr_assert_neq(why.text[0], '\0');
+        }
+        cr_assert_eq(n, 99, "output written on error");
+    }
+}
+
+Test(kobj, list_takes_first_items_member_and_decodes_escaped_key, .init = setup, .fini = teardown)
+{
+    const char *json = "{\"\\u0069tems\":[{\"metadata\":{\"name\":\"x\"}}],"
+                       "\"items\":[{},{}],\"metadata\":null}";
+    size_t len = strlen(json), n = 0;
+    char *buf = unterminated(json, len);
+    struct gx_node_info *nodes = NULL;
+    const char *rv = "unset";
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_node_list(buf, len, DEPTH, &arena, &nodes, &n, &rv, &why), GX_OK,
+                 "%s", why.text);
+    free(buf);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(nodes[0].name, "x");
+    cr_assert_null(rv);
 }

@@ -210,7 +210,73 @@ Test(snapshot, builds_fixture_cluster_with_cards_and_metrics)
     gx_snapshot_free(snap);
 }
 
-Test(snapshot, keeps_all_labels_sorted_and_finds_by_name)
+/* True when @key is one the snapshot keeps under a config with one rule on @rule_key. */
+static bool
+decision_label(const char *key, const char *rule_key)
+{
+    return strcmp(key, rule_key) == 0 || strcmp(key, "nvidia.com/gpu.product") == 0 ||
+           strcmp(key, "nvidia.com/gpu.count") == 0 || strcmp(key, "nvidia.com/gpu.memory") == 0 ||
+           strcmp(key, "nvidia.com/gpu.replicas") == 0 ||
+           strcmp(key, "nvidia.com/gpu.sharing-strategy") == 0 ||
+           strcmp(key, "feature.node.kubernetes.io/memory-numa") == 0;
+}
+
+Test(snapshot, keeps_only_decision_labels_sorted_and_finds_by_name)
+{
+    struct gx_config cfg = test_cfg();
+    struct gx_label_rule rule = {.label = "nvidia.com/gpu.family", .op = GX_OP_EXISTS, .weight = 5};
+    struct gx_arena a;
+    size_t n_nodes;
+    struct gx_node_info *nodes;
+    struct gx_snapshot *snap = NULL;
+    const struct gx_node *n, *na;
+
+    cfg.label_rules = &rule;
+    cfg.n_label_rules = 1;
+    gx_arena_init(&a, 0);
+    nodes = load_nodelist(&a, &n_nodes);
+    cr_assert_eq(gx_snapshot_build(&cfg, nodes, n_nodes, NULL, 0, &snap), GX_OK);
+    for (size_t i = 0; i < n_nodes; i++) {
+        size_t kept = 0;
+
+        n = find(snap, nodes[i].name);
+        cr_assert_not_null(n);
+        cr_assert_eq(n, &snap->nodes[i]);
+        for (size_t j = 1; j < n->n_labels; j++) {
+            cr_assert_lt(strcmp(n->labels[j - 1].key, n->labels[j].key), 0);
+        }
+        for (size_t j = 0; j < nodes[i].n_labels; j++) {
+            const char *key = nodes[i].labels[j].key;
+
+            if (decision_label(key, rule.label)) {
+                kept++;
+                cr_assert_str_eq(gx_node_label(n, key), nodes[i].labels[j].value, "%s", key);
+            } else {
+                cr_assert_null(gx_node_label(n, key), "%s kept", key);
+            }
+        }
+        cr_assert_eq(n->n_labels, kept, "%s", n->name);
+    }
+    n = find(snap, "gpu-node-b");
+    cr_assert_eq(n->n_labels, 7);
+    cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.family"), "ada-lovelace");
+    cr_assert_str_eq(gx_node_label(n, "feature.node.kubernetes.io/memory-numa"), "true");
+    cr_assert_null(gx_node_label(n, "kubernetes.io/hostname"), "no decision reads it");
+    cr_assert_null(gx_node_label(n, "nvidia.com/gpu.clique"));
+    /* Repeated strings are stored once per snapshot. */
+    na = find(snap, "gpu-node-a");
+    cr_assert_eq(na->product, n->product);
+    cr_assert_eq(gx_node_label(na, "nvidia.com/gpu.family"),
+                 gx_node_label(n, "nvidia.com/gpu.family"));
+    cr_assert_eq(gx_snapshot_find(snap, "gpu-node-bX", 10), n, "length-bounded lookup");
+    cr_assert_null(find(snap, "gpu-node-z"));
+    cr_assert_null(find(snap, ""));
+    cr_assert_eq(n->cards[0].numa, -1, "no store: no bus, no NUMA guess");
+    gx_snapshot_free(snap);
+    gx_arena_release(&a);
+}
+
+Test(snapshot, without_rules_keeps_only_gpu_labels)
 {
     struct gx_config cfg = test_cfg();
     struct gx_arena a;
@@ -222,26 +288,14 @@ Test(snapshot, keeps_all_labels_sorted_and_finds_by_name)
     gx_arena_init(&a, 0);
     nodes = load_nodelist(&a, &n_nodes);
     cr_assert_eq(gx_snapshot_build(&cfg, nodes, n_nodes, NULL, 0, &snap), GX_OK);
-    for (size_t i = 0; i < n_nodes; i++) {
-        n = find(snap, nodes[i].name);
-        cr_assert_not_null(n);
-        cr_assert_eq(n, &snap->nodes[i]);
-        cr_assert_eq(n->n_labels, nodes[i].n_labels);
-        for (size_t j = 1; j < n->n_labels; j++) {
-            cr_assert_lt(strcmp(n->labels[j - 1].key, n->labels[j].key), 0);
-        }
-        for (size_t j = 0; j < nodes[i].n_labels; j++) {
-            cr_assert_str_eq(gx_node_label(n, nodes[i].labels[j].key), nodes[i].labels[j].value);
-        }
-    }
-    n = find(snap, "gpu-node-b");
-    cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.family"), "ada-lovelace");
-    cr_assert_str_eq(gx_node_label(n, "feature.node.kubernetes.io/memory-numa"), "true");
-    cr_assert_null(gx_node_label(n, "nvidia.com/gpu.clique"));
-    cr_assert_eq(gx_snapshot_find(snap, "gpu-node-bX", 10), n, "length-bounded lookup");
-    cr_assert_null(find(snap, "gpu-node-z"));
-    cr_assert_null(find(snap, ""));
-    cr_assert_eq(n->cards[0].numa, -1, "no store: no bus, no NUMA guess");
+    n = find(snap, "cpu-node-d");
+    cr_assert_eq(n->n_labels, 1, "memory-numa only, of 70");
+    n = find(snap, "gpu-node-c");
+    cr_assert_eq(n->n_labels, 5);
+    cr_assert_null(gx_node_label(n, "nvidia.com/gpu.family"));
+    cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.replicas"), "4");
+    cr_assert_eq(n->replicas, 4);
+    cr_assert_eq(n->sharing, GX_SHARING_TIME_SLICING);
     gx_snapshot_free(snap);
     gx_arena_release(&a);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot.h - the immutable picture of the cluster that every decision
- * reads: GPU nodes with their GFD/NFD labels and cards with live metrics.
+ * reads: GPU nodes with the labels decisions use and cards with live metrics.
  * Built from node objects (file or API server) and the metric store, then
  * swapped whole; request handlers only read it. One arena holds it all.
  * No I/O.
@@ -28,7 +28,14 @@ struct gx_card {
 
 struct gx_node {
     const char *name;
-    struct gx_kv *labels; /* sorted by key (bsearch with gx_node_label) */
+    /*
+     * Only the labels decisions read: the nvidia.com/gpu.{product,count,memory,
+     * replicas,sharing-strategy} and feature.node.kubernetes.io/memory-numa keys
+     * and every key of cfg->label_rules (of the config the snapshot was built
+     * with); other labels of the node are not kept. Sorted by key (bsearch with
+     * gx_node_label); strings may be shared between nodes.
+     */
+    struct gx_kv *labels;
     size_t n_labels;
     const char *product;    /* nvidia.com/gpu.product, "" if absent */
     int gpu_count;          /* physical cards: gpu.count, else allocatable / replicas */
@@ -56,7 +63,10 @@ struct gx_snapshot {
 /**
  * Build a snapshot from @nodes (borrowed, copied) and the metric store @ms
  * (may be NULL). Nodes without GPUs are kept (so a CPU-only node can be
- * rejected with the right reason). You own *out (gx_snapshot_free).
+ * rejected with the right reason). Of each node's labels only those
+ * decisions read under @cfg are copied (see struct gx_node), so a config
+ * whose label_rules change needs a new snapshot. You own *out
+ * (gx_snapshot_free).
  */
 enum gx_err gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
                               size_t n_nodes, const struct gx_mstore *ms, int64_t now_ms,
@@ -69,7 +79,10 @@ void gx_snapshot_free(struct gx_snapshot *snap);
 const struct gx_node *gx_snapshot_find(const struct gx_snapshot *snap, const char *name,
                                        size_t len);
 
-/** Value of label @key on @node, or NULL (binary search). */
+/**
+ * Value of label @key on @node, or NULL (binary search). Only the labels the
+ * snapshot keeps are found (struct gx_node).
+ */
 const char *gx_node_label(const struct gx_node *node, const char *key);
 
 /** True when signal @sig of @card is known and not older than the config's max age. */

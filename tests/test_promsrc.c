@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_promsrc.c - the Prometheus poller against a fake Prometheus that runs
+ * in threads of the test on 127.0.0.1:0 (one per connection, so queries sent
+ * together would be answered together). Each answer is delayed a little and
+ * the fake records how many queries were in flight at once: a round must run
+ * its queries one after another.
+ */
+#include "gx_test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gx/config.h"
+#include "gx/dcgm.h"
+#include "gx/httpc.h"
+#include "gx/metrics.h"
+#include "gx/promsrc.h"
+
+GX_SUITE(promsrc);
+
+#define DEADLINE_MS 8000
+#define ANSWER_DELAY_MS 40
+
+struct fake {
+    int lfd;
+    int port;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    int in_flight, max_in_flight, requests;
+    bool fail_temp; /* answer the temperature query with HTTP 500 */
+    char order[64]; /* first letter of each query, in arrival order */
+};
+
+struct conn {
+    struct fake *f;
+    int fd;
+};
+
+static void
+msleep(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        ;
+    }
+}
+
+static void
+send_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n <= 0) {
+            return;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Append @c to the arrival order (under f->mu). */
+static void
+note(struct fake *f, char c)
+{
+    size_t n = strlen(f->order);
+
+    if (n + 1 < sizeof(f->order)) {
+        f->order[n] = c;
+        f->order[n + 1] = '\0';
+    }
+}
+
+/* Answer one request: the query name picks the value ("q_util" -> 42, ...). */
+static void *
+conn_main(void *arg)
+{
+    struct conn *c = arg;
+    struct fake *f = c->f;
+    char req[4096], body[512], head[256];
+    size_t got = 0;
+    int status = 200, n;
+    const char *value = "0";
+
+    req[0] = '\0';
+    while (got < sizeof(req) - 1 && strstr(req, "\r\n\r\n") == NULL) {
+        ssize_t r = recv(c->fd, req + got, sizeof(req) - 1 - got, 0);
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+        req[got] = '\0';
+    }
+    req[got] = '\0';
+    pthread_mutex_lock(&f->mu);
+    f->requests++;
+    f->in_flight++;
+    if (f->in_flight > f->max_in_flight) {
+        f->max_in_flight = f->in_flight;
+    }
+    if (strstr(req, "query=q_util") != NULL) {
+        value = "42";
+        note(f, 'u');
+    } else if (strstr(req, "query=q_mem") != NULL) {
+        value = "1000";
+        note(f, 'm');
+    } else if (strstr(req, "query=q_temp") != NULL) {
+        value = "61";
+        status = f->fail_temp ? 500 : 200;
+        note(f, 't');
+    }
+    pthread_mutex_unlock(&f->mu);
+
+    msleep(ANSWER_DELAY_MS);
+    (void)snprintf(body, sizeof(body),
+                   "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+                   "{\"metric\":{\"Hostname\":\"n1\",\"UUID\":\"GPU-1\",\"gpu\":\"0\"},"
+                   "\"value\":[1787566530.5,\"%s\"]}]}}",
+                   value);
+    n = snprintf(head, sizeof(head),
+                 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                 "Connection: close\r\n\r\n",
+                 status, strlen(body));
+    pthread_mutex_lock(&f->mu);
+    f->in_flight--;
+    pthread_mutex_unlock(&f->mu);
+    send_all(c->fd, head, (size_t)n);
+    send_all(c->fd, body, strlen(body));
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+/* Accept connections until the listening socket is shut down. */
+static void *
+accept_main(void *arg)
+{
+    struct fake *f = arg;
+
+    for (;;) {
+        int fd = accept(f->lfd, NULL, NULL);
+        struct conn *c;
+        pthread_t t;
+
+        if (fd < 0) {
+            return NULL;
+        }
+        c = malloc(sizeof(*c));
+        cr_assert_not_null(c);
+        c->f = f;
+        c->fd = fd;
+        cr_assert_eq(pthread_create(&t, NULL, conn_main, c), 0);
+        (void)pthread_detach(t);
+    }
+}
+
+static void
+fake_start(struct fake *f)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+
+    memset(f, 0, sizeof(*f));
+    pthread_mutex_init(&f->mu, NULL);
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(f->lfd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(f->lfd, 16), 0);
+    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    f->port = ntohs(sa.sin_port);
+    cr_assert_eq(pthread_create(&f->thread, NULL, accept_main, f), 0);
+}
+
+static void
+fake_stop(struct fake *f)
+{
+    (void)shutdown(f->lfd, SHUT_RDWR);
+    (void)close(f->lfd);
+    (void)pthread_join(f->thread, NULL);
+    /* Let detached connection threads finish before the fake goes away. */
+    for (int i = 0; i < 100; i++) {
+        int left;
+
+        pthread_mutex_lock(&f->mu);
+        left = f->in_flight;
+        pthread_mutex_unlock(&f->mu);
+        if (left == 0) {
+            break;
+        }
+        msleep(10);
+    }
+    msleep(20);
+    pthread_mutex_destroy(&f->mu);
+}
+
+static char *node_labels[] = {"Hostname"};
+
+/* The config fields promsrc and dcgm read, built by hand. */
+static void
+test_cfg(struct gx_config *cfg, char *url)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->node_labels = node_labels;
+    cfg->n_node_labels = 1;
+    cfg->max_json_depth = 64;
+    cfg->prom_url = url;
+    cfg->prom_interval_s = 3600;
+    cfg->prom_timeout_s = 5;
+    cfg->prom_max_response_bytes = 1u << 20;
+    cfg->prom_queries[GX_SIG_UTIL] = "q_util";
+    cfg->prom_queries[GX_SIG_MEM_USED] = "q_mem";
+    cfg->prom_queries[GX_SIG_TEMP] = "q_temp";
+    cfg->prom_queries[GX_SIG_POWER] = "";
+}
+
+static void
+count_cb(void *ctx)
+{
+    (*(int *)ctx)++;
+}
+
+/* Run the loop until @updates is non-zero or the deadline passes. */
+static void
+run_until_update(struct event_base *base, const int *updates)
+{
+    int64_t end = gx_mono_ms() + DEADLINE_MS;
+
+    while (*updates == 0 && gx_mono_ms() < end) {
+        struct timeval tv = {0, 20000};
+        (void)event_base_loopexit(base, &tv);
+        (void)event_base_dispatch(base);
+    }
+}
+
+/* Value of @sig of the only card of node n1, NaN when unknown. */
+static double
+card_value(const struct gx_mstore *ms, enum gx_signal sig)
+{
+    size_t n = 0;
+    const struct gx_mcard *c = gx_mstore_cards(ms, "n1", &n);
+
+    cr_assert_eq(n, 1);
+    return c[0].v[sig].value;
+}
+
+Test(promsrc, round_runs_queries_one_after_another)
+{
+    struct fake f;
+    struct gx_config cfg;
+    struct gx_metrics *m = calloc(1, sizeof(*m));
+    struct event_base *base = event_base_new();
+    struct gx_httpc *http;
+    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_promsrc *p;
+    char url[64];
+    int updates = 0;
+
+    cr_assert_not_null(m);
+    cr_assert_not_null(base);
+    cr_assert_not_null(ms);
+    fake_start(&f);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
+    test_cfg(&cfg, url);
+    http = gx_httpc_new(base);
+    cr_assert_not_null(http);
+    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
+    cr_assert_not_null(p);
+
+    run_until_update(base, &updates);
+    cr_assert_eq(updates, 1);
+    cr_assert_eq(gx_promsrc_rounds_ok(p), 1);
+    pthread_mutex_lock(&f.mu);
+    cr_assert_eq(f.requests, 3, "the disabled power query is not sent");
+    cr_assert_eq(f.max_in_flight, 1, "%d queries in flight at once", f.max_in_flight);
+    cr_assert_str_eq(f.order, "umt", "signals in order");
+    pthread_mutex_unlock(&f.mu);
+    cr_assert_eq(m->up_requests[GX_UP_PROMETHEUS], 3);
+    cr_assert_eq(card_value(ms, GX_SIG_UTIL), 42.0);
+    cr_assert_eq(card_value(ms, GX_SIG_MEM_USED), 1000.0);
+    cr_assert_eq(card_value(ms, GX_SIG_TEMP), 61.0);
+
+    gx_promsrc_free(p);
+    gx_httpc_free(http);
+    fake_stop(&f);
+    gx_mstore_free(ms);
+    event_base_free(base);
+    free(m);
+}
+
+Test(promsrc, failed_query_does_not_stop_the_round)
+{
+    struct fake f;
+    struct gx_config cfg;
+    struct gx_metrics *m = calloc(1, sizeof(*m));
+    struct event_base *base = event_base_new();
+    struct gx_httpc *http;
+    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_promsrc *p;
+    char url[64];
+    int updates = 0;
+
+    cr_assert_not_null(m);
+    cr_assert_not_null(base);
+    cr_assert_not_null(ms);
+    fake_start(&f);
+    f.fail_temp = true;
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
+    test_cfg(&cfg, url);
+    /* Temperature first, so the queries after the failure must still run. */
+    cfg.prom_queries[GX_SIG_UTIL] = "";
+    cfg.prom_queries[GX_SIG_MEM_USED] = "";
+    cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
+    cfg.prom_queries[GX_SIG_POWER] = "q_util";
+    cfg.prom_queries[GX_SIG_XID] = "q_mem";
+    http = gx_httpc_new(base);
+    cr_assert_not_null(http);
+    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
+    cr_assert_not_null(p);
+
+    run_until_update(base, &updates);
+    cr_assert_eq(updates, 1, "a round with some good answers updates the store");
+    cr_assert_eq(gx_promsrc_rounds_ok(p), 0, "one query failed");
+    pthread_mutex_lock(&f.mu);
+    cr_assert_str_eq(f.order, "tum");
+    cr_assert_eq(f.max_in_flight, 1);
+    pthread_mutex_unlock(&f.mu);
+    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1);
+    cr_assert(isnan(card_value(ms, GX_SIG_TEMP)));
+    cr_assert_eq(card_value(ms, GX_SIG_POWER), 42.0);
+    cr_assert_eq(card_value(ms, GX_SIG_XID), 1000.0);
+
+    gx_promsrc_free(p);
+    gx_httpc_free(http);
+    fake_stop(&f);
+    gx_mstore_free(ms);
+    event_base_free(base);
+    free(m);
+}
