@@ -60,13 +60,46 @@ buf_reserve(struct gx_buf *b, size_t extra)
     return GX_OK;
 }
 
+/*
+ * Grow to exactly @need bytes if that is more than the capacity. Unlike
+ * buf_reserve this does not round up: the caller knows the final size.
+ */
+enum gx_err
+gx_buf_reserve(struct gx_buf *b, size_t n)
+{
+    size_t need;
+    char *p;
+
+    if (n > b->limit || b->len > b->limit - n) {
+        return GX_ETOOBIG;
+    }
+    need = b->len + n + 1;
+    if (need <= b->cap) {
+        return GX_OK;
+    }
+    p = realloc(b->data, need);
+    if (p == NULL) {
+        return GX_ENOMEM;
+    }
+    if (b->data == NULL) {
+        p[0] = '\0';
+    }
+    b->data = p;
+    b->cap = need;
+    return GX_OK;
+}
+
 enum gx_err
 gx_buf_add(struct gx_buf *b, const void *data, size_t len)
 {
-    enum gx_err rc = buf_reserve(b, len);
+    enum gx_err rc;
 
-    if (rc != GX_OK) {
+    /* Fast path: room is already there (a reserved buffer, or a small append). */
+    if (b->cap - b->len <= len && (rc = buf_reserve(b, len)) != GX_OK) {
         return rc;
+    }
+    if (b->len + len > b->limit) {
+        return GX_ETOOBIG;
     }
     if (len > 0) {
         memcpy(b->data + b->len, data, len);
@@ -180,23 +213,85 @@ json_escape(unsigned char c, char tmp[8], size_t *len)
     return tmp;
 }
 
+/* 1 for ASCII bytes that go out as they are (not controls, '"', '\\', '<', '>', '&'). */
+static const unsigned char json_plain_tab[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* True for ASCII bytes that go out as they are. */
-static bool
+static inline bool
 json_plain(unsigned char c)
 {
-    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&';
+    return json_plain_tab[c] != 0;
+}
+
+/*
+ * True when every byte of @w goes out as it is: ASCII from 0x20 up, none of
+ * '"' '\\' '<' '>' '&'. Borrows of the "below 0x20" test only start at a
+ * byte that is below 0x20, so a word is never wrongly called plain.
+ */
+static inline bool
+json_word_plain(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t bad = w | ((w - ones * 0x20) & ~w);
+    static const unsigned char special[] = {'"', '\\', '<', '>', '&'};
+
+    for (size_t i = 0; i < sizeof(special); i++) {
+        uint64_t x = w ^ (ones * special[i]);
+        bad |= (x - ones) & ~x;
+    }
+    return (bad & highs) == 0;
+}
+
+/* Length of the prefix of @p that needs no escaping (8 bytes at a time). */
+static inline size_t
+json_plain_prefix(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    uint64_t w;
+
+    while (len - i >= 8) {
+        memcpy(&w, p + i, 8);
+        if (!json_word_plain(w)) {
+            break;
+        }
+        i += 8;
+    }
+    while (i < len && json_plain(p[i])) {
+        i++;
+    }
+    return i;
 }
 
 enum gx_err
 gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, run = 0;
+    size_t i, run;
     enum gx_err rc;
 
     /* Most strings need no escape: reserve once for the common case. */
-    if ((rc = buf_reserve(b, len + 2)) != GX_OK) {
+    if ((b->cap - b->len <= len + 2 || b->len + len + 2 > b->limit) &&
+        (rc = buf_reserve(b, len + 2)) != GX_OK) {
         return rc;
+    }
+    i = run = json_plain_prefix(p, len);
+    if (i == len) {
+        char *d = b->data + b->len;
+        d[0] = '"';
+        memcpy(d + 1, s, len);
+        d[len + 1] = '"';
+        d[len + 2] = '\0';
+        b->len += len + 2;
+        return GX_OK;
     }
     if ((rc = gx_buf_add(b, "\"", 1)) != GX_OK) {
         return rc;

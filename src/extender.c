@@ -199,14 +199,25 @@ ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_
     return rc;
 }
 
-/* Decode a non-null "NodeNames" (array of non-empty strings) into @vec (emptied first). */
+/*
+ * Decode a non-null "NodeNames" (array of non-empty strings) into
+ * @out/@n_out, allocated from @a (@out NULL when the array is empty). Two
+ * passes over the array: the first validates it and counts names and bytes,
+ * the second fills one node array and one block of NUL-terminated names,
+ * so thousands of names cost two allocations and one memcpy each.
+ */
 static enum gx_err
-ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_why *why)
+ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, size_t *n_out,
+               struct gx_why *why)
 {
-    size_t idx = 0;
+    struct gx_json start;
+    struct gx_ext_node *nodes = NULL;
+    const char *raw;
+    size_t n = 0, total = 0, rawlen;
+    bool esc;
+    char *dst;
     enum gx_err rc = GX_OK;
 
-    vec->n = 0;
     if (gx_json_peek(j) != '[') {
         gx_why_set(why, "NodeNames must be an array of strings or null");
         return ext_wrong_type(j);
@@ -214,25 +225,48 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struc
     if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
     }
-    while (gx_json_next_element(j, &rc)) {
-        struct gx_ext_node node = {0};
-        if (gx_json_peek(j) != '"') {
-            gx_why_set(why, "NodeNames[%zu] must be a string", idx);
-            return ext_wrong_type(j);
-        }
-        if ((rc = gx_json_string(j, a, &node.name, &node.name_len)) != GX_OK) {
-            return rc;
-        }
-        if (node.name_len == 0) {
-            gx_why_set(why, "NodeNames[%zu] is empty", idx);
+    start = *j;
+    while (gx_json_next_string(j, &raw, &rawlen, &esc, &rc)) {
+        /* An escape decodes to at least one byte, so only "" is empty. */
+        if (rawlen == 0) {
+            gx_why_set(why, "NodeNames[%zu] is empty", n);
             return GX_EINVAL;
         }
-        if (ext_vec_push(vec, &node) != GX_OK) {
+        n++;
+        total += rawlen + 1;
+    }
+    if (rc == GX_EINVAL) {
+        gx_why_set(why, "NodeNames[%zu] must be a string", n);
+        return ext_wrong_type(j);
+    }
+    if (rc != GX_OK) {
+        return rc;
+    }
+    if (n > 0) {
+        if (n > SIZE_MAX / sizeof(*nodes)) {
             return ext_nomem(why);
         }
-        idx++;
+        nodes = gx_arena_alloc(a, n * sizeof(*nodes));
+        dst = gx_arena_alloc(a, total);
+        if (nodes == NULL || dst == NULL) {
+            return ext_nomem(why);
+        }
+        /* Second pass over input the first one accepted: it cannot fail. */
+        for (size_t i = 0; i < n && gx_json_next_string(&start, &raw, &rawlen, &esc, &rc); i++) {
+            if (esc) {
+                rawlen = gx_json_unescape(raw, rawlen, dst);
+            } else {
+                memcpy(dst, raw, rawlen);
+                dst[rawlen] = '\0';
+            }
+            nodes[i].name = dst;
+            nodes[i].name_len = rawlen;
+            dst += rawlen + 1;
+        }
     }
-    return rc;
+    *out = nodes;
+    *n_out = n;
+    return GX_OK;
 }
 
 /*
@@ -265,8 +299,9 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
                    struct gx_why *why)
 {
     struct gx_ext_args args;
-    struct ext_vec items = {0}, names = {0};
-    struct ext_vec *chosen;
+    struct ext_vec items = {0};
+    struct gx_ext_node *names = NULL;
+    size_t n_names = 0;
     struct gx_json j;
     const char *key;
     size_t klen, pod_off = 0, pod_len = 0;
@@ -303,7 +338,8 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
             }
         } else if (gx_json_key_is(key, klen, "NodeNames")) {
             names_set = !gx_json_take_null(&j);
-            if (names_set && (rc = ext_node_names(&j, &args.arena, &names, why)) != GX_OK) {
+            if (names_set &&
+                (rc = ext_node_names(&j, &args.arena, &names, &n_names, why)) != GX_OK) {
                 goto out;
             }
         } else if ((rc = gx_json_skip(&j)) != GX_OK) {
@@ -338,25 +374,26 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
         goto out;
     }
     args.mode = nodes_set ? GX_ARGS_NODES : GX_ARGS_NAMES;
-    chosen = nodes_set ? &items : &names;
-    args.n_nodes = chosen->n;
-    if (chosen->n > 0) {
-        if (chosen->n > SIZE_MAX / sizeof(*args.nodes)) {
+    if (!nodes_set) {
+        args.nodes = names;
+        args.n_nodes = n_names;
+    } else if (items.n > 0) {
+        if (items.n > SIZE_MAX / sizeof(*args.nodes)) {
             rc = ext_nomem(why);
             goto out;
         }
-        args.nodes = gx_arena_alloc(&args.arena, chosen->n * sizeof(*args.nodes));
+        args.nodes = gx_arena_alloc(&args.arena, items.n * sizeof(*args.nodes));
         if (args.nodes == NULL) {
             rc = ext_nomem(why);
             goto out;
         }
-        memcpy(args.nodes, chosen->v, chosen->n * sizeof(*args.nodes));
+        memcpy(args.nodes, items.v, items.n * sizeof(*args.nodes));
+        args.n_nodes = items.n;
     }
     *out = args;
     rc = GX_OK;
 out:
     free(items.v);
-    free(names.v);
     if (rc != GX_OK) {
         gx_arena_release(&args.arena);
     }
@@ -420,11 +457,17 @@ ext_truncate(struct gx_buf *b, size_t mark)
     }
 }
 
-/* Append the map of rejected nodes whose unresolvable flag is @unresolvable. */
+/*
+ * Append the map of rejected nodes whose unresolvable flag is @unresolvable.
+ * Verdicts usually share a handful of reason strings, so a reason equal (by
+ * pointer) to the previous one is copied from its first encoding in @b.
+ */
 static enum gx_err
 ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
                const struct gx_ext_filter_verdict *v, bool unresolvable)
 {
+    const char *last = NULL;
+    size_t last_off = 0, last_len = 0;
     bool first = true;
     enum gx_err rc;
 
@@ -439,12 +482,49 @@ ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
         reason = v[i].reason != NULL && v[i].reason[0] != '\0' ? v[i].reason : EXT_DEFAULT_REASON;
         if ((!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) ||
             (rc = gx_buf_add_json_str(b, args->nodes[i].name, args->nodes[i].name_len)) != GX_OK ||
-            (rc = gx_buf_add(b, ":", 1)) != GX_OK || (rc = ext_add_text(b, reason)) != GX_OK) {
+            (rc = gx_buf_add(b, ":", 1)) != GX_OK) {
             return rc;
         }
         first = false;
+        if (reason == last) {
+            /* Reserved first, so the source cannot move under gx_buf_add. */
+            if ((rc = gx_buf_reserve(b, last_len)) != GX_OK ||
+                (rc = gx_buf_add(b, b->data + last_off, last_len)) != GX_OK) {
+                return rc;
+            }
+            continue;
+        }
+        last_off = b->len;
+        if ((rc = ext_add_text(b, reason)) != GX_OK) {
+            return rc;
+        }
+        last = reason;
+        last_len = b->len - last_off;
     }
     return gx_buf_add(b, "}", 1);
+}
+
+/*
+ * A close upper bound of the filter reply for @args, so gx_ext_encode_filter
+ * can reserve it once: kept items (Nodes mode) or names, and for each
+ * rejected node its name and room for a typical reason. Escapes or long
+ * reasons only make the buffer grow as usual.
+ */
+static size_t
+ext_filter_size(const struct gx_ext_args *args, const struct gx_ext_filter_verdict *v)
+{
+    size_t n = 160;
+
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        if (!v[i].keep) {
+            n += args->nodes[i].name_len + 64;
+        } else if (args->mode == GX_ARGS_NODES) {
+            n += args->nodes[i].item_len + 1;
+        } else {
+            n += args->nodes[i].name_len + 3;
+        }
+    }
+    return n;
 }
 
 enum gx_err
@@ -457,6 +537,10 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
 
     if (args->n_nodes > 0 && (v == NULL || (args->mode == GX_ARGS_NODES && body == NULL))) {
         return GX_EINVAL;
+    }
+    /* Best effort: a reply larger than the cap fails below with GX_ETOOBIG anyway. */
+    if (args->n_nodes > 0 && gx_buf_reserve(out, ext_filter_size(args, v)) == GX_ENOMEM) {
+        return GX_ENOMEM;
     }
     if (args->mode == GX_ARGS_NODES) {
         if ((rc = gx_buf_adds(out, "{\"Nodes\":{\"metadata\":{},\"items\":[")) != GX_OK) {

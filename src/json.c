@@ -53,20 +53,26 @@ json_too_deep(struct gx_json *j)
 }
 
 /* Advance over JSON whitespace. */
+static inline const unsigned char *
+json_ws_at(const unsigned char *p, const unsigned char *end)
+{
+    /* Compact JSON (what Go and Prometheus send) has no whitespace at all. */
+    while (p < end && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+        p++;
+    }
+    return p;
+}
+
+/* Advance the cursor over JSON whitespace. */
 static inline void
 json_ws(struct gx_json *j)
 {
-    const char *p = j->p;
-    size_t pos = j->pos, len = j->len;
+    const unsigned char *base = (const unsigned char *)j->p;
 
-    /* Compact JSON (what Go and Prometheus send) has no whitespace at all. */
-    if (pos < len && (unsigned char)p[pos] > ' ') {
+    if (j->pos < j->len && base[j->pos] > ' ') {
         return;
     }
-    while (pos < len && (p[pos] == ' ' || p[pos] == '\n' || p[pos] == '\r' || p[pos] == '\t')) {
-        pos++;
-    }
-    j->pos = pos;
+    j->pos = (size_t)(json_ws_at(base + j->pos, base + j->len) - base);
 }
 
 char
@@ -96,27 +102,27 @@ json_hex(unsigned char c)
 }
 
 #if defined(__SSE2__)
-/* Position of the first '"', '\\' or control byte at or after @pos, or @len. */
-static inline size_t
-json_find_special(const unsigned char *p, size_t pos, size_t len)
+/* The first '"', '\\' or control byte at or after @p, or @end. */
+static inline __attribute__((always_inline)) const unsigned char *
+json_find_special(const unsigned char *p, const unsigned char *end)
 {
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
     const __m128i ctl = _mm_set1_epi8(0x1f);
 
-    while (len - pos >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
         __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
                                  _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
         int mask = _mm_movemask_epi8(m);
         if (mask != 0) {
-            return pos + (size_t)__builtin_ctz((unsigned)mask);
+            return p + __builtin_ctz((unsigned)mask);
         }
-        pos += 16;
+        p += 16;
     }
-    while (pos < len && p[pos] != '"' && p[pos] != '\\' && p[pos] >= 0x20) {
-        pos++;
+    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) {
+        p++;
     }
-    return pos;
+    return p;
 }
 #else
 /* True when some byte of @w is '"', '\\' or below 0x20 (exact: no false positives). */
@@ -131,23 +137,101 @@ json_word_special(uint64_t w)
     return (t & highs) != 0;
 }
 
-/* Position of the first '"', '\\' or control byte at or after @pos, or @len. */
-static inline size_t
-json_find_special(const unsigned char *p, size_t pos, size_t len)
+/* The first '"', '\\' or control byte at or after @p, or @end. */
+static inline const unsigned char *
+json_find_special(const unsigned char *p, const unsigned char *end)
 {
     uint64_t w;
 
-    while (len - pos >= 8) {
-        memcpy(&w, p + pos, 8);
-        if (json_word_special(w))
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        if (json_word_special(w)) {
             break;
-        pos += 8;
+        }
+        p += 8;
     }
-    while (pos < len && p[pos] != '"' && p[pos] != '\\' && p[pos] >= 0x20)
-        pos++;
-    return pos;
+    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) {
+        p++;
+    }
+    return p;
 }
 #endif
+
+/*
+ * Where a pointer-based scanner failed: the byte it stopped at and what it
+ * expected there (json_fail turns it into the "offset N: expected X" reason).
+ */
+struct json_err {
+    const unsigned char *at;
+    const char *what;
+};
+
+/* Record the failure of a pointer-based scanner in @j (cursor included). */
+static enum gx_err
+json_fail(struct gx_json *j, const struct json_err *e)
+{
+    j->pos = (size_t)(e->at - (const unsigned char *)j->p);
+    return json_expected(j, j->pos, e->what);
+}
+
+/*
+ * Scan the rest of a string whose opening quote is just before @p; return
+ * the byte after the closing quote, or NULL with @e filled on a raw control
+ * character, a bad escape or no closing quote. *esc is set when a '\\'
+ * occurred (left alone otherwise).
+ */
+static inline __attribute__((always_inline)) const unsigned char *
+json_str_end(const unsigned char *p, const unsigned char *end, bool *esc, struct json_err *e)
+{
+    for (;;) {
+        p = json_find_special(p, end);
+        if (p >= end) {
+            e->at = p;
+            e->what = "'\"' to end the string";
+            return NULL;
+        }
+        if (*p == '"') {
+            return p + 1;
+        }
+        if (*p < 0x20) {
+            e->at = p;
+            e->what = "an escaped control character in a string";
+            return NULL;
+        }
+        /* backslash */
+        *esc = true;
+        if (end - p < 2) {
+            e->at = p + 1;
+            e->what = "an escape character";
+            return NULL;
+        }
+        switch (p[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            p += 2;
+            break;
+        case 'u':
+            if (end - p < 6 || json_hex(p[2]) < 0 || json_hex(p[3]) < 0 || json_hex(p[4]) < 0 ||
+                json_hex(p[5]) < 0) {
+                e->at = p;
+                e->what = "four hex digits after \\u";
+                return NULL;
+            }
+            p += 6;
+            break;
+        default:
+            e->at = p;
+            e->what = "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)";
+            return NULL;
+        }
+    }
+}
 
 /*
  * Scan the string whose opening quote is at the cursor; leave the cursor
@@ -157,227 +241,239 @@ json_find_special(const unsigned char *p, size_t pos, size_t len)
 static enum gx_err
 json_scan_string(struct gx_json *j, bool *has_esc)
 {
-    const unsigned char *p = (const unsigned char *)j->p;
-    size_t len = j->len, pos = j->pos + 1;
+    const unsigned char *base = (const unsigned char *)j->p, *q;
+    struct json_err e;
     bool esc = false;
 
-    for (;;) {
-        pos = json_find_special(p, pos, len);
-        if (pos >= len) {
-            return json_expected(j, pos, "'\"' to end the string");
-        }
-        if (p[pos] == '"') {
-            break;
-        }
-        if (p[pos] < 0x20) {
-            return json_expected(j, pos, "an escaped control character in a string");
-        }
-        /* backslash */
-        esc = true;
-        if (pos + 1 >= len) {
-            return json_expected(j, pos + 1, "an escape character");
-        }
-        switch (p[pos + 1]) {
-        case '"':
-        case '\\':
-        case '/':
-        case 'b':
-        case 'f':
-        case 'n':
-        case 'r':
-        case 't':
-            pos += 2;
-            break;
-        case 'u':
-            if (len - pos < 6 || json_hex(p[pos + 2]) < 0 || json_hex(p[pos + 3]) < 0 ||
-                json_hex(p[pos + 4]) < 0 || json_hex(p[pos + 5]) < 0) {
-                return json_expected(j, pos, "four hex digits after \\u");
-            }
-            pos += 6;
-            break;
-        default:
-            return json_expected(j, pos, "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)");
-        }
+    q = json_str_end(base + j->pos + 1, base + j->len, &esc, &e);
+    if (q == NULL) {
+        return json_expected(j, (size_t)(e.at - base), e.what);
     }
-    j->pos = pos + 1;
+    j->pos = (size_t)(q - base);
     if (has_esc != NULL) {
         *has_esc = esc;
     }
     return GX_OK;
 }
 
-/* Scan a number at the cursor (strict grammar: no leading zeros, no '+', no bare '.'). */
-static enum gx_err
-json_scan_number(struct gx_json *j)
+/* Advance over ASCII digits. */
+static inline const unsigned char *
+json_digits(const unsigned char *p, const unsigned char *end)
 {
-    const char *p = j->p;
-    size_t len = j->len, pos = j->pos;
-
-    if (pos < len && p[pos] == '-') {
-        pos++;
+    while (p < end && *p >= '0' && *p <= '9') {
+        p++;
     }
-    if (pos < len && p[pos] == '0') {
-        pos++;
-    } else if (pos < len && p[pos] >= '1' && p[pos] <= '9') {
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
-            pos++;
-        }
+    return p;
+}
+
+/* Scan a number at @p (strict grammar: no leading zeros, no '+', no bare '.'). */
+static const unsigned char *
+json_num_end(const unsigned char *p, const unsigned char *end, struct json_err *e)
+{
+    if (p < end && *p == '-') {
+        p++;
+    }
+    if (p < end && *p == '0') {
+        p++;
+    } else if (p < end && *p >= '1' && *p <= '9') {
+        p = json_digits(p + 1, end);
     } else {
-        return json_expected(j, pos, "a digit");
+        e->at = p;
+        e->what = "a digit";
+        return NULL;
     }
-    if (pos < len && p[pos] == '.') {
-        pos++;
-        if (pos >= len || p[pos] < '0' || p[pos] > '9') {
-            return json_expected(j, pos, "a digit after '.'");
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || *p < '0' || *p > '9') {
+            e->at = p;
+            e->what = "a digit after '.'";
+            return NULL;
         }
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
-            pos++;
-        }
+        p = json_digits(p, end);
     }
-    if (pos < len && (p[pos] == 'e' || p[pos] == 'E')) {
-        pos++;
-        if (pos < len && (p[pos] == '+' || p[pos] == '-')) {
-            pos++;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
         }
-        if (pos >= len || p[pos] < '0' || p[pos] > '9') {
-            return json_expected(j, pos, "a digit in the exponent");
+        if (p >= end || *p < '0' || *p > '9') {
+            e->at = p;
+            e->what = "a digit in the exponent";
+            return NULL;
         }
-        while (pos < len && p[pos] >= '0' && p[pos] <= '9') {
-            pos++;
-        }
+        p = json_digits(p, end);
     }
-    j->pos = pos;
-    return GX_OK;
+    return p;
 }
 
-/* Scan one of true/false/null at the cursor. */
-static enum gx_err
-json_scan_literal(struct gx_json *j)
+/* Scan the literal @lit (of @n bytes) that must start at @p. */
+static inline const unsigned char *
+json_lit_end(const unsigned char *p, const unsigned char *end, const char *lit, size_t n,
+             struct json_err *e)
 {
-    static const char *const lits[] = {"true", "false", "null"};
-    const char *at = j->p + j->pos;
-    size_t left = j->len - j->pos;
-
-    for (size_t i = 0; i < GX_ARRAY_LEN(lits); i++) {
-        size_t n = strlen(lits[i]);
-        if (at[0] == lits[i][0]) {
-            if (left < n || memcmp(at, lits[i], n) != 0) {
-                return json_expected(j, j->pos, lits[i]);
-            }
-            j->pos += n;
-            return GX_OK;
-        }
+    if ((size_t)(end - p) < n || memcmp(p, lit, n) != 0) {
+        e->at = p;
+        e->what = lit;
+        return NULL;
     }
-    return json_expected(j, j->pos, "a value");
-}
-
-/* Skip the scalar starting with @c at the cursor. */
-static enum gx_err
-json_skip_scalar(struct gx_json *j, char c)
-{
-    if (c == '"') {
-        return json_scan_string(j, NULL);
-    }
-    if (c == 't' || c == 'f' || c == 'n') {
-        return json_scan_literal(j);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        return json_scan_number(j);
-    }
-    return json_expected(j, j->pos, "a value");
+    return p + n;
 }
 
 /*
- * Skip a value with an explicit stack of container kinds (one byte per
- * level: 1 = object). Nesting counts on top of the containers already entered.
+ * The byte at @p after any whitespace (the compact JSON we get has none, so
+ * the common case is one compare), or 0 at the end; *pp moves with it.
  */
-enum gx_err
-gx_json_skip(struct gx_json *j)
+static inline __attribute__((always_inline)) unsigned char
+json_tok(const unsigned char **pp, const unsigned char *end)
+{
+    const unsigned char *p = *pp;
+
+    if (p<end && * p> ' ') {
+        return *p;
+    }
+    p = json_ws_at(p, end);
+    *pp = p;
+    return p < end ? *p : 0;
+}
+
+/*
+ * Skip one value at @p with an explicit stack of container kinds (one byte
+ * per level: 1 = object), @room levels deep at most. Returns the byte after
+ * the value, or NULL with @e filled (e->what NULL: too deep).
+ */
+static const unsigned char *
+json_skip_at(const unsigned char *p, const unsigned char *end, int room, struct json_err *e)
 {
     unsigned char is_obj[JSON_STACK_LEVELS];
-    int d = 0, room = j->max_depth - j->depth;
-    enum gx_err rc;
-    char c;
+    bool esc = false;
+    int d = 0;
+    unsigned char c;
 
-    c = gx_json_peek(j);
-    if (c != '{' && c != '[') {
-        return json_skip_scalar(j, c);
-    }
 value:
-    c = gx_json_peek(j);
-    if (c == '{') {
-        if (d >= room) {
-            return json_too_deep(j);
+    switch (json_tok(&p, end)) {
+    case '"':
+        p = json_str_end(p + 1, end, &esc, e);
+        if (p == NULL) {
+            return NULL;
         }
-        is_obj[d] = 1;
-        d++;
-        j->pos++;
-        if (gx_json_peek(j) == '}') {
-            j->pos++;
+        goto after;
+    case '{':
+        if (d >= room) {
+            goto too_deep;
+        }
+        is_obj[d++] = 1;
+        p++;
+        if (json_tok(&p, end) == '}') {
+            p++;
             d--;
             goto after;
         }
         goto key;
-    }
-    if (c == '[') {
+    case '[':
         if (d >= room) {
-            return json_too_deep(j);
+            goto too_deep;
         }
-        is_obj[d] = 0;
-        d++;
-        j->pos++;
-        if (gx_json_peek(j) == ']') {
-            j->pos++;
+        is_obj[d++] = 0;
+        p++;
+        if (json_tok(&p, end) == ']') {
+            p++;
             d--;
             goto after;
         }
         goto value;
+    case 't':
+        p = json_lit_end(p, end, "true", 4, e);
+        break;
+    case 'f':
+        p = json_lit_end(p, end, "false", 5, e);
+        break;
+    case 'n':
+        p = json_lit_end(p, end, "null", 4, e);
+        break;
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+        p = json_num_end(p, end, e);
+        break;
+    default:
+        e->at = p;
+        e->what = "a value";
+        return NULL;
     }
-    if ((rc = json_skip_scalar(j, c)) != GX_OK) {
-        return rc;
+    if (p == NULL) {
+        return NULL;
     }
-    goto after;
-
-key:
-    if (gx_json_peek(j) != '"') {
-        return json_expected(j, j->pos, "a string key");
-    }
-    if ((rc = json_scan_string(j, NULL)) != GX_OK) {
-        return rc;
-    }
-    if (gx_json_peek(j) != ':') {
-        return json_expected(j, j->pos, "':'");
-    }
-    j->pos++;
-    goto value;
 
 after:
     if (d == 0) {
-        return GX_OK;
+        return p;
     }
-    c = gx_json_peek(j);
-    if (is_obj[d - 1]) {
-        if (c == ',') {
-            j->pos++;
+    c = json_tok(&p, end);
+    if (c == ',') {
+        p++;
+        if (is_obj[d - 1]) {
             goto key;
         }
-        if (c == '}') {
-            j->pos++;
-            d--;
-            goto after;
-        }
-        return json_expected(j, j->pos, "',' or '}'");
-    }
-    if (c == ',') {
-        j->pos++;
         goto value;
     }
-    if (c == ']') {
-        j->pos++;
+    if (c == (is_obj[d - 1] ? '}' : ']')) {
+        p++;
         d--;
         goto after;
     }
-    return json_expected(j, j->pos, "',' or ']'");
+    e->at = p;
+    e->what = is_obj[d - 1] ? "',' or '}'" : "',' or ']'";
+    return NULL;
+
+key:
+    if (json_tok(&p, end) != '"') {
+        e->at = p;
+        e->what = "a string key";
+        return NULL;
+    }
+    p = json_str_end(p + 1, end, &esc, e);
+    if (p == NULL) {
+        return NULL;
+    }
+    if (json_tok(&p, end) != ':') {
+        e->at = p;
+        e->what = "':'";
+        return NULL;
+    }
+    p++;
+    goto value;
+
+too_deep:
+    e->at = p;
+    e->what = NULL;
+    return NULL;
+}
+
+/* Skip a value; nesting counts on top of the containers already entered. */
+enum gx_err
+gx_json_skip(struct gx_json *j)
+{
+    const unsigned char *base = (const unsigned char *)j->p, *q;
+    struct json_err e;
+
+    q = json_skip_at(base + j->pos, base + j->len, j->max_depth - j->depth, &e);
+    if (q == NULL) {
+        if (e.what == NULL) {
+            j->pos = (size_t)(e.at - base);
+            return json_too_deep(j);
+        }
+        return json_fail(j, &e);
+    }
+    j->pos = (size_t)(q - base);
+    return GX_OK;
 }
 
 /* Enter a container opened by @open at the cursor. */
@@ -489,6 +585,51 @@ gx_json_next_element(struct gx_json *j, enum gx_err *rc)
         *rc = err;
     }
     return r == 1;
+}
+
+bool
+gx_json_next_string(struct gx_json *j, const char **raw, size_t *rawlen, bool *has_esc,
+                    enum gx_err *rc)
+{
+    const unsigned char *base = (const unsigned char *)j->p, *end = base + j->len;
+    const unsigned char *p = base + j->pos, *q;
+    struct json_err e;
+    bool esc = false;
+
+    /* The common case inline: ',' (none after '[') and a string. */
+    if (!j->first) {
+        if (json_tok(&p, end) != ',') {
+            goto slow;
+        }
+        p++;
+    }
+    if (json_tok(&p, end) != '"') {
+        goto slow;
+    }
+    q = json_str_end(p + 1, end, &esc, &e);
+    if (q == NULL) {
+        *rc = json_fail(j, &e);
+        return false;
+    }
+    j->first = false;
+    j->pos = (size_t)(q - base);
+    *raw = (const char *)p + 1;
+    *rawlen = (size_t)(q - p) - 2;
+    *has_esc = esc;
+    *rc = GX_OK;
+    return true;
+
+slow:
+    /* The cursor has not moved: let the general functions sort it out. */
+    if (!gx_json_next_element(j, rc)) {
+        return false;
+    }
+    if (gx_json_peek(j) != '"') {
+        *rc = GX_EINVAL;
+        return false;
+    }
+    *rc = gx_json_string_raw(j, raw, rawlen, has_esc);
+    return *rc == GX_OK;
 }
 
 bool
@@ -621,12 +762,11 @@ json_unescape(const char *s, size_t n, char *dst)
 }
 
 enum gx_err
-gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out, size_t *outlen)
+gx_json_string_raw(struct gx_json *j, const char **raw, size_t *rawlen, bool *has_esc)
 {
-    size_t start, n;
+    size_t start;
     bool esc = false;
     enum gx_err rc;
-    char *s;
 
     if (gx_json_peek(j) != '"') {
         return json_expected(j, j->pos, "a string");
@@ -635,20 +775,45 @@ gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out, size_t *
     if ((rc = json_scan_string(j, &esc)) != GX_OK) {
         return rc;
     }
-    n = j->pos - start - 2;
+    *raw = j->p + start + 1;
+    *rawlen = j->pos - start - 2;
+    *has_esc = esc;
+    return GX_OK;
+}
+
+size_t
+gx_json_unescape(const char *raw, size_t rawlen, char *dst)
+{
+    size_t n = json_unescape(raw, rawlen, dst);
+
+    dst[n] = '\0';
+    return n;
+}
+
+enum gx_err
+gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out, size_t *outlen)
+{
+    const char *raw;
+    size_t n;
+    bool esc;
+    enum gx_err rc;
+    char *s;
+
+    if ((rc = gx_json_string_raw(j, &raw, &n, &esc)) != GX_OK) {
+        return rc;
+    }
     if (!esc) {
-        s = gx_arena_strndup(a, j->p + start + 1, n);
+        s = gx_arena_strndup(a, raw, n);
     } else {
         s = gx_arena_alloc(a, n + 1);
         if (s != NULL) {
-            n = json_unescape(j->p + start + 1, n, s);
+            n = gx_json_unescape(raw, n, s);
         }
     }
     if (s == NULL) {
         gx_why_set(j->why, "out of memory decoding a string");
         return GX_ENOMEM;
     }
-    s[n] = '\0';
     *out = s;
     if (outlen != NULL) {
         *outlen = n;

@@ -76,3 +76,78 @@ Test(buf, take_hands_over_the_storage)
     cr_assert_eq(b.len, 0);
     free(s);
 }
+
+Test(buf, reserve_allocates_once_and_keeps_pointers_valid)
+{
+    struct gx_buf b;
+    char *before;
+
+    gx_buf_init(&b, 100);
+    cr_assert_eq(gx_buf_reserve(&b, 50), GX_OK);
+    cr_assert_not_null(b.data);
+    cr_expect_eq(b.cap, 51);
+    cr_expect_eq(b.len, 0);
+    cr_expect_str_eq(b.data, "");
+    before = b.data;
+    for (int i = 0; i < 50; i++) {
+        cr_assert_eq(gx_buf_add(&b, "x", 1), GX_OK);
+    }
+    cr_expect_eq(b.data, before, "appending within the reservation moved the data");
+    cr_expect_eq(strlen(b.data), 50);
+    /* A source inside the buffer stays valid once reserved. */
+    cr_assert_eq(gx_buf_reserve(&b, 40), GX_OK);
+    cr_assert_eq(gx_buf_add(&b, b.data, 40), GX_OK);
+    cr_expect_eq(b.len, 90);
+    cr_expect_eq(strspn(b.data, "x"), 90);
+    /* Past the limit: refused, content unchanged; a smaller reserve is a no-op. */
+    cr_expect_eq(gx_buf_reserve(&b, 11), GX_ETOOBIG);
+    cr_expect_eq(gx_buf_reserve(&b, (size_t)-1), GX_ETOOBIG);
+    cr_expect_eq(b.len, 90);
+    cr_expect_eq(gx_buf_reserve(&b, 1), GX_OK);
+    gx_buf_release(&b);
+}
+
+Test(buf, json_strings_escape_at_every_offset)
+{
+    static const char specials[] = {'"', '\\', '<', '>', '&', '\n', '\x01', '\x7f', '\x80'};
+    static const char *const want[] = {"\\\"", "\\\\",    "\\u003c", "\\u003e", "\\u0026",
+                                       "\\n",  "\\u0001", "\x7f",    "\\ufffd"};
+    char in[40], exp[80];
+
+    for (size_t s = 0; s < sizeof(specials); s++) {
+        for (size_t len = 1; len <= 24; len++) {
+            for (size_t at = 0; at < len; at++) {
+                struct gx_buf b;
+                size_t n = 0;
+                memset(in, 'a', len);
+                in[at] = specials[s];
+                exp[n++] = '"';
+                memcpy(exp + n, in, at);
+                n += at;
+                memcpy(exp + n, want[s], strlen(want[s]));
+                n += strlen(want[s]);
+                memcpy(exp + n, in + at + 1, len - at - 1);
+                n += len - at - 1;
+                exp[n++] = '"';
+                exp[n] = '\0';
+                gx_buf_init(&b, 1024);
+                cr_assert_eq(gx_buf_add_json_str(&b, in, len), GX_OK);
+                cr_assert_str_eq(b.data, exp, "special %zu at %zu of %zu", s, at, len);
+                gx_buf_release(&b);
+            }
+        }
+    }
+}
+
+Test(buf, json_string_fast_path_respects_the_limit)
+{
+    struct gx_buf b;
+
+    gx_buf_init(&b, 12);
+    cr_assert_eq(gx_buf_reserve(&b, 12), GX_OK);
+    cr_expect_eq(gx_buf_add_json_str(&b, "0123456789a", 11), GX_ETOOBIG);
+    cr_expect_eq(b.len, 0);
+    cr_expect_eq(gx_buf_add_json_str(&b, "0123456789", 10), GX_OK);
+    cr_expect_str_eq(b.data, "\"0123456789\"");
+    gx_buf_release(&b);
+}

@@ -528,3 +528,122 @@ Test(extender, encodes_bind_result_and_http_error)
     cr_expect_str_eq(out.data, "{\"error\":\"body over 5 percent\",\"status\":413}");
     gx_buf_release(&out);
 }
+
+Test(extender, node_names_with_escapes_and_invalid_utf8_round_trip)
+{
+    /* Escapes (decoded), raw invalid UTF-8 (kept as bytes, replaced on output). */
+    const char *body = "{\"Pod\":{},\"NodeNames\":[\"plain-node-0001\",\"tab\\there\","
+                       "\"bad\xff\xfe-utf8\",\"a<b>&c\",\"\\u00e9t\\u00e9\",\"x\"]}";
+    const char *want[] = {"plain-node-0001", "tab\there",         "bad\xff\xfe-utf8",
+                          "a<b>&c",          "\xc3\xa9t\xc3\xa9", "x"};
+    struct gx_ext_filter_verdict v[6] = {{.keep = true}, {.keep = true}, {.keep = true},
+                                         {.keep = true}, {.keep = true}, {.keep = true}};
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    cJSON *doc, *names;
+
+    cr_assert_eq(decode(body, &args, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(args.n_nodes, 6);
+    for (size_t i = 0; i < 6; i++) {
+        cr_expect_str_eq(args.nodes[i].name, want[i]);
+        cr_expect_eq(args.nodes[i].name_len, strlen(want[i]));
+    }
+    gx_buf_init(&out, 1 << 20);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    cr_expect(strstr(out.data, "\"bad\\ufffd\\ufffd-utf8\"") != NULL, "%s", out.data);
+    cr_expect(strstr(out.data, "\"a\\u003cb\\u003e\\u0026c\"") != NULL, "%s", out.data);
+    doc = parse_filter_result(&out);
+    names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
+    cr_assert_eq(cJSON_GetArraySize(names), 6);
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 1)->valuestring, "tab\there");
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 4)->valuestring, "\xc3\xa9t\xc3\xa9");
+    cJSON_Delete(doc);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+}
+
+Test(extender, node_names_report_the_index_of_a_bad_element)
+{
+    static const struct {
+        const char *body;
+        enum gx_err rc;
+        const char *why;
+    } cases[] = {
+        {"{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",7]}", GX_EINVAL, "NodeNames[2] must be a string"},
+        {"{\"Pod\":{},\"NodeNames\":[{}]}", GX_EINVAL, "NodeNames[0] must be a string"},
+        {"{\"Pod\":{},\"NodeNames\":[\"a\",\"\"]}", GX_EINVAL, "NodeNames[1] is empty"},
+        {"{\"Pod\":{},\"NodeNames\":[\"a\",tru]}", GX_EPARSE, "expected true"},
+        {"{\"Pod\":{},\"NodeNames\":[\"a\\x\"]}", GX_EPARSE, "a valid escape"},
+        {"{\"Pod\":{},\"NodeNames\":[\"a\",]}", GX_EPARSE, "expected a value"},
+        {"{\"Pod\":{},\"NodeNames\":[\"a\"", GX_EPARSE, "',' or ']'"},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_ext_args args;
+        struct gx_why why = {{0}};
+        cr_expect_eq(decode(cases[i].body, &args, &why), cases[i].rc, "case %zu", i);
+        cr_expect(strstr(why.text, cases[i].why) != NULL, "case %zu: '%s'", i, why.text);
+    }
+}
+
+Test(extender, shared_reasons_are_encoded_once_and_copied)
+{
+    const char *body = "{\"Pod\":{},\"NodeNames\":[\"n0\",\"n1\",\"n2\",\"n3\",\"n4\"]}";
+    static const char r1[] = "too hot: 95%", r2[] = "no \"free\" card";
+    const struct gx_ext_filter_verdict v[5] = {
+        {.keep = false, .reason = r1},
+        {.keep = false, .reason = r1},
+        {.keep = false, .reason = r2},
+        {.keep = false, .reason = r1},
+        {.keep = true},
+    };
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    cJSON *doc, *failed;
+
+    cr_assert_eq(decode(body, &args, &why), GX_OK, "%s", why.text);
+    gx_buf_init(&out, 1 << 20);
+    cr_assert_eq(gx_buf_adds(&out, "prefix:"), GX_OK);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    cr_assert(strncmp(out.data, "prefix:", 7) == 0);
+    doc = cJSON_Parse(out.data + 7);
+    cr_assert_not_null(doc);
+    failed = cJSON_GetObjectItemCaseSensitive(doc, "FailedNodes");
+    cr_assert_eq(cJSON_GetArraySize(failed), 4);
+    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(failed, "n0")->valuestring,
+                     "too hot: 95 percent");
+    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(failed, "n1")->valuestring,
+                     "too hot: 95 percent");
+    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(failed, "n2")->valuestring,
+                     "no \"free\" card");
+    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(failed, "n3")->valuestring,
+                     "too hot: 95 percent");
+    cJSON_Delete(doc);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+}
+
+Test(extender, filter_reply_fits_its_reservation)
+{
+    size_t len;
+    char *body = gx_fixture("extender-filter-args-nodecache.json", &len);
+    const struct gx_ext_filter_verdict v[3] = {{.keep = true}, {.keep = true}, {.keep = true}};
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    char *first;
+
+    cr_assert_eq(gx_ext_decode_args(body, len, DEPTH, &args, &why), GX_OK, "%s", why.text);
+    gx_buf_init(&out, 1 << 20);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    first = out.data;
+    cr_expect_leq(out.len + 1, out.cap, "reply outgrew one reservation");
+    gx_buf_reset(&out);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    cr_expect_eq(out.data, first, "the second encode reallocated");
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+    free(body);
+}

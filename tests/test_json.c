@@ -380,3 +380,121 @@ Test(json, skips_a_large_document)
     cr_expect_eq(j.pos, len);
     free(doc);
 }
+
+Test(json, string_scan_finds_specials_at_every_offset)
+{
+    /* A quote, escape or control byte at each offset mod 16 and past the tail. */
+    char doc[80];
+
+    for (size_t len = 0; len < 40; len++) {
+        for (size_t at = 0; at <= len; at++) {
+            static const char *const ins[] = {"\\n", "\\u0041", "\x01", "\\x"};
+            for (size_t k = 0; k < GX_ARRAY_LEN(ins); k++) {
+                struct gx_why why = {{0}};
+                size_t n = 0, il = strlen(ins[k]);
+                enum gx_err want = k >= 2 ? GX_EPARSE : GX_OK;
+                doc[n++] = '"';
+                memset(doc + n, 'z', at);
+                n += at;
+                memcpy(doc + n, ins[k], il);
+                n += il;
+                memset(doc + n, 'z', len - at);
+                n += len - at;
+                doc[n++] = '"';
+                doc[n] = '\0';
+                cr_assert_eq(skip_all(doc, 8, &why), want, "%s", doc);
+                if (want == GX_EPARSE) {
+                    char off[32];
+                    (void)snprintf(off, sizeof(off), "offset %zu:", at + 1);
+                    cr_assert(strstr(why.text, off) != NULL, "%s: %s", doc, why.text);
+                }
+            }
+        }
+        /* Unterminated at every length. */
+        {
+            struct gx_why why = {{0}};
+            doc[0] = '"';
+            memset(doc + 1, 'z', len);
+            doc[len + 1] = '\0';
+            cr_assert_eq(skip_all(doc, 8, &why), GX_EPARSE);
+            cr_assert(strstr(why.text, "end of input") != NULL, "%s", why.text);
+        }
+    }
+}
+
+Test(json, string_raw_and_unescape)
+{
+    struct gx_json j;
+    struct gx_why why = {{0}};
+    const char *raw = NULL;
+    size_t n = 0;
+    bool esc = true;
+    char dst[32];
+
+    gx_json_init(&j, " \"ab\\u00e9\\n\" \"plain\" 1", 23, 8, &why);
+    cr_assert_eq(gx_json_string_raw(&j, &raw, &n, &esc), GX_OK);
+    cr_expect_eq(n, 10);
+    cr_expect(esc);
+    cr_expect_eq(memcmp(raw, "ab\\u00e9\\n", 10), 0);
+    cr_expect_eq(gx_json_unescape(raw, n, dst), 5);
+    cr_expect_str_eq(dst, "ab\xc3\xa9\n");
+    cr_assert_eq(gx_json_string_raw(&j, &raw, &n, &esc), GX_OK);
+    cr_expect_eq(n, 5);
+    cr_expect_not(esc);
+    cr_expect_eq(memcmp(raw, "plain", 5), 0);
+    cr_expect_eq(gx_json_string_raw(&j, &raw, &n, &esc), GX_EPARSE);
+    cr_expect_str_eq(why.text, "offset 22: expected a string");
+}
+
+/* Walk an array with gx_json_next_string; return the names joined by '|'. */
+static enum gx_err
+strings_of(const char *doc, char *dst, size_t cap, size_t *count)
+{
+    struct gx_json j;
+    struct gx_why why = {{0}};
+    const char *raw;
+    size_t n, o = 0;
+    bool esc;
+    enum gx_err rc;
+
+    *count = 0;
+    dst[0] = '\0';
+    gx_json_init(&j, doc, strlen(doc), 8, &why);
+    if ((rc = gx_json_enter_array(&j)) != GX_OK) {
+        return rc;
+    }
+    while (gx_json_next_string(&j, &raw, &n, &esc, &rc)) {
+        cr_assert(o + n + 2 < cap);
+        if (o > 0) {
+            dst[o++] = '|';
+        }
+        memcpy(dst + o, raw, n);
+        o += n;
+        dst[o] = '\0';
+        (*count)++;
+    }
+    return rc;
+}
+
+Test(json, next_string_walks_arrays_of_strings)
+{
+    char got[128];
+    size_t n;
+
+    cr_expect_eq(strings_of("[]", got, sizeof(got), &n), GX_OK);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(strings_of("[\"a\",\"bc\",\"d\\\"e\"]", got, sizeof(got), &n), GX_OK);
+    cr_expect_eq(n, 3);
+    cr_expect_str_eq(got, "a|bc|d\\\"e");
+    cr_expect_eq(strings_of(" [ \"a\" ,\n\"b\" ] ", got, sizeof(got), &n), GX_OK);
+    cr_expect_str_eq(got, "a|b");
+    /* Not a string: GX_EINVAL; malformed: GX_EPARSE. */
+    cr_expect_eq(strings_of("[\"a\",1]", got, sizeof(got), &n), GX_EINVAL);
+    cr_expect_eq(n, 1);
+    cr_expect_eq(strings_of("[null]", got, sizeof(got), &n), GX_EINVAL);
+    cr_expect_eq(strings_of("[\"a\",]", got, sizeof(got), &n), GX_EPARSE);
+    cr_expect_eq(strings_of("[\"a\" \"b\"]", got, sizeof(got), &n), GX_EPARSE);
+    cr_expect_eq(strings_of("[\"a\\q\"]", got, sizeof(got), &n), GX_EPARSE);
+    cr_expect_eq(strings_of("[\"a\"", got, sizeof(got), &n), GX_EPARSE);
+    cr_expect_eq(strings_of("[\"a", got, sizeof(got), &n), GX_EPARSE);
+}

@@ -27,6 +27,15 @@ void gx_buf_release(struct gx_buf *b);
 /** Empty the buffer but keep its storage. */
 void gx_buf_reset(struct gx_buf *b);
 
+/**
+ * Make room for @n more bytes (plus the NUL) in one allocation of exactly
+ * that size, so that appending up to @n bytes afterwards neither reallocates
+ * nor moves the data (a pointer into the buffer stays valid as a source for
+ * gx_buf_add). The content is unchanged. GX_ETOOBIG when len + @n passes the
+ * limit, GX_ENOMEM.
+ */
+enum gx_err gx_buf_reserve(struct gx_buf *b, size_t n) GX_WUR;
+
 /** Append @len bytes; GX_ETOOBIG past the limit, GX_ENOMEM. */
 enum gx_err gx_buf_add(struct gx_buf *b, const void *data, size_t len) GX_WUR;
 

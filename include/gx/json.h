@@ -48,6 +48,17 @@ enum gx_err gx_json_enter_array(struct gx_json *j) GX_WUR;
 /** True with the cursor at the next element; false at ']' (consumed) or error (*rc). */
 bool gx_json_next_element(struct gx_json *j, enum gx_err *rc);
 
+/**
+ * gx_json_next_element and gx_json_string_raw in one step, for arrays of
+ * strings: true with the raw span of the next element (as
+ * gx_json_string_raw gives it) and the cursor after it. False at ']'
+ * (consumed; *rc = GX_OK), on malformed input (*rc = GX_EPARSE, reason in
+ * why) or when the next element is not a string (*rc = GX_EINVAL, cursor at
+ * that element, nothing recorded in why: the caller names the field).
+ */
+bool gx_json_next_string(struct gx_json *j, const char **raw, size_t *rawlen, bool *has_esc,
+                         enum gx_err *rc);
+
 /** Consume "null" if it is next; true if it was. */
 bool gx_json_take_null(struct gx_json *j);
 
@@ -60,6 +71,24 @@ bool gx_json_take_null(struct gx_json *j);
  */
 enum gx_err gx_json_string(struct gx_json *j, struct gx_arena *a, const char **out,
                            size_t *outlen) GX_WUR;
+
+/**
+ * Scan the string value at the cursor without decoding or allocating:
+ * *raw / *rawlen are the bytes between the quotes (still escaped, borrowed
+ * from the input) and *has_esc tells whether they hold a '\\' (when false
+ * they are the decoded string). The cursor moves past the string.
+ * GX_EPARSE when the next value is not a valid string.
+ */
+enum gx_err gx_json_string_raw(struct gx_json *j, const char **raw, size_t *rawlen,
+                               bool *has_esc) GX_WUR;
+
+/**
+ * Decode @rawlen bytes of a raw string (from gx_json_string_raw or a key)
+ * into @dst, which must have room for @rawlen + 1 bytes: decoding never
+ * grows a string. Escapes are handled as in gx_json_string; @dst is
+ * NUL-terminated and the decoded length is returned. Cannot fail.
+ */
+size_t gx_json_unescape(const char *raw, size_t rawlen, char *dst);
 
 /**
  * ASCII case-insensitive compare of a raw key with @name, as Go's
