@@ -344,3 +344,44 @@ gx_buf_take(struct gx_buf *b, size_t *len)
     b->cap = 0;
     return p;
 }
+
+enum gx_err
+gx_buf_add_utf8(struct gx_buf *b, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    enum gx_err rc;
+
+    while (i < len) {
+        size_t seq;
+        uint64_t w;
+
+        /* ASCII eight bytes at a time: the common case for Kubernetes objects. */
+        if (len - i >= 8) {
+            memcpy(&w, p + i, 8);
+            if ((w & 0x8080808080808080ULL) == 0) {
+                run += 8;
+                i += 8;
+                continue;
+            }
+        }
+        if (p[i] < 0x80) {
+            run++;
+            i++;
+            continue;
+        }
+        seq = utf8_seq_len(p + i, len - i);
+        if (seq > 0) {
+            run += seq;
+            i += seq;
+            continue;
+        }
+        if ((run > 0 && (rc = gx_buf_add(b, p + i - run, run)) != GX_OK) ||
+            (rc = gx_buf_add(b, "\xef\xbf\xbd", 3)) != GX_OK) {
+            return rc;
+        }
+        run = 0;
+        i++;
+    }
+    return run > 0 ? gx_buf_add(b, p + i - run, run) : GX_OK;
+}

@@ -551,8 +551,8 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
                 continue;
             }
             if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
-                (rc = gx_buf_add(out, body + args->nodes[i].item_off, args->nodes[i].item_len)) !=
-                    GX_OK) {
+                (rc = gx_buf_add_utf8(out, body + args->nodes[i].item_off,
+                                      args->nodes[i].item_len)) != GX_OK) {
                 goto out;
             }
             first = false;

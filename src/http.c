@@ -31,6 +31,23 @@ struct gx_http {
     size_t inflight;
     uint64_t next_id;
     int port;
+    int phase_limit_ms;     /* longest a request may take to arrive */
+    struct conn_rec *conns; /* every open connection */
+    struct event *reaper;   /* closes connections that trickle */
+};
+
+/*
+ * One open connection. MHD's connection timeout only measures silence, so a
+ * client sending a byte every few seconds would hold a connection forever;
+ * the reaper closes a connection whose current request has not fully
+ * arrived within the phase limit (plus time for a large body at 1 MiB/s).
+ */
+struct conn_rec {
+    struct conn_rec *prev, *next;
+    MHD_socket fd;
+    int64_t phase_start_ms; /* when the current request (or wait for one) began */
+    int64_t extra_ms;       /* allowance for a declared body */
+    bool busy;              /* request complete: being answered */
 };
 
 enum req_state { REQ_READING, REQ_DISPATCHED, REQ_SUSPENDED, REQ_ANSWERED };
@@ -118,6 +135,85 @@ fill_peer(struct gx_http_req *r)
     }
 }
 
+/* Start a new phase on @conn: a request arriving (@body_bytes declared) or being answered. */
+static void
+conn_phase(struct MHD_Connection *conn, bool busy, size_t body_bytes)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_rec *c = ci != NULL ? ci->socket_context : NULL;
+
+    if (c == NULL) {
+        return;
+    }
+    c->busy = busy;
+    c->phase_start_ms = gx_mono_ms();
+    c->extra_ms = (int64_t)(body_bytes >> 10); /* 1 ms per KiB: 1 MiB/s */
+}
+
+static void
+notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+          enum MHD_ConnectionNotificationCode code)
+{
+    struct gx_http *h = cls;
+    struct conn_rec *c = *socket_context;
+    const union MHD_ConnectionInfo *ci;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        c = calloc(1, sizeof(*c));
+        if (c == NULL) {
+            return;
+        }
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c->fd = ci != NULL ? ci->connect_fd : MHD_INVALID_SOCKET;
+        c->phase_start_ms = gx_mono_ms();
+        c->next = h->conns;
+        if (h->conns != NULL) {
+            h->conns->prev = c;
+        }
+        h->conns = c;
+        *socket_context = c;
+        return;
+    }
+    if (c == NULL) {
+        return;
+    }
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        h->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    free(c);
+    *socket_context = NULL;
+}
+
+/* Shut down connections whose request is taking too long to arrive. */
+static void
+reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct gx_http *h = arg;
+    int64_t now = gx_mono_ms();
+    bool any = false;
+
+    (void)fd;
+    (void)what;
+    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+        if (c->busy || c->fd == MHD_INVALID_SOCKET ||
+            now - c->phase_start_ms <= h->phase_limit_ms + c->extra_ms) {
+            continue;
+        }
+        (void)shutdown(c->fd, SHUT_RDWR);
+        c->busy = true; /* once */
+        any = true;
+    }
+    if (any) {
+        http_kick(h);
+    }
+}
+
 static struct gx_http_req *
 req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, const char *url)
 {
@@ -183,6 +279,7 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *m
             return MHD_NO;
         }
         *con_cls = r;
+        conn_phase(conn, false, r->body.cap);
         /* A declared length over the cap is answered before reading the body. */
         if (!r->too_big) {
             return MHD_YES;
@@ -197,6 +294,7 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         return MHD_YES;
     }
     if (r->state == REQ_READING) {
+        conn_phase(conn, true, 0);
         r->state = REQ_DISPATCHED;
         h->cb(h->ctx, r);
         if (r->pending != NULL) {
@@ -219,11 +317,11 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct gx_http *h = cls;
     struct gx_http_req *r = *con_cls;
 
-    (void)conn;
     (void)toe;
     if (r == NULL) {
         return;
     }
+    conn_phase(conn, false, 0);
     if (r->pending != NULL) {
         MHD_destroy_response(r->pending);
     }
@@ -320,20 +418,22 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     h->cb = cb;
     h->ctx = ctx;
     h->max_body = opts->max_body;
+    h->phase_limit_ms = opts->conn_timeout_s * 1000;
     if (opts->tls_cert != NULL) {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
             MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->conn_timeout_s,
-            MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-            (unsigned int)opts->reuse_port, MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert,
-            MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
+            MHD_OPTION_NOTIFY_CONNECTION, notify_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)opts->reuse_port,
+            MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key,
+            MHD_OPTION_END);
     } else {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
             MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->conn_timeout_s,
-            MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_END);
+            MHD_OPTION_NOTIFY_CONNECTION, notify_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_END);
     }
     if (h->daemon == NULL) {
         gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)", opts->address,
@@ -346,7 +446,9 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     h->io = event_new(base, info->epoll_fd, EV_READ | EV_PERSIST, io_cb, h);
     h->timer = evtimer_new(base, timer_cb, h);
-    if (h->io == NULL || h->timer == NULL || event_add(h->io, NULL) != 0) {
+    h->reaper = event_new(base, -1, EV_PERSIST, reaper_cb, h);
+    if (h->io == NULL || h->timer == NULL || h->reaper == NULL || event_add(h->io, NULL) != 0 ||
+        event_add(h->reaper, &(struct timeval){1, 0}) != 0) {
         gx_http_free(h);
         return GX_ENOMEM;
     }
@@ -367,8 +469,11 @@ gx_http_free(struct gx_http *h)
     if (h->timer != NULL) {
         event_free(h->timer);
     }
+    if (h->reaper != NULL) {
+        event_free(h->reaper);
+    }
     if (h->daemon != NULL) {
-        MHD_stop_daemon(h->daemon);
+        MHD_stop_daemon(h->daemon); /* closes every connection: notify_cb frees its record */
     }
     free(h);
 }

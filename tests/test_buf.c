@@ -151,3 +151,29 @@ Test(buf, json_string_fast_path_respects_the_limit)
     cr_expect_str_eq(b.data, "\"0123456789\"");
     gx_buf_release(&b);
 }
+
+/* Valid UTF-8 passes unchanged; every invalid byte becomes U+FFFD, at any offset. */
+Test(buf, utf8_copy_replaces_invalid_bytes_only)
+{
+    struct gx_buf b;
+    const char valid[] = "{\"name\":\"gpu-node-\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80-a\"}";
+    char in[64], want[64];
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_buf_add_utf8(&b, valid, sizeof(valid) - 1), GX_OK);
+    cr_assert_str_eq(b.data, valid);
+    for (size_t at = 0; at < 20; at++) {
+        memset(in, 'x', sizeof(in));
+        in[at] = (char)0xff;
+        memset(want, 'x', sizeof(want));
+        memcpy(want + at, "\xef\xbf\xbd", 3);
+        gx_buf_reset(&b);
+        cr_assert_eq(gx_buf_add_utf8(&b, in, 20), GX_OK);
+        cr_assert_eq(b.len, 22);
+        cr_assert(memcmp(b.data, want, 22) == 0, "offset %zu", at);
+    }
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_buf_add_utf8(&b, "a\xe2\x82", 3), GX_OK);
+    cr_assert_str_eq(b.data, "a\xef\xbf\xbd\xef\xbf\xbd");
+    gx_buf_release(&b);
+}

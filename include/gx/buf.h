@@ -55,6 +55,13 @@ enum gx_err gx_buf_vaddf(struct gx_buf *b, const char *fmt, va_list ap) GX_WUR;
  */
 enum gx_err gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len) GX_WUR;
 
+/**
+ * Append @len bytes, replacing every byte that does not start a valid UTF-8
+ * sequence with U+FFFD, so JSON copied from a peer stays valid UTF-8. Input
+ * that is valid (the common case) is copied unchanged in one piece.
+ */
+enum gx_err gx_buf_add_utf8(struct gx_buf *b, const char *s, size_t len) GX_WUR;
+
 /** Take the storage: you now own the returned string; the buffer is empty. */
 char *gx_buf_take(struct gx_buf *b, size_t *len);
 
