@@ -709,31 +709,22 @@ page_series_cb(void *ctx, const struct gx_series *s)
  * its samples. A page that fails to parse changes nothing (GX_EPARSE, "line
  * N: reason" in @why). On GX_ENOMEM some values may be updated, none forgotten.
  */
-enum gx_err
-gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *text,
-                    size_t len, int64_t now_ms, struct gx_why *why)
+/* Move the samples collected in @pc into the store as one replacement per signal. */
+static enum gx_err
+page_apply(struct gx_mstore *ms, const struct gx_config *cfg, int source, const struct page_ctx *pc,
+           struct gx_why *why)
 {
-    struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
     enum gx_err rc;
 
-    gx_arena_init(&pc.arena, 0);
-    gx_strmap_init(&pc.by_key);
-    rc = gx_expo_parse(text, len, page_series_cb, &pc, why);
-    if (rc != GX_OK) {
-        if (rc == GX_ENOMEM) {
-            gx_why_set(why, "out of memory");
-        }
-        goto out;
-    }
     /* Other callers' open replacements are closed by this commit too. */
     for (int k = 0; k < GX_SIG_COUNT; k++) {
         if (cfg->metric_names[k] != NULL) {
             gx_mstore_begin(ms, source, (enum gx_signal)k);
         }
     }
-    for (size_t i = 0; i < pc.n; i++) {
-        const struct page_sample *ps = &pc.samples[i];
-        const struct page_card *c = &pc.cards[ps->card];
+    for (size_t i = 0; i < pc->n; i++) {
+        const struct page_sample *ps = &pc->samples[i];
+        const struct page_card *c = &pc->cards[ps->card];
         struct gx_card_sample cs = {
             .node = c->node,
             .node_len = c->node_len,
@@ -749,15 +740,123 @@ gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int sourc
         if (rc != GX_OK) {
             gx_why_set(why, "storing samples: %s", gx_strerror(rc));
             mstore_abort(ms);
-            goto out;
+            return rc;
         }
     }
     gx_mstore_commit(ms);
+    return GX_OK;
+}
+
+static void
+page_release(struct page_ctx *pc)
+{
+    free(pc->samples);
+    free(pc->cards);
+    free(pc->key);
+    gx_strmap_release(&pc->by_key);
+    gx_arena_release(&pc->arena);
+}
+
+enum gx_err
+gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *text,
+                    size_t len, int64_t now_ms, struct gx_why *why)
+{
+    struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
+    enum gx_err rc;
+
+    gx_arena_init(&pc.arena, 0);
+    gx_strmap_init(&pc.by_key);
+    rc = gx_expo_parse(text, len, page_series_cb, &pc, why);
+    if (rc == GX_ENOMEM) {
+        gx_why_set(why, "out of memory");
+    }
+    if (rc == GX_OK) {
+        rc = page_apply(ms, cfg, source, &pc, why);
+    }
+    page_release(&pc);
+    return rc;
+}
+
+/* Parse the complete lines at the start of @buf; returns how many bytes were consumed. */
+static enum gx_err
+page_feed(struct page_ctx *pc, const char *buf, size_t len, bool last, size_t *used,
+          struct gx_why *why)
+{
+    const char *end = last ? buf + len : NULL;
+
+    if (!last) {
+        for (size_t i = len; i > 0; i--) {
+            if (buf[i - 1] == '\n') {
+                end = buf + i;
+                break;
+            }
+        }
+    }
+    *used = end != NULL ? (size_t)(end - buf) : 0;
+    return *used > 0 ? gx_expo_parse(buf, *used, page_series_cb, pc, why) : GX_OK;
+}
+
+enum gx_err
+gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *path,
+                    size_t max_bytes, int64_t now_ms, struct gx_why *why)
+{
+    enum { CHUNK = 1 << 20 };
+    struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
+    size_t have = 0, total = 0, used = 0;
+    char *buf = NULL;
+    FILE *f = NULL;
+    enum gx_err rc = GX_OK;
+
+    gx_arena_init(&pc.arena, 0);
+    gx_strmap_init(&pc.by_key);
+    f = fopen(path, "rb");
+    buf = malloc(2 * CHUNK);
+    if (f == NULL || buf == NULL) {
+        rc = f == NULL ? GX_ENOTFOUND : GX_ENOMEM;
+        gx_why_set(why, "%s", f == NULL ? "cannot open the file" : "out of memory");
+        goto out;
+    }
+    /* Line by line through a 2 MiB window: a page of any size costs its samples only. */
+    for (;;) {
+        size_t n = fread(buf + have, 1, 2 * CHUNK - have, f);
+        bool last = n == 0;
+
+        if (n == 0 && ferror(f)) {
+            rc = GX_EIO;
+            gx_why_set(why, "read error");
+            break;
+        }
+        have += n;
+        total += n;
+        if (total > max_bytes) {
+            rc = GX_ETOOBIG;
+            gx_why_set(why, "larger than %zu bytes", max_bytes);
+            break;
+        }
+        rc = page_feed(&pc, buf, have, last, &used, why);
+        if (rc != GX_OK) {
+            gx_why_prefix(why, "near byte %zu", total - have);
+            break;
+        }
+        if (last) {
+            break;
+        }
+        if (used == 0 && have == 2 * CHUNK) {
+            rc = GX_ETOOBIG;
+            gx_why_set(why, "a line longer than %d bytes near byte %zu", 2 * CHUNK, total - have);
+            break;
+        }
+        memmove(buf, buf + used, have - used);
+        have -= used;
+    }
+    if (rc == GX_OK) {
+        rc = page_apply(ms, cfg, source, &pc, why);
+    }
 out:
-    free(pc.samples);
-    free(pc.cards);
-    free(pc.key);
-    gx_strmap_release(&pc.by_key);
-    gx_arena_release(&pc.arena);
+    if (f != NULL) {
+        (void)fclose(f);
+    }
+    free(buf);
+    page_release(&pc);
     return rc;
 }

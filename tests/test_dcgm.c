@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_dcgm.c - series-to-card mapping and the metric store's replacement semantics. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gx/buf.h"
 #include "gx/dcgm.h"
@@ -514,5 +516,99 @@ Test(dcgm, page_with_many_cards_keeps_each_cards_strings_and_values)
             }
         }
     }
+    gx_mstore_free(ms);
+}
+
+/* Write a page of @n nodes x 8 cards (utilization = node index % 101) to @path. */
+static void
+write_big_page(const char *path, int n)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert_not_null(f);
+    (void)fputs("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
+                "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n",
+                f);
+    for (int i = 0; i < n; i++) {
+        for (int g = 0; g < 8; g++) {
+            (void)fprintf(
+                f,
+                "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-%08d-%d\",device=\"nvidia%d\","
+                "modelName=\"NVIDIA GeForce RTX 4090\",Hostname=\"node-%05d\","
+                "DCGM_FI_DRIVER_VERSION=\"580.126.20\"} %d\n",
+                g, i, g, g, i, i % 101);
+        }
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* A page read in 1 MiB pieces, lines crossing piece boundaries, equals the page read whole. */
+Test(dcgm, file_load_in_pieces_matches_whole_page)
+{
+    struct gx_config cfg = test_cfg();
+    struct gx_mstore *whole = gx_mstore_new(), *pieces = gx_mstore_new();
+    char path[] = "/tmp/gx-dcgm-XXXXXX";
+    struct gx_why why = {{0}};
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    int fd = mkstemp(path);
+
+    cr_assert_geq(fd, 0);
+    (void)close(fd);
+    write_big_page(path, 3000); /* about 4 MiB */
+    cr_assert_eq(gx_read_file(path, 64u << 20, &text, &len), GX_OK);
+    cr_assert_gt(len, (size_t)3 << 20);
+    cr_assert_eq(gx_mstore_load_page(whole, &cfg, 0, text, len, 1000, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, path, 64u << 20, 1000, &why), GX_OK, "%s",
+                 why.text);
+    for (int i = 0; i < 3000; i += 7) {
+        char node[32];
+        size_t nw = 0, np = 0;
+        (void)snprintf(node, sizeof(node), "node-%05d", i);
+        const struct gx_mcard *a = gx_mstore_cards(whole, node, &nw);
+        const struct gx_mcard *b = gx_mstore_cards(pieces, node, &np);
+        cr_assert_eq(nw, 8);
+        cr_assert_eq(np, 8);
+        for (size_t k = 0; k < 8; k++) {
+            cr_assert_str_eq(a[k].uuid, b[k].uuid);
+            cr_assert_eq(b[k].v[GX_SIG_UTIL].value, (double)(i % 101), "%s card %zu", node, k);
+        }
+    }
+    (void)gx_mstore_cards(pieces, "node-02999", &n);
+    cr_assert_eq(n, 8);
+    /* Too big, and missing: errors that change nothing. */
+    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, path, 1 << 20, 2000, &why), GX_ETOOBIG);
+    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, "/nonexistent", 1 << 20, 2000, &why),
+                 GX_ENOTFOUND);
+    cr_assert_eq(gx_mstore_cards(pieces, "node-00007", &n)[0].v[GX_SIG_UTIL].value, 7.0);
+    (void)unlink(path);
+    free(text);
+    gx_mstore_free(whole);
+    gx_mstore_free(pieces);
+}
+
+/* A malformed line deep in a big file leaves the store as it was. */
+Test(dcgm, file_load_error_keeps_previous_values)
+{
+    struct gx_config cfg = test_cfg();
+    struct gx_mstore *ms = gx_mstore_new();
+    char path[] = "/tmp/gx-dcgm-XXXXXX";
+    struct gx_why why = {{0}};
+    size_t n = 0;
+    FILE *f;
+    int fd = mkstemp(path);
+
+    cr_assert_geq(fd, 0);
+    (void)close(fd);
+    write_big_page(path, 2000);
+    cr_assert_eq(gx_mstore_load_file(ms, &cfg, 0, path, 64u << 20, 1000, &why), GX_OK);
+    f = fopen(path, "a");
+    cr_assert_not_null(f);
+    (void)fputs("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\" broken\n", f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(gx_mstore_load_file(ms, &cfg, 0, path, 64u << 20, 2000, &why), GX_EPARSE);
+    cr_assert(strstr(why.text, "near byte") != NULL, "%s", why.text);
+    cr_assert_eq(gx_mstore_cards(ms, "node-01999", &n)[3].v[GX_SIG_UTIL].at_ms, 1000);
+    (void)unlink(path);
     gx_mstore_free(ms);
 }

@@ -96,4 +96,13 @@ enum gx_err gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cf
                                 const char *text, size_t len, int64_t now_ms,
                                 struct gx_why *why) GX_WUR;
 
+/**
+ * The same as gx_mstore_load_page for a file read in 1 MiB pieces, so a page
+ * of hundreds of MiB never sits in memory whole. A file over @max_bytes is
+ * GX_ETOOBIG; a page that fails anywhere changes nothing.
+ */
+enum gx_err gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int source,
+                                const char *path, size_t max_bytes, int64_t now_ms,
+                                struct gx_why *why) GX_WUR;
+
 #endif
