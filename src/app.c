@@ -8,6 +8,9 @@
 #include "app_int.h"
 
 #include <event2/event.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,10 @@
 #include "gx/promsrc.h"
 #include "gx/score.h"
 #include "gx/snapshot.h"
+#include "gx/vcache.h"
+
+/* Shortest interval between two malloc_trim calls after snapshot rebuilds. */
+#define TRIM_EVERY_MS 10000
 
 static bool
 stamp_changed(const char *path, struct file_stamp *st)
@@ -111,6 +118,28 @@ load_metrics_file(struct gx_app *app, size_t i, struct gx_why *why)
     return rc;
 }
 
+/*
+ * Give free heap pages back to the OS after a rebuild, at most once per
+ * TRIM_EVERY_MS: reading the sources frees large buffers (a 5,000-node
+ * dcgm-exporter page is 186 MiB) that glibc would otherwise keep resident.
+ * Process-wide like the heap itself, hence a file-static clock.
+ */
+static void
+app_trim_heap(int64_t now_ms)
+{
+#ifdef __GLIBC__
+    static int64_t last_ms;
+
+    if (last_ms != 0 && now_ms - last_ms < TRIM_EVERY_MS && now_ms >= last_ms) {
+        return;
+    }
+    last_ms = now_ms;
+    (void)malloc_trim(0);
+#else
+    (void)now_ms;
+#endif
+}
+
 /* Rebuild the snapshot from the current sources and swap it in. */
 enum gx_err
 app_rebuild_snapshot(struct gx_app *app)
@@ -136,6 +165,7 @@ app_rebuild_snapshot(struct gx_app *app)
     snap->metrics_ms = app->metrics.up_last_success_ms[app->prom ? GX_UP_PROMETHEUS : GX_UP_FILES];
     gx_snapshot_free(app->snap);
     app->snap = snap;
+    app_trim_heap(now);
     return GX_OK;
 }
 
@@ -252,6 +282,19 @@ app_decide_ctx(struct gx_app *app, struct gx_decide_ctx *ctx)
 }
 
 /*
+ * The app's verdict cache, created on first use; NULL when that allocation
+ * fails, which gx_vcache_decide treats as "compute every verdict".
+ */
+static struct gx_vcache *
+app_vcache(struct gx_app *app)
+{
+    if (app->vcache == NULL) {
+        app->vcache = gx_vcache_new();
+    }
+    return app->vcache;
+}
+
+/*
  * Decode ExtenderArgs and classify the pod. On a request the extender
  * cannot honour (bad annotations) *bad is set: every node is then rejected
  * with a reason the user sees, rather than failing the call.
@@ -282,7 +325,7 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
 
 static void
 log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
-             const struct gx_ext_node *n, const struct gx_verdict *v)
+             const struct gx_ext_node *n, const struct gx_vshort *v)
 {
     if (!gx_log_enabled(GX_LOG_DEBUG)) {
         return;
@@ -299,6 +342,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_podreq req;
     struct gx_ext_filter_verdict *fv = NULL;
     struct gx_decide_ctx ctx;
+    struct gx_vcache *vc;
     struct gx_buf out;
     bool bad = false;
 
@@ -316,15 +360,16 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         app_remember_pod(app, &args.pod, &req);
     }
     app_decide_ctx(app, &ctx);
+    vc = app_vcache(app);
     for (size_t i = 0; i < args.n_nodes; i++) {
-        struct gx_verdict v;
+        struct gx_vshort v;
         const struct gx_ext_node *n = &args.nodes[i];
 
         if (bad) {
             memset(&v, 0, sizeof(v));
             v.reason = GX_REASON_BAD_REQUEST;
         } else {
-            gx_score_node(&ctx, &req, gx_snapshot_find(app->snap, n->name, n->name_len), &v);
+            gx_vcache_decide(vc, &ctx, &req, gx_snapshot_find(app->snap, n->name, n->name_len), &v);
         }
         fv[i].keep = v.keep;
         fv[i].reason = gx_reason_text(v.reason);
@@ -358,6 +403,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_ext_args args;
     struct gx_podreq req;
     struct gx_decide_ctx ctx;
+    struct gx_vcache *vc;
     struct gx_buf out;
     int *scores;
     bool bad = false;
@@ -372,11 +418,12 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         return;
     }
     app_decide_ctx(app, &ctx);
+    vc = app_vcache(app);
     for (size_t i = 0; i < args.n_nodes && !bad; i++) {
-        struct gx_verdict v;
+        struct gx_vshort v;
         const struct gx_ext_node *n = &args.nodes[i];
 
-        gx_score_node(&ctx, &req, gx_snapshot_find(app->snap, n->name, n->name_len), &v);
+        gx_vcache_decide(vc, &ctx, &req, gx_snapshot_find(app->snap, n->name, n->name_len), &v);
         scores[i] = v.keep ? v.score : 0;
         log_decision(r, "prioritize", &args.pod, n, &v);
     }
@@ -938,6 +985,7 @@ gx_app_free(struct gx_app *app)
     if (app->rebuild_timer != NULL) {
         event_free(app->rebuild_timer);
     }
+    gx_vcache_free(app->vcache);
     gx_snapshot_free(app->snap);
     gx_mstore_free(app->mstore);
     gx_ledger_free(app->ledger);

@@ -23,6 +23,7 @@
 #include "gx/score.h"
 #include "gx/snapshot.h"
 #include "gx/strmap.h"
+#include "gx/vcache.h"
 
 #define FILE_CAP (256u << 20)
 #define POD_CACHE_SLOTS 16384
@@ -94,7 +95,8 @@ struct gx_app {
     int64_t drain_quiet_ms; /* not drained before this, even when idle */
     bool draining;
     uint64_t generation;
-    struct pod_seen *pods; /* POD_CACHE_SLOTS direct-mapped entries */
+    struct pod_seen *pods;    /* POD_CACHE_SLOTS direct-mapped entries */
+    struct gx_vcache *vcache; /* filter/prioritize verdicts, created on first use */
 };
 
 /* Answer @r with a JSON body, counting it in the metrics. */

@@ -47,6 +47,7 @@ struct gx_ledger {
     struct uid_link **buckets;
     size_t n_buckets; /* power of two or 0 */
     size_t n_uids;
+    uint64_t version; /* last value handed to an entry (gx_ledger_version) */
 };
 
 /* Length of @uid if it is a valid NUL-terminated uid, else 0. */
@@ -219,6 +220,13 @@ entry_get(const struct gx_ledger *l, const char *node)
     return gx_strmap_get(&l->nodes, node, strlen(node));
 }
 
+/* Record a change of @e: give it the next ledger version. Cannot fail. */
+static void
+entry_touch(struct gx_ledger *l, struct gx_ledger_node *e)
+{
+    e->version = ++l->version;
+}
+
 /* The entry of @node, created empty when missing. NULL on ENOMEM. */
 static struct gx_ledger_node *
 entry_get_or_create(struct gx_ledger *l, const char *node)
@@ -238,6 +246,7 @@ entry_get_or_create(struct gx_ledger *l, const char *node)
         entry_free(e);
         return NULL;
     }
+    entry_touch(l, e);
     return e;
 }
 
@@ -309,6 +318,12 @@ entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage 
     }
 }
 
+uint64_t
+gx_ledger_version(const struct gx_ledger *l)
+{
+    return l != NULL ? l->version : 0;
+}
+
 const struct gx_ledger_node *
 gx_ledger_node(const struct gx_ledger *l, const char *node)
 {
@@ -316,6 +331,12 @@ gx_ledger_node(const struct gx_ledger *l, const char *node)
         return NULL;
     }
     return entry_get(l, node);
+}
+
+void
+gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
+{
+    entry_card_usage(e, card, u);
 }
 
 void
@@ -460,6 +481,7 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
     memcpy(&e->tenants[e->n_tenants], t, n * sizeof(*t));
     e->n_tenants += n;
     uid_insert(l, k);
+    entry_touch(l, e);
     return GX_OK;
 }
 
@@ -480,6 +502,7 @@ gx_ledger_mark_bound(struct gx_ledger *l, const char *uid)
             k->node->tenants[i].state = GX_TENANT_BOUND;
         }
     }
+    entry_touch(l, k->node);
     return GX_OK;
 }
 
@@ -497,7 +520,8 @@ gx_ledger_release(struct gx_ledger *l, const char *uid)
         return 0;
     }
     removed = entry_remove_uid(k->node, uid);
-    uid_remove(l, uid);
+    entry_touch(l, k->node);
+    uid_remove(l, uid); /* frees k */
     return removed;
 }
 
@@ -528,6 +552,7 @@ gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms)
             memcpy(uid, t->uid, sizeof(uid));
             removed += entry_remove_uid(e, uid);
             uid_remove(l, uid);
+            entry_touch(l, e);
             i = 0;
         }
     }
@@ -643,6 +668,7 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     e->cap = n;
     free(e->resource_version);
     e->resource_version = rv;
+    entry_touch(l, e);
     copy = NULL;
     rv = NULL;
     li = 0;

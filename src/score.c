@@ -225,6 +225,64 @@ weighted_score(const struct gx_config *cfg, const struct gx_score_parts *p)
     return s < 0 ? 0 : s > 10 ? 10 : (int)s;
 }
 
+/* Bit of signal @sig in a card's freshness mask (card_fresh). */
+#define FRESH(sig) (1u << (unsigned)(sig))
+
+/*
+ * What one decision on one node reads besides the request: the context,
+ * the node's ledger entry (looked up once, NULL when it holds no tenants)
+ * and per signal the oldest sample time still fresh at ctx->now_ms.
+ */
+struct dctx {
+    const struct gx_decide_ctx *ctx;
+    const struct gx_config *cfg;
+    const struct gx_ledger_node *ln;
+    int64_t oldest[GX_SIG_COUNT];
+};
+
+/* A usable card of an exclusive pick: position, idleness key and freshness mask. */
+struct pick {
+    int pos;
+    double key;
+    unsigned fresh;
+};
+
+/* Cards of one NUMA node among the usable ones. */
+struct numa_group {
+    int numa;
+    size_t count;
+};
+
+/* Fill @d for deciding on @node under @ctx. Cannot fail. */
+static void
+dctx_init(struct dctx *d, const struct gx_decide_ctx *ctx, const struct gx_node *node)
+{
+    d->ctx = ctx;
+    d->cfg = ctx->cfg;
+    d->ln = gx_ledger_node(ctx->ledger, node->name);
+    if (d->ln != NULL && d->ln->n_tenants == 0) {
+        d->ln = NULL;
+    }
+    /* now - at <= max_age  <=>  at >= now - max_age: one compare per sample */
+    for (size_t s = 0; s < GX_SIG_COUNT; s++) {
+        d->oldest[s] = ctx->now_ms - (int64_t)ctx->cfg->max_age_s[s] * 1000;
+    }
+}
+
+/* Freshness of every signal of @card as a FRESH() mask; same rule as gx_score_fresh. */
+static unsigned
+card_fresh(const struct dctx *d, const struct gx_card *card)
+{
+    unsigned m = 0;
+
+    for (size_t s = 0; s < GX_SIG_COUNT; s++) {
+        if (card->at_ms[s] != 0 && card->at_ms[s] >= d->oldest[s] && !isnan(card->v[s])) {
+            m |= FRESH(s);
+        }
+    }
+    return m;
+}
+
 /* True when XID @xid is listed in metrics ignored_xids. */
 static bool
 xid_ignored(const struct gx_config *cfg, int xid)
@@ -238,17 +296,18 @@ xid_ignored(const struct gx_config *cfg, int xid)
 }
 
 /*
- * Health of @card: UNHEALTHY (hot or a fresh non-ignored XID), then BUSY
- * (fresh utilization over the limit, only when @check_busy), then STALE
- * (a util/temp/xid sample missing or old under on_stale=reject), else NONE.
+ * Health of @card (freshness mask @f): UNHEALTHY (hot or a fresh
+ * non-ignored XID), then BUSY (fresh utilization over the limit, only when
+ * @check_busy), then STALE (a util/temp/xid sample missing or old under
+ * on_stale=reject), else NONE.
  */
 static enum gx_reason
-card_health(const struct gx_decide_ctx *ctx, const struct gx_card *card, bool check_busy)
+card_health(const struct dctx *d, const struct gx_card *card, unsigned f, bool check_busy)
 {
-    const struct gx_config *cfg = ctx->cfg;
-    bool uf = gx_score_fresh(ctx, card, GX_SIG_UTIL);
-    bool tf = gx_score_fresh(ctx, card, GX_SIG_TEMP);
-    bool xf = gx_score_fresh(ctx, card, GX_SIG_XID);
+    const struct gx_config *cfg = d->cfg;
+    bool uf = (f & FRESH(GX_SIG_UTIL)) != 0;
+    bool tf = (f & FRESH(GX_SIG_TEMP)) != 0;
+    bool xf = (f & FRESH(GX_SIG_XID)) != 0;
 
     if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c) {
         return GX_REASON_UNHEALTHY;
@@ -267,12 +326,14 @@ card_health(const struct gx_decide_ctx *ctx, const struct gx_card *card, bool ch
 
 /* Per-card memory size in MiB: node label, else used + free when both fresh, else 0. */
 static int64_t
-card_memory(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card)
+card_memory(const struct gx_node *node, const struct gx_card *card, unsigned f)
 {
+    const unsigned both = FRESH(GX_SIG_MEM_USED) | FRESH(GX_SIG_MEM_FREE);
+
     if (node->gpu_memory_mib > 0) {
         return node->gpu_memory_mib;
     }
-    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && gx_score_fresh(ctx, card, GX_SIG_MEM_FREE)) {
+    if ((f & both) == both) {
         return (int64_t)(card->v[GX_SIG_MEM_USED] + card->v[GX_SIG_MEM_FREE]);
     }
     return 0;
@@ -280,12 +341,11 @@ card_memory(const struct gx_decide_ctx *ctx, const struct gx_node *node, const s
 
 /* Memory booked on a card: max(ledger reservations, fresh measured use). */
 static int64_t
-card_booked(const struct gx_decide_ctx *ctx, const struct gx_card *card,
-            const struct gx_card_usage *u)
+card_booked(const struct gx_card *card, unsigned f, const struct gx_card_usage *u)
 {
     int64_t booked = u->memory_mib;
 
-    if (gx_score_fresh(ctx, card, GX_SIG_MEM_USED) && card->v[GX_SIG_MEM_USED] > (double)booked) {
+    if ((f & FRESH(GX_SIG_MEM_USED)) && card->v[GX_SIG_MEM_USED] > (double)booked) {
         booked = (int64_t)card->v[GX_SIG_MEM_USED];
     }
     return booked;
@@ -293,26 +353,26 @@ card_booked(const struct gx_decide_ctx *ctx, const struct gx_card *card,
 
 /* Add the metric parts of one card to @p (sums; the caller divides). */
 static void
-card_parts(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card,
+card_parts(const struct dctx *d, const struct gx_node *node, const struct gx_card *card, unsigned f,
            const struct gx_card_usage *u, struct gx_score_parts *p)
 {
-    const struct gx_config *cfg = ctx->cfg;
-    int64_t total = card_memory(ctx, node, card);
-    bool used_fresh = gx_score_fresh(ctx, card, GX_SIG_MEM_USED);
+    const struct gx_config *cfg = d->cfg;
+    int64_t total = card_memory(node, card, f);
+    bool used_fresh = (f & FRESH(GX_SIG_MEM_USED)) != 0;
 
-    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
+    if (f & FRESH(GX_SIG_UTIL)) {
         p->util += clamp01(1.0 - card->v[GX_SIG_UTIL] / 100.0);
     } else {
         p->util += NEUTRAL;
         p->metrics_neutral = true;
     }
     if (total > 0 && (used_fresh || u->memory_mib > 0)) {
-        p->memory += clamp01((double)(total - card_booked(ctx, card, u)) / (double)total);
+        p->memory += clamp01((double)(total - card_booked(card, f, u)) / (double)total);
     } else {
         p->memory += NEUTRAL;
         p->metrics_neutral = true;
     }
-    if (gx_score_fresh(ctx, card, GX_SIG_TEMP) && cfg->max_temperature_c > 0) {
+    if ((f & FRESH(GX_SIG_TEMP)) && cfg->max_temperature_c > 0) {
         p->temp +=
             clamp01((cfg->max_temperature_c - card->v[GX_SIG_TEMP]) / cfg->max_temperature_c);
     } else {
@@ -333,42 +393,43 @@ node_cards(const struct gx_node *node)
     return node->cards != NULL ? n : 0;
 }
 
-/* Ledger usage of @card on @node. */
+/* Ledger usage of @card: all zero when the node holds no tenants. */
 static void
-usage_of(const struct gx_decide_ctx *ctx, const struct gx_node *node, const struct gx_card *card,
-         struct gx_card_usage *u)
+usage_of(const struct dctx *d, const struct gx_card *card, struct gx_card_usage *u)
 {
-    gx_ledger_card_usage(ctx->ledger, node->name, card->index, u);
+    if (d->ln == NULL) {
+        memset(u, 0, sizeof(*u));
+        return;
+    }
+    gx_ledger_entry_card_usage(d->ln, card->index, u);
 }
 
 /* Idleness key for ordering exclusive picks: lower is better. */
 static double
-idle_key(const struct gx_decide_ctx *ctx, const struct gx_card *card)
+idle_key(const struct gx_card *card, unsigned f)
 {
-    double util = gx_score_fresh(ctx, card, GX_SIG_UTIL) ? card->v[GX_SIG_UTIL] : 50.0;
-    double temp = gx_score_fresh(ctx, card, GX_SIG_TEMP) ? card->v[GX_SIG_TEMP] : 50.0;
+    double util = (f & FRESH(GX_SIG_UTIL)) ? card->v[GX_SIG_UTIL] : 50.0;
+    double temp = (f & FRESH(GX_SIG_TEMP)) ? card->v[GX_SIG_TEMP] : 50.0;
 
     /* utilization dominates; temperature breaks ties */
     return util * 1000.0 + temp;
 }
 
-/* Sort @pos[0..n) (card positions) by idleness, then index. Insertion sort: n <= cards. */
+/* Sort @a[0..n) by idleness key, then position. Insertion sort: n <= cards. */
 static void
-sort_idle(const struct gx_decide_ctx *ctx, const struct gx_node *node, int *pos, size_t n)
+sort_idle(struct pick *a, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
-        int p = pos[i];
-        double k = idle_key(ctx, &node->cards[p]);
+        struct pick x = a[i];
         size_t j = i;
         while (j > 0) {
-            double kj = idle_key(ctx, &node->cards[pos[j - 1]]);
-            if (kj < k || (kj == k && pos[j - 1] < p)) {
+            if (a[j - 1].key < x.key || (a[j - 1].key == x.key && a[j - 1].pos < x.pos)) {
                 break;
             }
-            pos[j] = pos[j - 1];
+            a[j] = a[j - 1];
             j--;
         }
-        pos[j] = p;
+        a[j] = x;
     }
 }
 
@@ -387,22 +448,82 @@ worse_exclusive(enum gx_reason a, enum gx_reason b)
     return a != GX_REASON_NONE ? a : b;
 }
 
+/*
+ * NUMA node to take @want cards from among the usable @a[0..n): binpack the
+ * smallest group that fits, spread the largest, ties to the lower NUMA id.
+ * False when no known NUMA node has @want usable cards.
+ */
+static bool
+pick_numa(const struct gx_config *cfg, const struct gx_node *node, const struct pick *a, size_t n,
+          size_t want, int *group)
+{
+    struct numa_group g[256];
+    const struct numa_group *end;
+    size_t n_groups = 0, best_count = 0;
+    bool have = false;
+    int best = 0;
+
+    if (n > GX_ARRAY_LEN(g)) {
+        n = GX_ARRAY_LEN(g);
+    }
+    /* one pass: count the usable cards of each known NUMA node (few distinct ids) */
+    for (size_t i = 0; i < n; i++) {
+        int numa = node->cards[a[i].pos].numa;
+        size_t k = 0;
+
+        if (numa < 0) {
+            continue;
+        }
+        while (k < n_groups && g[k].numa != numa) {
+            k++;
+        }
+        if (k == n_groups) {
+            g[n_groups++] = (struct numa_group){.numa = numa, .count = 1};
+        } else {
+            g[k].count++;
+        }
+    }
+    end = g + n_groups;
+    for (const struct numa_group *x = g; x < end; x++) {
+        bool better;
+
+        if (x->count < want) {
+            continue;
+        }
+        if (cfg->policy == GX_POLICY_BINPACK) {
+            better = x->count < best_count || (x->count == best_count && x->numa < best);
+        } else {
+            better = x->count > best_count || (x->count == best_count && x->numa < best);
+        }
+        if (!have || better) {
+            have = true;
+            best = x->numa;
+            best_count = x->count;
+        }
+    }
+    if (have) {
+        *group = best;
+    }
+    return have;
+}
+
 /* Exclusive request on a node whose cards are not time-sliced: pick whole cards. */
 static void
-decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-                 const struct gx_node *node, struct gx_verdict *out)
+decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
+                 struct gx_verdict *out)
 {
-    const struct gx_config *cfg = ctx->cfg;
+    const struct gx_config *cfg = d->cfg;
+    const struct gx_card_usage none = {0};
     size_t n = node_cards(node), want = (size_t)req->gpus, usable = 0, picked = 0;
-    int pos[256];
+    struct pick ok[256];
+    const struct pick *sel[GX_MAX_PICK];
     enum gx_reason worst = GX_REASON_NONE;
-    int group = 0;
-    size_t group_count = 0;
-    bool have_group = false, mixed_numa = false;
+    int group = 0, first_numa = -1;
+    bool have_group, mixed_numa = false;
     struct gx_score_parts p = {0};
 
-    if (n > GX_ARRAY_LEN(pos)) {
-        n = GX_ARRAY_LEN(pos);
+    if (n > GX_ARRAY_LEN(ok)) {
+        n = GX_ARRAY_LEN(ok);
     }
     if (want > GX_MAX_PICK) {
         out->reason = GX_REASON_BAD_REQUEST;
@@ -410,15 +531,18 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     }
     for (size_t i = 0; i < n; i++) {
         const struct gx_card *c = &node->cards[i];
-        struct gx_card_usage u;
-        enum gx_reason r = card_health(ctx, c, true);
+        unsigned f = card_fresh(d, c);
+        enum gx_reason r = card_health(d, c, f, true);
 
-        usage_of(ctx, node, c, &u);
-        if (r == GX_REASON_NONE && (u.tenants > 0 || u.slices > 0 || u.exclusive)) {
-            r = GX_REASON_NO_SLOT;
+        if (r == GX_REASON_NONE && d->ln != NULL) {
+            struct gx_card_usage u;
+            usage_of(d, c, &u);
+            if (u.tenants > 0 || u.slices > 0 || u.exclusive) {
+                r = GX_REASON_NO_SLOT;
+            }
         }
         if (r == GX_REASON_NONE && ((c->pod != NULL && c->pod[0] != '\0') ||
-                                    (gx_score_fresh(ctx, c, GX_SIG_MEM_USED) &&
+                                    ((f & FRESH(GX_SIG_MEM_USED)) &&
                                      c->v[GX_SIG_MEM_USED] > (double)cfg->memory_reserve_mib))) {
             r = GX_REASON_BUSY; /* in use by something we did not place */
         }
@@ -426,49 +550,30 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             worst = worse_exclusive(worst, r);
             continue;
         }
-        pos[usable++] = (int)i;
+        ok[usable].pos = (int)i;
+        ok[usable].key = idle_key(c, f);
+        ok[usable].fresh = f;
+        usable++;
     }
     out->usable_cards = (int)usable;
     if (usable < want) {
         out->reason = worst != GX_REASON_NONE ? worst : GX_REASON_TOO_FEW_GPUS;
         return;
     }
-    sort_idle(ctx, node, pos, usable);
-    /* NUMA: binpack takes the smallest group that fits, spread the largest. */
-    for (size_t i = 0; i < usable; i++) {
-        int numa = node->cards[pos[i]].numa;
-        size_t count = 0;
-        bool better;
-
-        for (size_t j = 0; j < usable; j++) {
-            count += node->cards[pos[j]].numa == numa;
-        }
-        if (numa < 0 || count < want) {
-            continue;
-        }
-        if (cfg->policy == GX_POLICY_BINPACK) {
-            better = count < group_count || (count == group_count && numa < group);
-        } else {
-            better = count > group_count || (count == group_count && numa < group);
-        }
-        if (!have_group || better) {
-            have_group = true;
-            group = numa;
-            group_count = count;
-        }
-    }
+    sort_idle(ok, usable);
+    have_group = pick_numa(cfg, node, ok, usable, want, &group);
     for (size_t i = 0; i < usable && picked < want; i++) {
-        if (!have_group || node->cards[pos[i]].numa == group) {
-            out->cards[picked++] = pos[i];
+        if (!have_group || node->cards[ok[i].pos].numa == group) {
+            sel[picked++] = &ok[i];
         }
     }
+    /* a usable card has no tenant, so its ledger usage is all zero */
     for (size_t i = 0; i < picked; i++) {
-        const struct gx_card *c = &node->cards[out->cards[i]];
-        struct gx_card_usage u;
-        usage_of(ctx, node, c, &u);
-        card_parts(ctx, node, c, &u, &p);
-        if (c->numa >= 0 && node->cards[out->cards[0]].numa >= 0 &&
-            c->numa != node->cards[out->cards[0]].numa) {
+        const struct gx_card *c = &node->cards[sel[i]->pos];
+        card_parts(d, node, c, sel[i]->fresh, &none, &p);
+        if (i == 0) {
+            first_numa = c->numa;
+        } else if (c->numa >= 0 && first_numa >= 0 && c->numa != first_numa) {
             mixed_numa = true;
         }
         out->cards[i] = c->index;
@@ -489,11 +594,11 @@ decide_exclusive(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
     out->keep = true;
 }
 
-/* Slots the ledger holds on @node (an exclusive holder takes a whole card's slots). */
+/* Slots the ledger holds on the node (an exclusive holder takes a whole card's slots). */
 static int64_t
-node_used_slots(const struct gx_decide_ctx *ctx, const struct gx_node *node, int slots)
+node_used_slots(const struct dctx *d, int slots)
 {
-    const struct gx_ledger_node *ln = gx_ledger_node(ctx->ledger, node->name);
+    const struct gx_ledger_node *ln = d->ln;
     int64_t used = 0;
 
     for (size_t i = 0; ln != NULL && i < ln->n_tenants; i++) {
@@ -504,20 +609,20 @@ node_used_slots(const struct gx_decide_ctx *ctx, const struct gx_node *node, int
 
 /* Memory and utilization headroom of @card for @req: NONE, NO_MEMORY or BUSY. */
 static enum gx_reason
-card_headroom(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-              const struct gx_node *node, const struct gx_card *card, const struct gx_card_usage *u)
+card_headroom(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
+              const struct gx_card *card, unsigned f, const struct gx_card_usage *u)
 {
-    const struct gx_config *cfg = ctx->cfg;
-    int64_t total = card_memory(ctx, node, card);
+    const struct gx_config *cfg = d->cfg;
+    int64_t total = card_memory(node, card, f);
     int64_t asked = req->kind == GX_REQ_SHARED && req->memory_mib > 0 ? req->memory_mib : 0;
     double load = u->util_pct;
     double expect = req->kind == GX_REQ_SHARED && req->util_pct > 0 ? req->util_pct : 0.0;
 
     /* unknown card memory: the rule cannot be evaluated and is skipped */
-    if (total > 0 && card_booked(ctx, card, u) + asked > total - cfg->memory_reserve_mib) {
+    if (total > 0 && card_booked(card, f, u) + asked > total - cfg->memory_reserve_mib) {
         return GX_REASON_NO_MEMORY;
     }
-    if (gx_score_fresh(ctx, card, GX_SIG_UTIL)) {
+    if (f & FRESH(GX_SIG_UTIL)) {
         if (card->v[GX_SIG_UTIL] > cfg->max_utilization_pct) {
             return GX_REASON_BUSY;
         }
@@ -564,26 +669,28 @@ further(enum gx_reason a, enum gx_reason b)
 
 /* Shared request the extender places itself: pick one card with a free slot and headroom. */
 static void
-decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-              const struct gx_node *node, struct gx_verdict *out)
+decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
+              struct gx_verdict *out)
 {
-    const struct gx_config *cfg = ctx->cfg;
+    const struct gx_config *cfg = d->cfg;
     int slots = gx_score_card_slots(cfg, node);
     size_t n = node_cards(node);
     enum gx_reason best_fail = GX_REASON_NONE;
     int best = -1, best_used = 0, candidates = 0;
     int64_t best_free = 0;
+    unsigned best_fresh = 0;
     struct gx_score_parts p = {0};
     struct gx_card_usage bu = {0};
 
     for (size_t i = 0; i < n; i++) {
         const struct gx_card *c = &node->cards[i];
+        unsigned f = card_fresh(d, c);
         struct gx_card_usage u;
-        enum gx_reason r = card_health(ctx, c, false);
+        enum gx_reason r = card_health(d, c, f, false);
         int64_t mem_free;
         bool better;
 
-        usage_of(ctx, node, c, &u);
+        usage_of(d, c, &u);
         if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices)) {
             r = GX_REASON_NO_SLOT;
         }
@@ -597,7 +704,7 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             r = GX_REASON_NO_SLOT;
         }
         if (r == GX_REASON_NONE) {
-            r = card_headroom(ctx, req, node, c, &u);
+            r = card_headroom(d, req, node, c, f, &u);
         }
         if (r != GX_REASON_NONE) {
             if (further(r, best_fail)) {
@@ -606,7 +713,7 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             continue;
         }
         candidates++;
-        mem_free = card_memory(ctx, node, c) - card_booked(ctx, c, &u);
+        mem_free = card_memory(node, c, f) - card_booked(c, f, &u);
         if (best < 0) {
             better = true;
         } else if (cfg->policy == GX_POLICY_BINPACK) {
@@ -618,6 +725,7 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             best = (int)i;
             best_used = u.slices;
             best_free = mem_free;
+            best_fresh = f;
             bu = u;
         }
     }
@@ -626,7 +734,7 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         out->reason = best_fail != GX_REASON_NONE ? best_fail : GX_REASON_NO_SLOT;
         return;
     }
-    card_parts(ctx, node, &node->cards[best], &bu, &p);
+    card_parts(d, node, &node->cards[best], best_fresh, &bu, &p);
     p.fit = (double)best_used / (double)slots;
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
@@ -643,24 +751,26 @@ decide_shared(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
  * for shared pods require memory/utilization headroom on the best card.
  */
 static void
-decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-                     const struct gx_node *node, int64_t need, struct gx_verdict *out)
+decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
+                     int64_t need, struct gx_verdict *out)
 {
-    const struct gx_config *cfg = ctx->cfg;
+    const struct gx_config *cfg = d->cfg;
     int slots = gx_score_card_slots(cfg, node);
     size_t n = node_cards(node);
-    int64_t total = 0, all = 0, used = node_used_slots(ctx, node, slots);
+    int64_t total = 0, all = 0, used = node_used_slots(d, slots);
     enum gx_reason health_fail = GX_REASON_NONE, room_fail = GX_REASON_NONE;
     int healthy = 0, best = -1;
     int64_t best_free = 0;
+    unsigned best_fresh = 0;
     struct gx_score_parts p = {0};
     struct gx_card_usage bu = {0};
 
     out->device_plugin = true;
     for (size_t i = 0; i < n; i++) {
         const struct gx_card *c = &node->cards[i];
+        unsigned f = card_fresh(d, c);
         struct gx_card_usage u;
-        enum gx_reason r = card_health(ctx, c, false);
+        enum gx_reason r = card_health(d, c, f, false);
         int64_t mem_free;
 
         all += slots;
@@ -670,16 +780,15 @@ decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *re
         }
         healthy++;
         total += slots;
+        usage_of(d, c, &u);
         if (req->kind != GX_REQ_SHARED) {
-            usage_of(ctx, node, c, &u);
-            card_parts(ctx, node, c, &u, &p);
+            card_parts(d, node, c, f, &u, &p);
             continue;
         }
-        usage_of(ctx, node, c, &u);
         if (u.exclusive) {
             continue;
         }
-        r = card_headroom(ctx, req, node, c, &u);
+        r = card_headroom(d, req, node, c, f, &u);
         if (r != GX_REASON_NONE) {
             /* BUSY got further through the checks than NO_MEMORY */
             if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE) {
@@ -687,10 +796,11 @@ decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *re
             }
             continue;
         }
-        mem_free = card_memory(ctx, node, c) - card_booked(ctx, c, &u);
+        mem_free = card_memory(node, c, f) - card_booked(c, f, &u);
         if (best < 0 || mem_free > best_free) {
             best = (int)i;
             best_free = mem_free;
+            best_fresh = f;
             bu = u;
         }
     }
@@ -706,7 +816,7 @@ decide_device_plugin(const struct gx_decide_ctx *ctx, const struct gx_podreq *re
             out->reason = room_fail != GX_REASON_NONE ? room_fail : GX_REASON_NO_SLOT;
             return;
         }
-        card_parts(ctx, node, &node->cards[best], &bu, &p);
+        card_parts(d, node, &node->cards[best], best_fresh, &bu, &p);
     } else {
         p.util /= healthy;
         p.memory /= healthy;
@@ -741,6 +851,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
               const struct gx_node *node, struct gx_verdict *out)
 {
     const struct gx_config *cfg = ctx->cfg;
+    struct dctx d;
     bool time_sliced;
 
     memset(out, 0, sizeof(*out));
@@ -769,6 +880,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         out->reason = GX_REASON_NOT_READY;
         return;
     }
+    dctx_init(&d, ctx, node);
     time_sliced = node->sharing != GX_SHARING_NONE || node->replicas > 1;
     if (req->kind == GX_REQ_EXCLUSIVE) {
         /* N GPUs means N physical cards, whatever the node advertises in replicas */
@@ -777,18 +889,18 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
             return;
         }
         if (time_sliced) {
-            decide_device_plugin(ctx, req, node, req->gpus, out);
+            decide_device_plugin(&d, req, node, req->gpus, out);
         } else {
-            decide_exclusive(ctx, req, node, out);
+            decide_exclusive(&d, req, node, out);
         }
     } else if (req->device_plugin) {
         if (!time_sliced) {
             out->reason = GX_REASON_SHARING_MISMATCH;
             return;
         }
-        decide_device_plugin(ctx, req, node, req->slices, out);
+        decide_device_plugin(&d, req, node, req->slices, out);
     } else {
-        decide_shared(ctx, req, node, out);
+        decide_shared(&d, req, node, out);
     }
     if (!out->keep) {
         memset(&out->parts, 0, sizeof(out->parts));

@@ -248,6 +248,88 @@ Test(ledger, set_node_replaces_and_reindexes)
     gx_ledger_free(l);
 }
 
+/* Version of @node's entry (0 when it has none). */
+static uint64_t
+version_of(const struct gx_ledger *l, const char *node)
+{
+    const struct gx_ledger_node *n = gx_ledger_node(l, node);
+
+    return n != NULL ? n->version : 0;
+}
+
+Test(ledger, every_mutation_bumps_only_its_nodes_version)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant lease = mk("l", 2, false, 1, 0, 1);
+    uint64_t v1, v2, g;
+
+    lease.state = GX_TENANT_BOUND;
+    cr_assert_eq(gx_ledger_version(NULL), 0);
+    cr_assert_eq(gx_ledger_version(l), 0);
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 1, 0, 1000)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("b", 0, false, 1, 0, 1000)), GX_OK);
+    v1 = version_of(l, "n1");
+    v2 = version_of(l, "n2");
+    cr_assert_gt(v1, 0);
+    cr_assert_gt(v2, v1);
+    cr_assert_eq(gx_ledger_version(l), v2);
+
+    /* each mutation of n1: n1 moves past the old ledger version, n2 stays */
+    g = gx_ledger_version(l);
+    cr_assert_eq(add1(l, "n1", mk("c", 1, false, 1, 0, 1000)), GX_OK);
+    cr_assert_gt(version_of(l, "n1"), g);
+    g = gx_ledger_version(l);
+    cr_assert_eq(gx_ledger_mark_bound(l, "c"), GX_OK);
+    cr_assert_gt(version_of(l, "n1"), g);
+    g = gx_ledger_version(l);
+    cr_assert_eq(gx_ledger_release(l, "c"), 1);
+    cr_assert_gt(version_of(l, "n1"), g);
+    g = gx_ledger_version(l);
+    cr_assert_eq(gx_ledger_expire(l, 400000, 300000), 2);
+    cr_assert_gt(version_of(l, "n1"), g);
+    cr_assert_gt(version_of(l, "n2"), g); /* expire removed b from n2 too */
+    g = gx_ledger_version(l);
+    cr_assert_eq(gx_ledger_set_node(l, "n1", &lease, 1, "9"), GX_OK);
+    cr_assert_gt(version_of(l, "n1"), g);
+    cr_assert_leq(version_of(l, "n2"), g);
+
+    /* calls that change nothing leave every version alone */
+    g = gx_ledger_version(l);
+    cr_assert_eq(add1(l, "n1", mk("d", 2, true, 0, 0, 1)), GX_ECONFLICT);
+    cr_assert_eq(gx_ledger_mark_bound(l, "nobody"), GX_ENOTFOUND);
+    cr_assert_eq(gx_ledger_release(l, "nobody"), 0);
+    cr_assert_eq(gx_ledger_expire(l, 400000, 300000), 0);
+    cr_assert_eq(gx_ledger_version(l), g);
+    cr_assert_leq(version_of(l, "n1"), g);
+    gx_ledger_free(l);
+}
+
+Test(ledger, entry_card_usage_matches_card_usage)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant pair[2] = {mk("p", 0, false, 2, 300, 1), mk("p", 1, true, 0, 0, 1)};
+    const struct gx_ledger_node *e;
+    struct gx_card_usage a, b;
+
+    cr_assert_eq(gx_ledger_add(l, "n1", pair, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(add1(l, "n1", mk("q", 0, false, 1, 200, 1)), GX_OK);
+    e = gx_ledger_node(l, "n1");
+    for (int card = -1; card < 4; card++) {
+        gx_ledger_entry_card_usage(e, card, &a);
+        gx_ledger_card_usage(l, "n1", card, &b);
+        cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "card %d", card);
+    }
+    gx_ledger_entry_card_usage(e, 0, &a);
+    cr_assert_eq(a.slices, 3);
+    cr_assert_eq(a.memory_mib, 500);
+    gx_ledger_entry_card_usage(e, 1, &a);
+    cr_assert(a.exclusive);
+    gx_ledger_entry_card_usage(NULL, 0, &a);
+    cr_assert_eq(a.tenants, 0);
+    cr_assert_eq(a.slices, 0);
+    gx_ledger_free(l);
+}
+
 /* Count callback for gx_ledger_each. */
 static void
 count_cb(void *ctx, const struct gx_ledger_node *n)

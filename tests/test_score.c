@@ -664,6 +664,82 @@ Test(score, exclusive_keeps_numa_groups_together)
     world_free(&w);
 }
 
+Test(score, numa_groups_tie_to_the_lower_id_and_skip_unknown)
+{
+    struct world w;
+    struct gx_verdict v;
+    static const int numa[8] = {5, -1, 3, 5, -1, 3, 7, 7};
+
+    world_init(&w, "gpu-1", 8);
+    for (int i = 0; i < 8; i++) {
+        w.cards[i].numa = numa[i];
+        w.cards[i].v[GX_SIG_UTIL] = 10.0 * (8 - i); /* idlest last */
+    }
+    /* groups 3, 5 and 7 hold two cards each: the tie goes to NUMA 3, idlest first */
+    v = decide(&w, req_excl(2));
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 5);
+    cr_assert_eq(v.cards[1], 2);
+    cr_assert_float_eq(v.parts.fit, 1.0 - 6.0 / 8.0, 1e-9);
+    /* a bigger group 7 wins under spread, the smaller ones under binpack */
+    w.cards[1].numa = 7;
+    w.cfg.policy = GX_POLICY_SPREAD;
+    v = decide(&w, req_excl(2));
+    cr_assert_eq(v.cards[0], 7);
+    cr_assert_eq(v.cards[1], 6);
+    w.cfg.policy = GX_POLICY_BINPACK;
+    v = decide(&w, req_excl(3));
+    cr_assert_eq(v.n_cards, 3);
+    cr_assert_eq(v.cards[0], 7);
+    cr_assert_eq(v.cards[1], 6);
+    cr_assert_eq(v.cards[2], 1);
+    /* cards with unknown NUMA are taken in idleness order when no group fits */
+    v = decide(&w, req_excl(4));
+    cr_assert_eq(v.cards[0], 7);
+    cr_assert_eq(v.cards[3], 4);
+    cr_assert_float_eq(v.parts.fit, 0.5 * (1.0 - 4.0 / 8.0), 1e-9);
+    world_free(&w);
+}
+
+Test(score, sample_exactly_max_age_old_is_fresh)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 1);
+    w.cfg.on_stale = GX_STALE_REJECT;
+    w.cfg.max_age_s[GX_SIG_TEMP] = 30;
+    w.cards[0].at_ms[GX_SIG_TEMP] = NOW - 30000;
+    cr_assert(gx_score_fresh(&w.ctx, &w.cards[0], GX_SIG_TEMP));
+    cr_assert(decide(&w, req_excl(1)).keep);
+    w.cards[0].at_ms[GX_SIG_TEMP] = NOW - 30001;
+    cr_assert_not(gx_score_fresh(&w.ctx, &w.cards[0], GX_SIG_TEMP));
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_STALE);
+    /* a NaN sample is never fresh, however recent */
+    w.cards[0].at_ms[GX_SIG_TEMP] = NOW;
+    w.cards[0].v[GX_SIG_TEMP] = NAN;
+    cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, GX_REASON_STALE);
+    world_free(&w);
+}
+
+Test(score, empty_ledger_entry_decides_like_no_entry)
+{
+    struct world w;
+    struct gx_verdict a, b;
+
+    world_init(&w, "gpu-1", 2);
+    w.cards[1].v[GX_SIG_UTIL] = 50;
+    a = decide(&w, req_shared(2, 1000, -1));
+    book(&w, "x", 0, false, 2, 1000);
+    b = decide(&w, req_shared(2, 1000, -1));
+    cr_assert(b.keep);
+    cr_assert_float_eq(b.parts.fit, 2.0 / 4.0, 1e-9); /* binpack joins the used card */
+    cr_assert_eq(gx_ledger_release(w.ledger, "x"), 1);
+    b = decide(&w, req_shared(2, 1000, -1));
+    cr_assert_not_null(gx_ledger_node(w.ledger, "gpu-1"));
+    cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0);
+    world_free(&w);
+}
+
 Test(score, label_rules_in_and_gt)
 {
     struct world w;

@@ -40,6 +40,7 @@ struct gx_ledger_node {
     size_t n_tenants;
     size_t cap;
     char *resource_version; /* of the Lease this came from, NULL if none */
+    uint64_t version;       /* ledger-wide counter value at this entry's last change */
 };
 
 struct gx_ledger;
@@ -53,6 +54,14 @@ void gx_ledger_free(struct gx_ledger *l);
 /** Ledger entry of @node or NULL. Borrowed until the next mutation. */
 const struct gx_ledger_node *gx_ledger_node(const struct gx_ledger *l, const char *node);
 
+/**
+ * Change counter of @l: every mutation of a node entry (creation, add,
+ * mark_bound, release, expire, set_node) sets that entry's version to the
+ * next value of this counter, so an entry whose version is <= a value read
+ * earlier has not changed since. 0 for NULL or a new ledger. Cannot fail.
+ */
+uint64_t gx_ledger_version(const struct gx_ledger *l);
+
 /** Usage of one card: slices held, memory booked, tenant count, exclusive holder. */
 struct gx_card_usage {
     int slices;
@@ -65,6 +74,9 @@ struct gx_card_usage {
 /** Fill @u for (@node, @card); all zero when unknown. Cannot fail. */
 void gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card,
                           struct gx_card_usage *u);
+
+/** Fill @u for @card of the entry @e (all zero when @e is NULL). Cannot fail. */
+void gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u);
 
 /** Find the tenants of pod @uid: returns its node entry (or NULL). */
 const struct gx_ledger_node *gx_ledger_find_pod(const struct gx_ledger *l, const char *uid);
