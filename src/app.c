@@ -98,22 +98,13 @@ static enum gx_err
 load_metrics_file(struct gx_app *app, size_t i, struct gx_why *why)
 {
     const char *path = app->cfg->metrics_files[i];
-    char *text = NULL;
-    size_t len = 0;
     enum gx_err rc;
 
     app->metrics.up_requests[GX_UP_FILES]++;
-    rc = gx_read_file(path, FILE_CAP, &text, &len);
-    if (rc != GX_OK) {
-        gx_why_set(why, "%s: %s", path, gx_strerror(rc));
-        upstream_error(app, GX_UP_FILES, GX_UPERR_OTHER);
-        return rc;
-    }
-    rc = gx_mstore_load_page(app->mstore, app->cfg, (int)i, text, len, gx_wall_ms(), why);
-    free(text);
+    rc = gx_mstore_load_file(app->mstore, app->cfg, (int)i, path, FILE_CAP, gx_wall_ms(), why);
     if (rc != GX_OK) {
         gx_why_prefix(why, "%s", path);
-        upstream_error(app, GX_UP_FILES, GX_UPERR_PARSE);
+        upstream_error(app, GX_UP_FILES, rc == GX_EPARSE ? GX_UPERR_PARSE : GX_UPERR_OTHER);
     }
     return rc;
 }

@@ -88,7 +88,12 @@ class Conn:
         self.buf = b""
 
     def send(self, data):
-        self.s.sendall(data)
+        try:
+            self.s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The server may answer (413) and close before reading a body it refuses;
+            # its answer is still in our receive buffer.
+            pass
 
     def _fill(self):
         chunk = self.s.recv(65536)
