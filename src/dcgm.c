@@ -800,7 +800,7 @@ enum gx_err
 gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *path,
                     size_t max_bytes, int64_t now_ms, struct gx_why *why)
 {
-    enum { CHUNK = 1 << 20 };
+    const size_t CHUNK = (size_t)1 << 20;
     struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
     size_t have = 0, total = 0, used = 0;
     char *buf = NULL;
@@ -843,7 +843,7 @@ gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int sourc
         }
         if (used == 0 && have == 2 * CHUNK) {
             rc = GX_ETOOBIG;
-            gx_why_set(why, "a line longer than %d bytes near byte %zu", 2 * CHUNK, total - have);
+            gx_why_set(why, "a line longer than %zu bytes near byte %zu", 2 * CHUNK, total - have);
             break;
         }
         memmove(buf, buf + used, have - used);
