@@ -6,6 +6,9 @@
  */
 #include <curl/curl.h>
 #include <event2/event.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +75,16 @@ serve(const char *config_path)
     if (base == NULL) {
         return 1;
     }
+#ifdef __GLIBC__
+    /*
+     * Request and reply bodies of full-Node calls are megabytes each. Served
+     * from mmap, every one costs thousands of fresh page faults (slow in a
+     * VM); from the heap they reuse the pages of the previous request. The
+     * app trims the heap after snapshot rebuilds.
+     */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    (void)mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
+#endif
     (void)signal(SIGPIPE, SIG_IGN);
     if (gx_app_new(base, config_path, &app, &why) != GX_OK) {
         (void)fprintf(stderr, "gpu-extender: cannot start: %s\n", why.text);
