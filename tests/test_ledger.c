@@ -680,3 +680,98 @@ Test(ledger, random_operations_keep_every_invariant)
     cr_assert_gt(expired, 10);
     gx_ledger_free(l);
 }
+
+/* Rebuild a ledger from each node's Lease text, as a restarted replica does. */
+static struct gx_ledger *
+restart(const struct gx_ledger *l)
+{
+    struct gx_ledger *fresh = gx_ledger_new();
+
+    for (int ni = 0; ni < P_NODES; ni++) {
+        const struct gx_ledger_node *e = gx_ledger_node(l, P_NODE_NAMES[ni]);
+        struct gx_tenant *t = NULL;
+        struct gx_buf b;
+        size_t n = 0;
+
+        if (e == NULL) {
+            continue;
+        }
+        gx_buf_init(&b, 1 << 20);
+        cr_assert_eq(gx_ledger_node_encode(e, &b), GX_OK);
+        cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &t, &n, NULL), GX_OK);
+        cr_assert_eq(gx_ledger_set_node(fresh, P_NODE_NAMES[ni], t, n, "1"), GX_OK);
+        free(t);
+        gx_buf_release(&b);
+    }
+    return fresh;
+}
+
+/*
+ * Admit/bind/release/restart at random while pods come and go; a reconcile
+ * (release every tenant whose pod is gone, expire old reservations) must
+ * always leave exactly the live, admitted pods, within every card's slots.
+ */
+Test(ledger, random_walk_with_restarts_converges_after_reconcile)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    bool live[P_UIDS] = {false};
+    int64_t now = 1000000, ttl = 30000;
+    int restarts = 0, reconciles = 0;
+
+    for (int op = 0; op < 6000; op++) {
+        int kind = pick(&seed, 100), u = pick(&seed, P_UIDS);
+        char uid[16];
+
+        now += pick(&seed, 5000);
+        (void)snprintf(uid, sizeof(uid), "uid-%d", u);
+        if (kind < 45) {
+            struct gx_tenant t =
+                mk(uid, pick(&seed, P_CARDS), pick(&seed, 5) == 0, pick(&seed, 2) + 1, 512, now);
+            if (t.exclusive) {
+                t.slices = 0;
+            }
+            enum gx_err rc;
+            live[u] = true;
+            rc = gx_ledger_add(l, P_NODE_NAMES[pick(&seed, P_NODES)], &t, 1, P_SLOTS, P_CARDS);
+            cr_assert(rc == GX_OK || rc == GX_ECONFLICT, "op %d: add returned %d", op, rc);
+        } else if (kind < 60) {
+            if (gx_ledger_find_pod(l, uid) != NULL) {
+                cr_assert_eq(gx_ledger_mark_bound(l, uid), GX_OK);
+            }
+        } else if (kind < 75) {
+            live[u] = false; /* the pod is deleted; its tenants linger until reconcile */
+        } else if (kind < 85) {
+            struct gx_ledger *r = restart(l);
+            int64_t s0, t0, s1, t1;
+            gx_ledger_totals(l, &s0, &t0);
+            gx_ledger_totals(r, &s1, &t1);
+            cr_assert(s0 == s1 && t0 == t1, "op %d: restart changed the ledger", op);
+            gx_ledger_free(l);
+            l = r;
+            restarts++;
+        } else {
+            /* reconcile: gone pods released, stale reservations expired */
+            for (int i = 0; i < P_UIDS; i++) {
+                char id[16];
+                (void)snprintf(id, sizeof(id), "uid-%d", i);
+                if (!live[i]) {
+                    (void)gx_ledger_release(l, id);
+                }
+            }
+            (void)gx_ledger_expire(l, now, ttl);
+            reconciles++;
+            for (int i = 0; i < P_UIDS; i++) {
+                char id[16];
+                (void)snprintf(id, sizeof(id), "uid-%d", i);
+                if (!live[i]) {
+                    cr_assert_null(gx_ledger_find_pod(l, id), "op %d: gone pod %s kept", op, id);
+                }
+            }
+        }
+        check_invariants(l, now, ttl, false, op);
+    }
+    cr_assert_gt(restarts, 100);
+    cr_assert_gt(reconciles, 100);
+    gx_ledger_free(l);
+}
