@@ -137,10 +137,10 @@ app_rebuild_snapshot(struct gx_app *app)
 {
     struct gx_snapshot *snap = NULL;
     int64_t now = gx_wall_ms();
-    enum gx_err rc;
-
     const struct gx_node_info *nodes = app->nodes;
     size_t n_nodes = app->n_nodes;
+    bool synced = app->kube != NULL && gx_kube_nodes_synced(app->kube);
+    enum gx_err rc;
 
     if (app->kube != NULL) {
         nodes = gx_kube_nodes(app->kube, &n_nodes);
@@ -156,6 +156,7 @@ app_rebuild_snapshot(struct gx_app *app)
     snap->metrics_ms = app->metrics.up_last_success_ms[app->prom ? GX_UP_PROMETHEUS : GX_UP_FILES];
     gx_snapshot_free(app->snap);
     app->snap = snap;
+    app->snap_has_api_nodes = synced;
     app_trim_heap(now);
     return GX_OK;
 }
@@ -441,7 +442,8 @@ app_ready(const struct gx_app *app)
     if (app->kube == NULL) {
         return true;
     }
-    return gx_kube_nodes_synced(app->kube) && app->pods_synced && app->leases != NULL &&
+    /* The snapshot itself must hold the API server's nodes, not just the node store. */
+    return app->snap_has_api_nodes && app->pods_synced && app->leases != NULL &&
            gx_leases_synced(app->leases);
 }
 

@@ -94,6 +94,7 @@ struct gx_app {
     int64_t drain_deadline_ms;
     int64_t drain_quiet_ms; /* not drained before this, even when idle */
     bool draining;
+    bool snap_has_api_nodes; /* the snapshot was built after the first node list */
     uint64_t generation;
     struct pod_seen *pods;    /* POD_CACHE_SLOTS direct-mapped entries */
     struct gx_vcache *vcache; /* filter/prioritize verdicts, created on first use */
