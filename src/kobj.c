@@ -377,28 +377,45 @@ decode_containers(struct dec *d, const cJSON *spec, const char *path, const char
     return GX_OK;
 }
 
+/*
+ * The metadata, spec and status objects of a Kubernetes object @o at @path
+ * (each may be absent: NULL), with their paths for error messages.
+ */
+static enum gx_err
+object_parts(struct dec *d, const cJSON *o, const char *path, const char *kind,
+             const cJSON *parts[3], char paths[3][PATH_MAX_LEN])
+{
+    static const char *const names[3] = {"metadata", "spec", "status"};
+    enum gx_err rc;
+
+    if (!cJSON_IsObject(o)) {
+        gx_why_set(d->why, "%s: must be an object", path[0] != '\0' ? path : kind);
+        return GX_EINVAL;
+    }
+    for (int i = 0; i < 3; i++) {
+        sub_path(paths[i], PATH_MAX_LEN, path, names[i]);
+        if ((rc = get_object(d, o, path, names[i], &parts[i])) != GX_OK) {
+            return rc;
+        }
+    }
+    return GX_OK;
+}
+
 /* Decode a Pod object @o whose own path is @path ("" at the root). */
 static enum gx_err
 decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out)
 {
-    char mp[PATH_MAX_LEN], sp[PATH_MAX_LEN], tp[PATH_MAX_LEN];
-    const cJSON *meta, *spec, *status, *del;
+    char pp[3][PATH_MAX_LEN];
+    const cJSON *parts[3], *meta, *spec, *status, *del;
+    const char *mp = pp[0], *sp = pp[1], *tp = pp[2];
     struct gx_pod p;
     enum gx_err rc;
 
     memset(&p, 0, sizeof(p));
-    if (!cJSON_IsObject(o)) {
-        gx_why_set(d->why, "%s: must be an object", path[0] != '\0' ? path : "pod");
-        return GX_EINVAL;
-    }
-    sub_path(mp, sizeof(mp), path, "metadata");
-    sub_path(sp, sizeof(sp), path, "spec");
-    sub_path(tp, sizeof(tp), path, "status");
-    if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
-        (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
-        (rc = get_object(d, o, path, "status", &status)) != GX_OK) {
+    if ((rc = object_parts(d, o, path, "pod", parts, pp)) != GX_OK) {
         return rc;
     }
+    meta = parts[0], spec = parts[1], status = parts[2];
 
     if ((rc = get_string(d, meta, mp, "name", "", &p.name)) != GX_OK ||
         (rc = get_shared_string(d, meta, mp, "namespace", "", &p.namespace)) != GX_OK ||
@@ -503,24 +520,17 @@ decode_ready(struct dec *d, const cJSON *status, const char *tp, bool *ready)
 static enum gx_err
 decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_info *out)
 {
-    char mp[PATH_MAX_LEN], sp[PATH_MAX_LEN], tp[PATH_MAX_LEN];
-    const cJSON *meta, *spec, *status;
+    char pp[3][PATH_MAX_LEN];
+    const cJSON *parts[3], *meta, *spec, *status;
+    const char *mp = pp[0], *sp = pp[1], *tp = pp[2];
     struct gx_node_info n;
     enum gx_err rc;
 
     memset(&n, 0, sizeof(n));
-    if (!cJSON_IsObject(o)) {
-        gx_why_set(d->why, "%s: must be an object", path[0] != '\0' ? path : "node");
-        return GX_EINVAL;
-    }
-    sub_path(mp, sizeof(mp), path, "metadata");
-    sub_path(sp, sizeof(sp), path, "spec");
-    sub_path(tp, sizeof(tp), path, "status");
-    if ((rc = get_object(d, o, path, "metadata", &meta)) != GX_OK ||
-        (rc = get_object(d, o, path, "spec", &spec)) != GX_OK ||
-        (rc = get_object(d, o, path, "status", &status)) != GX_OK) {
+    if ((rc = object_parts(d, o, path, "node", parts, pp)) != GX_OK) {
         return rc;
     }
+    meta = parts[0], spec = parts[1], status = parts[2];
 
     if ((rc = get_string(d, meta, mp, "name", "", &n.name)) != GX_OK ||
         (rc = get_string(d, meta, mp, "resourceVersion", "", &n.resource_version)) != GX_OK ||
