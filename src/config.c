@@ -1352,6 +1352,9 @@ product_matches(const char *product, const char *name)
     static const char suffix[] = "-SHARED";
     size_t pl = strlen(product), sl = sizeof(suffix) - 1;
 
+    if (name == NULL) {
+        return false;
+    }
     if (strcmp(product, name) == 0) {
         return true;
     }
@@ -1359,7 +1362,11 @@ product_matches(const char *product, const char *name)
            strncmp(product, name, pl - sl) == 0;
 }
 
-/* Product entry, else replicas > 1, else default_slots; times oversubscription, at least 1. */
+/*
+ * The one rule for a card's time slots (filter, bind, explain, /metrics):
+ * product entry (exact, else with GFD's "-SHARED" suffix removed), else
+ * replicas > 1, else default_slots; times oversubscription, at least 1.
+ */
 int
 gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas)
 {
@@ -1368,7 +1375,8 @@ gx_config_card_slots(const struct gx_config *cfg, const char *product, int repli
     double total;
 
     for (size_t i = 0; product != NULL && i < cfg->n_product_slots; i++) {
-        if (strcmp(cfg->product_slots[i].product, product) == 0) {
+        if (cfg->product_slots[i].product != NULL &&
+            strcmp(cfg->product_slots[i].product, product) == 0) {
             slots = cfg->product_slots[i].slots;
             listed = true;
             break;

@@ -154,7 +154,7 @@ static void
 put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
                const struct gx_node *node, const struct gx_verdict *v)
 {
-    int slots = gx_score_card_slots(ctx->cfg, node);
+    int slots = gx_config_card_slots(ctx->cfg, node->product, node->replicas);
 
     for (size_t i = 0; i < node->n_cards; i++) {
         const struct gx_card *c = &node->cards[i];
@@ -257,7 +257,7 @@ static void
 put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
                const struct gx_node *node, const struct gx_verdict *v)
 {
-    int slots = gx_score_card_slots(ctx->cfg, node);
+    int slots = gx_config_card_slots(ctx->cfg, node->product, node->replicas);
 
     put(b, rc, "[");
     for (size_t i = 0; i < node->n_cards; i++) {

@@ -4,9 +4,9 @@
  * the config, one snapshot node, the ledger and the clock it is given; no
  * I/O and no allocation.
  *
- * Card slots, metric freshness and label lookup are computed here rather
- * than borrowed from config.c/snapshot.c so that the decision has no
- * dependency beyond the structs it reads.
+ * Metric freshness and label lookup are computed here rather than borrowed
+ * from snapshot.c so that the decision has no dependency beyond the structs
+ * it reads; the slots of a card are config.c's one rule (gx_config_card_slots).
  *
  * Two policies about what we did not place (peers.md section 3: pods landing
  * on cards filled by processes the scheduler did not see):
@@ -75,32 +75,6 @@ gx_reason_unresolvable(enum gx_reason r)
         return false;
     }
     return reasons[r].unresolvable;
-}
-
-int
-gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node)
-{
-    int base = cfg->default_slots;
-    double slots;
-
-    if (node != NULL && node->replicas > 1) {
-        base = node->replicas;
-    }
-    for (size_t i = 0; node != NULL && node->product != NULL && i < cfg->n_product_slots; i++) {
-        if (cfg->product_slots[i].product != NULL &&
-            strcmp(cfg->product_slots[i].product, node->product) == 0) {
-            base = cfg->product_slots[i].slots;
-            break;
-        }
-    }
-    slots = floor((double)base * (cfg->oversubscription > 0 ? cfg->oversubscription : 1.0));
-    if (!(slots >= 1.0)) {
-        return 1;
-    }
-    if (slots > 1e6) {
-        return 1000000;
-    }
-    return (int)slots;
 }
 
 bool
@@ -673,7 +647,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
               struct gx_verdict *out)
 {
     const struct gx_config *cfg = d->cfg;
-    int slots = gx_score_card_slots(cfg, node);
+    int slots = gx_config_card_slots(cfg, node->product, node->replicas);
     size_t n = node_cards(node);
     enum gx_reason best_fail = GX_REASON_NONE;
     int best = -1, best_used = 0, candidates = 0;
@@ -755,7 +729,7 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
                      int64_t need, struct gx_verdict *out)
 {
     const struct gx_config *cfg = d->cfg;
-    int slots = gx_score_card_slots(cfg, node);
+    int slots = gx_config_card_slots(cfg, node->product, node->replicas);
     size_t n = node_cards(node);
     int64_t total = 0, all = 0, used = node_used_slots(d, slots);
     enum gx_reason health_fail = GX_REASON_NONE, room_fail = GX_REASON_NONE;

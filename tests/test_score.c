@@ -106,7 +106,7 @@ book(struct world *w, const char *uid, int card, bool exclusive, int slices, int
     struct gx_tenant t;
 
     for (int i = 0; i < MAX_CARDS; i++) {
-        slots[i] = gx_score_card_slots(&w->cfg, &w->node);
+        slots[i] = gx_config_card_slots(&w->cfg, w->node.product, w->node.replicas);
     }
     memset(&t, 0, sizeof(t));
     (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
@@ -799,24 +799,48 @@ Test(score, weights_combine_parts_and_zero_weights_give_five)
     world_free(&w);
 }
 
-Test(score, card_slots_follow_product_replicas_and_oversubscription)
+/* Shared pods filter keeps on one card of @w's node until it rejects one. */
+static int
+shared_admitted(struct world *w)
+{
+    char uid[32];
+    int n = 0;
+
+    for (;;) {
+        struct gx_verdict v = decide(w, req_shared(1, 0, -1));
+        if (!v.keep) {
+            cr_assert_eq(v.reason, GX_REASON_NO_SLOT);
+            return n;
+        }
+        (void)snprintf(uid, sizeof(uid), "uid-%d", n);
+        book(w, uid, v.cards[0], false, 1, 0);
+        n++;
+        cr_assert_lt(n, 1000);
+    }
+}
+
+/*
+ * Filter and bind share one slot rule (gx_config_card_slots): GFD's -SHARED
+ * product suffix and the rounding of oversubscription once decided filter
+ * 4 and bind 2 (or 28 vs 29) slots.
+ */
+Test(score, filter_admits_exactly_the_slots_bind_allows)
 {
     struct world w;
-    struct gx_product_slots ps = {"NVIDIA-A100-SXM4-40GB", 7};
+    struct gx_product_slots ps = {"NVIDIA-L4", 2};
 
     world_init(&w, "gpu-1", 1);
-    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 4);
-    w.node.replicas = 3;
-    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 3);
+    w.node.product = "NVIDIA-L4-SHARED";
+    w.node.replicas = 4;
     w.cfg.product_slots = &ps;
     w.cfg.n_product_slots = 1;
-    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 7);
-    w.cfg.oversubscription = 1.5;
-    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 10);
-    w.cfg.n_product_slots = 0;
-    w.node.replicas = 1;
-    w.cfg.default_slots = 0;
-    cr_assert_eq(gx_score_card_slots(&w.cfg, &w.node), 1);
+    cr_assert_eq(shared_admitted(&w), 2);
+    world_free(&w);
+
+    world_init(&w, "gpu-1", 1);
+    w.cfg.default_slots = 25;
+    w.cfg.oversubscription = 1.16;
+    cr_assert_eq(shared_admitted(&w), 29);
     world_free(&w);
 }
 

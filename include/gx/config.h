@@ -191,7 +191,12 @@ bool gx_config_restart_keys_changed(const struct gx_config *a, const struct gx_c
 enum gx_err gx_config_keep_restart_keys(struct gx_config *fresh,
                                         const struct gx_config *running) GX_WUR;
 
-/** Slots of one card of @product on a node advertising @replicas. */
+/**
+ * Slots of one card of @product on a node advertising @replicas: the one
+ * rule every decision uses. Product entry (exact, else without GFD's
+ * "-SHARED" suffix), else @replicas when > 1, else sharing.default_slots;
+ * times sharing.oversubscription, floored, at least 1. Cannot fail.
+ */
 int gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas);
 
 #endif

@@ -76,13 +76,6 @@ struct gx_decide_ctx {
 void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
                    const struct gx_node *node, struct gx_verdict *out);
 
-/**
- * Time slots of one card of @node: the product's entry in sharing.product_slots,
- * else the node's replicas when > 1, else sharing.default_slots; times the
- * oversubscription factor, floored, at least 1. Cannot fail.
- */
-int gx_score_card_slots(const struct gx_config *cfg, const struct gx_node *node);
-
 /** True when signal @sig of @card is known and younger than its max age at ctx->now_ms. */
 bool gx_score_fresh(const struct gx_decide_ctx *ctx, const struct gx_card *card,
                     enum gx_signal sig);
