@@ -187,6 +187,12 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         if (u.exclusive) {
             put(b, rc, " [exclusive]");
         }
+        if (gx_score_card_state(ctx, node, c) != GX_CARD_OK) {
+            putf(b, rc, " [unusable: %s]", gx_card_state_text(gx_score_card_state(ctx, node, c)));
+        }
+        if (c->pod != NULL && c->pod[0] != '\0' && u.tenants == 0) {
+            putf(b, rc, " [in use by %s]", c->pod);
+        }
         if (chosen(v, c->index)) {
             put(b, rc, " [chosen]");
         }
@@ -277,9 +283,12 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_TEMP) ? c->v[GX_SIG_TEMP] : NAN);
         putf(b, rc,
              ",\"slots\":%d,\"slices_used\":%d,\"booked_mib\":%lld,\"tenants\":%d,"
-             "\"exclusive\":%s,\"chosen\":%s}",
+             "\"exclusive\":%s,\"state\":\"%s\",\"chosen\":%s,\"workload_pod\":",
              slots, u.slices, (long long)u.memory_mib, u.tenants, u.exclusive ? "true" : "false",
+             gx_card_state_text(gx_score_card_state(ctx, node, c)),
              chosen(v, c->index) ? "true" : "false");
+        put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
+        put(b, rc, "}");
     }
     put(b, rc, "]");
 }

@@ -270,13 +270,13 @@ xid_ignored(const struct gx_config *cfg, int xid)
 }
 
 /*
- * Health of @card (freshness mask @f): UNHEALTHY (hot or a fresh
- * non-ignored XID), then BUSY (fresh utilization over the limit, only when
- * @check_busy), then STALE (a util/temp/xid sample missing or old under
- * on_stale=reject), else NONE.
+ * State of @card (freshness mask @f), the one health rule: HOT, then XID (a
+ * fresh non-ignored XID), then BUSY (fresh utilization over the limit, only
+ * when @check_busy), then STALE (a util/temp/xid sample missing or old under
+ * on_stale=reject), else OK.
  */
-static enum gx_reason
-card_health(const struct dctx *d, const struct gx_card *card, unsigned f, bool check_busy)
+static enum gx_card_state
+card_state(const struct dctx *d, const struct gx_card *card, unsigned f, bool check_busy)
 {
     const struct gx_config *cfg = d->cfg;
     bool uf = (f & FRESH(GX_SIG_UTIL)) != 0;
@@ -284,18 +284,52 @@ card_health(const struct dctx *d, const struct gx_card *card, unsigned f, bool c
     bool xf = (f & FRESH(GX_SIG_XID)) != 0;
 
     if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c) {
-        return GX_REASON_UNHEALTHY;
+        return GX_CARD_HOT;
     }
     if (xf && card->v[GX_SIG_XID] != 0.0 && !xid_ignored(cfg, (int)card->v[GX_SIG_XID])) {
-        return GX_REASON_UNHEALTHY;
+        return GX_CARD_XID;
     }
     if (check_busy && uf && card->v[GX_SIG_UTIL] > cfg->max_utilization_pct) {
-        return GX_REASON_BUSY;
+        return GX_CARD_BUSY;
     }
     if (cfg->on_stale == GX_STALE_REJECT && (!uf || !tf || !xf)) {
-        return GX_REASON_STALE;
+        return GX_CARD_STALE;
     }
-    return GX_REASON_NONE;
+    return GX_CARD_OK;
+}
+
+/* The filter reason of a card state. */
+static enum gx_reason
+card_health(const struct dctx *d, const struct gx_card *card, unsigned f, bool check_busy)
+{
+    static const enum gx_reason reason[GX_CARD_COUNT] = {
+        [GX_CARD_OK] = GX_REASON_NONE,       [GX_CARD_HOT] = GX_REASON_UNHEALTHY,
+        [GX_CARD_XID] = GX_REASON_UNHEALTHY, [GX_CARD_BUSY] = GX_REASON_BUSY,
+        [GX_CARD_STALE] = GX_REASON_STALE,
+    };
+
+    return reason[card_state(d, card, f, check_busy)];
+}
+
+enum gx_card_state
+gx_score_card_state(const struct gx_decide_ctx *ctx, const struct gx_node *node,
+                    const struct gx_card *card)
+{
+    struct dctx d;
+
+    dctx_init(&d, ctx, node);
+    return card_state(&d, card, card_fresh(&d, card), true);
+}
+
+const char *
+gx_card_state_text(enum gx_card_state s)
+{
+    static const char *const text[GX_CARD_COUNT] = {
+        [GX_CARD_OK] = "ok",     [GX_CARD_HOT] = "hot",     [GX_CARD_XID] = "xid",
+        [GX_CARD_BUSY] = "busy", [GX_CARD_STALE] = "stale",
+    };
+
+    return (unsigned)s < GX_CARD_COUNT ? text[s] : "ok";
 }
 
 /* Per-card memory size in MiB: node label, else used + free when both fresh, else 0. */
@@ -407,19 +441,34 @@ sort_idle(struct pick *a, size_t n)
     }
 }
 
-/* The more specific of two exclusive-card reasons: UNHEALTHY > BUSY > STALE > NO_SLOT. */
+/*
+ * The reason that decides when only @usable of @want cards are usable, from
+ * the count of cards each reason took (@took): among the reasons whose cards
+ * alone would have made room (all of them when none would), the one that
+ * took the most cards, ties to the more specific (UNHEALTHY > BUSY > STALE >
+ * NO_SLOT); TOO_FEW_GPUS when none took any. Seven taken cards and one with
+ * an XID make "no slot", not "unhealthy".
+ */
 static enum gx_reason
-worse_exclusive(enum gx_reason a, enum gx_reason b)
+deciding_reason(const size_t took[GX_REASON_COUNT], size_t usable, size_t want)
 {
     static const enum gx_reason order[] = {GX_REASON_UNHEALTHY, GX_REASON_BUSY, GX_REASON_STALE,
                                            GX_REASON_NO_SLOT};
+    enum gx_reason best = GX_REASON_TOO_FEW_GPUS;
+    size_t best_n = 0;
+    bool any_enough = false;
 
     for (size_t i = 0; i < GX_ARRAY_LEN(order); i++) {
-        if (a == order[i] || b == order[i]) {
-            return order[i];
+        any_enough = any_enough || (took[order[i]] > 0 && usable + took[order[i]] >= want);
+    }
+    for (size_t i = 0; i < GX_ARRAY_LEN(order); i++) {
+        size_t n = took[order[i]];
+        if (n > best_n && (!any_enough || usable + n >= want)) {
+            best = order[i];
+            best_n = n;
         }
     }
-    return a != GX_REASON_NONE ? a : b;
+    return best;
 }
 
 /*
@@ -491,7 +540,7 @@ decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct
     size_t n = node_cards(node), want = (size_t)req->gpus, usable = 0, picked = 0;
     struct pick ok[256];
     const struct pick *sel[GX_MAX_PICK];
-    enum gx_reason worst = GX_REASON_NONE;
+    size_t took[GX_REASON_COUNT] = {0};
     int group = 0, first_numa = -1;
     bool have_group, mixed_numa = false;
     struct gx_score_parts p = {0};
@@ -521,7 +570,7 @@ decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct
             r = GX_REASON_BUSY; /* in use by something we did not place */
         }
         if (r != GX_REASON_NONE) {
-            worst = worse_exclusive(worst, r);
+            took[r]++;
             continue;
         }
         ok[usable].pos = (int)i;
@@ -531,7 +580,7 @@ decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct
     }
     out->usable_cards = (int)usable;
     if (usable < want) {
-        out->reason = worst != GX_REASON_NONE ? worst : GX_REASON_TOO_FEW_GPUS;
+        out->reason = deciding_reason(took, usable, want);
         return;
     }
     sort_idle(ok, usable);
@@ -732,7 +781,8 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
     int slots = gx_config_card_slots(cfg, node->product, node->replicas);
     size_t n = node_cards(node);
     int64_t total = 0, all = 0, used = node_used_slots(d, slots);
-    enum gx_reason health_fail = GX_REASON_NONE, room_fail = GX_REASON_NONE;
+    enum gx_reason room_fail = GX_REASON_NONE;
+    size_t sick[GX_REASON_COUNT] = {0};
     int healthy = 0, best = -1;
     int64_t best_free = 0;
     unsigned best_fresh = 0;
@@ -749,7 +799,7 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
 
         all += slots;
         if (r != GX_REASON_NONE) {
-            health_fail = worse_exclusive(health_fail, r);
+            sick[r]++;
             continue;
         }
         healthy++;
@@ -781,8 +831,8 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
     out->usable_cards = healthy;
     if (total - used < need) {
         /* blame the sick cards only when they would have made room */
-        out->reason =
-            health_fail != GX_REASON_NONE && all - used >= need ? health_fail : GX_REASON_NO_SLOT;
+        out->reason = healthy < (int)n && all - used >= need ? deciding_reason(sick, 0, 1)
+                                                              : GX_REASON_NO_SLOT;
         return;
     }
     if (req->kind == GX_REQ_SHARED) {

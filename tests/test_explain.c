@@ -172,6 +172,8 @@ Test(explain, text_rows_match_score_verdicts)
                        "6144 MiB tenants 1 [chosen]\n"),
         "%s", b.data);
     cr_assert_not_null(strstr(b.data, "tenants 1 [exclusive]\n"), "%s", b.data);
+    /* a card that cannot take work says why */
+    cr_assert_not_null(strstr(b.data, "[unusable: hot]"), "%s", b.data);
     gx_buf_release(&b);
     gx_ledger_free(w.ledger);
 }
@@ -243,6 +245,7 @@ Test(explain, json_carries_the_same_verdicts)
         cr_assert_eq(cJSON_GetObjectItem(a0, "slices_used")->valueint, 1);
         cr_assert_eq(cJSON_GetObjectItem(a0, "booked_mib")->valueint, 6144);
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(a0, "chosen")));
+        cr_assert_str_eq(cJSON_GetObjectItem(a0, "state")->valuestring, "ok");
     }
     cJSON_Delete(doc);
     gx_buf_release(&b);

@@ -387,6 +387,47 @@ Test(score, stale_metrics_rejected_under_reject)
     world_free(&w);
 }
 
+/* The reason names what decides: cards merely taken, not one other card's XID. */
+Test(score, taken_cards_not_one_sick_card_decide_the_reason)
+{
+    struct world w;
+
+    world_init(&w, "gpu-8", 8);
+    w.cards[0].v[GX_SIG_XID] = 13;
+    for (int i = 1; i < 8; i++) {
+        char uid[16];
+        (void)snprintf(uid, sizeof(uid), "x%d", i);
+        book(&w, uid, i, true, 0, 0);
+    }
+    cr_assert_eq(decide(&w, req_excl(1)).reason, GX_REASON_NO_SLOT);
+    cr_assert_eq(decide(&w, req_excl(2)).reason, GX_REASON_NO_SLOT);
+    world_free(&w);
+
+    /* the sick card is what decides when the rest are free */
+    world_init(&w, "gpu-2", 2);
+    w.cards[0].v[GX_SIG_XID] = 13;
+    cr_assert_eq(decide(&w, req_excl(2)).reason, GX_REASON_UNHEALTHY);
+    world_free(&w);
+}
+
+Test(score, card_state_names_why_a_card_is_unusable)
+{
+    struct world w;
+
+    world_init(&w, "gpu-4", 4);
+    w.cards[0].v[GX_SIG_TEMP] = 95;
+    w.cards[1].v[GX_SIG_XID] = 13;
+    w.cards[2].v[GX_SIG_UTIL] = 99;
+    cr_assert_str_eq(gx_card_state_text(gx_score_card_state(&w.ctx, &w.node, &w.cards[0])), "hot");
+    cr_assert_str_eq(gx_card_state_text(gx_score_card_state(&w.ctx, &w.node, &w.cards[1])), "xid");
+    cr_assert_str_eq(gx_card_state_text(gx_score_card_state(&w.ctx, &w.node, &w.cards[2])), "busy");
+    cr_assert_str_eq(gx_card_state_text(gx_score_card_state(&w.ctx, &w.node, &w.cards[3])), "ok");
+    w.cfg.on_stale = GX_STALE_REJECT;
+    w.cards[3].at_ms[GX_SIG_TEMP] = 0;
+    cr_assert_eq(gx_score_card_state(&w.ctx, &w.node, &w.cards[3]), GX_CARD_STALE);
+    world_free(&w);
+}
+
 Test(score, full_slots_reject_with_time_slot_reason)
 {
     struct world w;

@@ -76,6 +76,23 @@ struct gx_decide_ctx {
 void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
                    const struct gx_node *node, struct gx_verdict *out);
 
+/** Why a card cannot take work, as explain shows it per card. */
+enum gx_card_state {
+    GX_CARD_OK,
+    GX_CARD_HOT,   /* temperature over score.max_temperature_c */
+    GX_CARD_XID,   /* a fresh XID error not in metrics.ignored_xids */
+    GX_CARD_BUSY,  /* utilization over score.max_utilization_pct */
+    GX_CARD_STALE, /* metrics missing or old under on_stale=reject */
+    GX_CARD_COUNT
+};
+
+/** State of @card of @node under the rule filter applies. Cannot fail. */
+enum gx_card_state gx_score_card_state(const struct gx_decide_ctx *ctx, const struct gx_node *node,
+                                       const struct gx_card *card);
+
+/** "ok", "hot", "xid", "busy" or "stale". Static. */
+const char *gx_card_state_text(enum gx_card_state s);
+
 /** True when signal @sig of @card is known and younger than its max age at ctx->now_ms. */
 bool gx_score_fresh(const struct gx_decide_ctx *ctx, const struct gx_card *card,
                     enum gx_signal sig);
