@@ -1,0 +1,640 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Checks of the Helm chart charts/gpu-extender against the kustomize manifests.
+
+Usage:
+  helm_test.py --root DIR --helm PATH --binary PATH [--kubectl PATH]
+      run every check (real helm, real gpu-extender, kustomize via kubectl)
+  helm_test.py --root DIR --sync
+      copy manifests/monitoring's dashboard JSON and alert rules into the
+      chart's files/ (the chart cannot read files outside its directory)
+
+What is checked:
+  - `helm lint` (and `--strict`, with every optional part on) reports no
+    warning and no error; INFO lines are allowed (the chart has no icon);
+  - the chart's copies in files/ and values.yaml's config equal manifests/
+    and config/config.json;
+  - `helm template` with default values renders exactly the objects of
+    `kubectl kustomize manifests` (which includes the scheduler/ overlay),
+    with monitoring.enabled=true those of manifests/ plus manifests/monitoring,
+    with scheduler.enabled=false those of manifests/ minus manifests/scheduler.
+    Objects are matched by kind/namespace/name and compared after dropping
+    the labels only Helm adds (helm.sh/chart, app.kubernetes.io/managed-by,
+    app.kubernetes.io/instance, app.kubernetes.io/version) and parsing the
+    ConfigMaps' embedded .json/.yaml documents (comments and key order of the
+    embedded text may differ; the content may not);
+  - the chart's config.json passes `gpu-extender --check-config` (defaults,
+    TLS, an override) and a broken override is rejected;
+  - non-default values (replicas 3, TLS with caData, monitoring, the second
+    scheduler, another namespace) change exactly the fields they should:
+    every differing field is listed and compared with the expected set.
+
+kustomize: the kubectl given with --kubectl (or $KUBECTL), else the newest
+$HOME/.cache/gpu-extender/k8s-*/kubectl built by tests/k8s/build.sh, else
+this script reads kustomization.yaml's `resources:` itself (refusing any
+other kustomize field, so it can never silently disagree with kustomize).
+The first line of output says which was used. The last line reads
+"N passed, M failed"; the exit status is 1 when anything failed.
+"""
+
+import argparse
+import base64
+import copy
+import difflib
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+CHART = "charts/gpu-extender"
+HELM_ONLY_LABELS = {
+    "helm.sh/chart", "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance", "app.kubernetes.io/version",
+}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+RELEASE = "gpu-extender"
+
+
+class Checker:
+    """Collects named pass/fail results."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, why=""):
+        if ok:
+            self.passed += 1
+            print(f"ok   {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL {name}:\n{why}")
+        return ok
+
+    def run(self, name, fn, *args):
+        """Run fn(*args), which returns a list of problems (empty = pass)."""
+        try:
+            problems = fn(*args)
+        except Exception as exc:  # a crash in a check is a failure, not a traceback
+            problems = [f"{type(exc).__name__}: {exc}"]
+        return self.check(name, not problems, "\n".join("  " + p for p in problems))
+
+
+# ---------------------------------------------------------------- tools
+
+def run(cmd, cwd=None, check=True):
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}: "
+                           f"{(res.stderr or res.stdout)[:2000]}")
+    return res
+
+
+class Helm:
+    def __init__(self, helm, root):
+        self.helm = helm
+        self.root = root
+
+    def template(self, *sets, values=None):
+        cmd = [self.helm, "template", RELEASE, CHART]
+        for s in sets:
+            cmd += ["--set", s]
+        if values is not None:
+            fd, path = tempfile.mkstemp(suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                yaml.safe_dump(values, f)
+            cmd += ["-f", path]
+        try:
+            out = run(cmd, cwd=self.root).stdout
+        finally:
+            if values is not None:
+                os.unlink(path)
+        return load_stream(out)
+
+    def template_fails(self, *sets):
+        cmd = [self.helm, "template", RELEASE, CHART]
+        for s in sets:
+            cmd += ["--set", s]
+        return run(cmd, cwd=self.root, check=False)
+
+
+class Kustomize:
+    """`kubectl kustomize`, or a reader of plain resources: lists."""
+
+    def __init__(self, kubectl, root):
+        self.kubectl = kubectl
+        self.root = root
+
+    def describe(self):
+        if self.kubectl:
+            v = run([self.kubectl, "version", "--client"], check=False).stdout.strip()
+            return f"kubectl kustomize ({self.kubectl}; {' / '.join(v.splitlines())})"
+        return "kustomization.yaml resources: read by helm_test.py (no built kubectl yet)"
+
+    def build(self, rel):
+        if self.kubectl:
+            return load_stream(run([self.kubectl, "kustomize", os.path.join(self.root, rel)]).stdout)
+        return self._read(os.path.join(self.root, rel))
+
+    def _read(self, path):
+        if os.path.isdir(path):
+            for n in ("kustomization.yaml", "kustomization.yml", "Kustomization"):
+                k = os.path.join(path, n)
+                if os.path.exists(k):
+                    break
+            else:
+                raise RuntimeError(f"{path}: no kustomization.yaml")
+            with open(k) as f:
+                kz = yaml.safe_load(f)
+            extra = set(kz) - {"apiVersion", "kind", "resources"}
+            if extra:
+                raise RuntimeError(f"{k}: fields {sorted(extra)} need the real kustomize "
+                                   f"(give --kubectl)")
+            docs = []
+            for r in kz.get("resources") or []:
+                docs += self._read(os.path.join(path, r))
+            return docs
+        with open(path) as f:
+            return [d for d in yaml.safe_load_all(f) if d]
+
+
+def load_stream(text):
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def find_kubectl(arg):
+    if arg:
+        return arg
+    if os.environ.get("KUBECTL"):
+        return os.environ["KUBECTL"]
+    cache = os.environ.get("GX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                           "gpu-extender")
+    found = [p for p in glob.glob(os.path.join(cache, "k8s-*", "kubectl")) if os.access(p, os.X_OK)]
+    found += [p for p in glob.glob(os.path.join(cache, "k8s-*", "bin", "kubectl"))
+              if os.access(p, os.X_OK)]
+
+    def ver(p):
+        d = os.path.basename(os.path.dirname(p))
+        if d == "bin":
+            d = os.path.basename(os.path.dirname(os.path.dirname(p)))
+        parts = d[len("k8s-"):].lstrip("v").split(".")
+        return [int(x) if x.isdigit() else 0 for x in parts]
+
+    return max(found, key=ver) if found else None
+
+
+# ---------------------------------------------------------------- normalising
+
+def oid(doc):
+    md = doc.get("metadata") or {}
+    ns = md.get("namespace") or ""
+    return (doc.get("kind", ""), ns, md.get("name", ""))
+
+
+def fmt(i):
+    k, ns, n = i
+    return f"{k} {ns + '/' if ns else ''}{n}"
+
+
+def normalise(doc):
+    """The comparable content of one object."""
+    d = copy.deepcopy(doc)
+    md = d.get("metadata") or {}
+    labels = md.get("labels")
+    if labels is not None:
+        for k in HELM_ONLY_LABELS:
+            labels.pop(k, None)
+        if not labels:
+            md.pop("labels")
+    if d.get("kind") == "ConfigMap" and isinstance(d.get("data"), dict):
+        for k, v in list(d["data"].items()):
+            if k.endswith(".json"):
+                d["data"][k] = {"<parsed json>": json.loads(v)}
+            elif k.endswith((".yaml", ".yml")):
+                d["data"][k] = {"<parsed yaml>": yaml.safe_load(v)}
+    return d
+
+
+def index(docs):
+    out = {}
+    for d in docs:
+        i = oid(d)
+        if i in out:
+            raise RuntimeError(f"{fmt(i)} appears twice")
+        out[i] = d
+    return out
+
+
+def dump(d):
+    return yaml.safe_dump(d, sort_keys=True, default_flow_style=False, width=1000).splitlines()
+
+
+def compare_sets(chart_docs, kz_docs, chart_label="helm template", kz_label="kustomize"):
+    """Problems, one per differing object, with a unified diff."""
+    a = {i: normalise(d) for i, d in index(chart_docs).items()}
+    b = {i: normalise(d) for i, d in index(kz_docs).items()}
+    problems = []
+    for i in sorted(set(b) - set(a)):
+        problems.append(f"{fmt(i)}: in {kz_label} only")
+    for i in sorted(set(a) - set(b)):
+        problems.append(f"{fmt(i)}: in {chart_label} only")
+    for i in sorted(set(a) & set(b)):
+        if a[i] != b[i]:
+            diff = difflib.unified_diff(dump(b[i]), dump(a[i]), kz_label, chart_label,
+                                        lineterm="", n=2)
+            problems.append(f"{fmt(i)} differs:\n    " + "\n    ".join(diff))
+    return problems
+
+
+def paths_differing(a, b, prefix=""):
+    """Dotted paths where two JSON-like values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            p = f"{prefix}.{k}" if prefix else str(k)
+            if k not in a or k not in b:
+                out.append(p)
+            else:
+                out += paths_differing(a[k], b[k], p)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for n, (x, y) in enumerate(zip(a, b)):
+            out += paths_differing(x, y, f"{prefix}[{n}]")
+        return out
+    return [] if a == b else [prefix]
+
+
+def helm_labels_problems(docs):
+    """Every rendered object carries exactly the Helm labels on top of the manifests'."""
+    problems = []
+    for d in docs:
+        labels = (d.get("metadata") or {}).get("labels") or {}
+        missing = HELM_ONLY_LABELS - set(labels)
+        if missing:
+            problems.append(f"{fmt(oid(d))}: no {sorted(missing)}")
+        elif labels["app.kubernetes.io/managed-by"] != "Helm":
+            problems.append(f"{fmt(oid(d))}: managed-by {labels['app.kubernetes.io/managed-by']}")
+    return problems
+
+
+# ---------------------------------------------------------------- accessors
+
+def get(docs, kind, name, ns=None):
+    for d in docs:
+        k, n_s, n = oid(d)
+        if k == kind and n == name and (ns is None or n_s == ns):
+            return d
+    raise KeyError(f"{kind} {name} not rendered")
+
+
+def config_of(docs, ns="gpu-extender"):
+    return json.loads(get(docs, "ConfigMap", "gpu-extender-config", ns)["data"]["config.json"])
+
+
+def sched_config(docs, name):
+    return yaml.safe_load(get(docs, "ConfigMap", name)["data"]["kube-scheduler-config.yaml"])
+
+
+def container(deploy):
+    return deploy["spec"]["template"]["spec"]["containers"][0]
+
+
+# ---------------------------------------------------------------- checks
+
+def chk_lint(helm, root):
+    problems = []
+    for args in (["lint", CHART],
+                 ["lint", "--strict", CHART, "--set",
+                  "monitoring.enabled=true,tls.enabled=true,tls.caData=Y2E=,replicas=3"],
+                 ["lint", "--strict", CHART, "--set", "scheduler.enabled=false"]):
+        res = run([helm] + args, cwd=root, check=False)
+        out = res.stdout + res.stderr
+        bad = [line for line in out.splitlines()
+               if line.startswith(("[WARNING]", "[ERROR]")) or "Error" in line]
+        if res.returncode != 0 or bad:
+            problems.append(f"helm {' '.join(args)} exited {res.returncode}: "
+                            + ("; ".join(bad) or out[-1000:]))
+        infos = [line for line in out.splitlines() if line.startswith("[INFO]")]
+        unexpected = [i for i in infos if "icon is recommended" not in i]
+        if unexpected:
+            problems.append(f"helm {' '.join(args)}: unexpected INFO {unexpected}")
+    return problems
+
+
+def chk_copies(root):
+    problems = []
+    chart = os.path.join(root, CHART)
+    with open(os.path.join(root, "manifests/monitoring/grafana-dashboard.json"), "rb") as f:
+        want = f.read()
+    with open(os.path.join(chart, "files/grafana-dashboard.json"), "rb") as f:
+        have = f.read()
+    if want != have:
+        problems.append(f"{CHART}/files/grafana-dashboard.json differs from "
+                        "manifests/monitoring/grafana-dashboard.json (run helm_test.py --sync)")
+    with open(os.path.join(root, "manifests/monitoring/prometheusrule.yaml")) as f:
+        spec = yaml.safe_load(f)["spec"]
+    with open(os.path.join(chart, "files/prometheus-rules.yaml")) as f:
+        rules = yaml.safe_load(f)
+    if spec != rules:
+        problems.append(f"{CHART}/files/prometheus-rules.yaml differs from the spec of "
+                        "manifests/monitoring/prometheusrule.yaml (run helm_test.py --sync)")
+    with open(os.path.join(root, "config/config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(chart, "values.yaml")) as f:
+        values = yaml.safe_load(f)
+    if values.get("config") != cfg:
+        problems += ["values.yaml config differs from config/config.json at "
+                     + ", ".join(paths_differing(values.get("config"), cfg))]
+    return problems
+
+
+def chk_default(helm, kz):
+    chart = helm.template()
+    return compare_sets(chart, kz.build("manifests")) + helm_labels_problems(chart)
+
+
+def chk_monitoring(helm, kz):
+    chart = helm.template("monitoring.enabled=true")
+    return compare_sets(chart, kz.build("manifests") + kz.build("manifests/monitoring"),
+                        kz_label="kustomize manifests + manifests/monitoring")
+
+
+def chk_no_scheduler(helm, kz):
+    sched = {oid(d) for d in kz.build("manifests/scheduler")}
+    if not sched:
+        return ["manifests/scheduler renders nothing"]
+    base = [d for d in kz.build("manifests") if oid(d) not in sched]
+    return compare_sets(helm.template("scheduler.enabled=false"), base,
+                        kz_label="kustomize manifests - manifests/scheduler")
+
+
+def check_config(binary, cfg):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=2)
+        res = subprocess.run([binary, "--check-config", path], capture_output=True, text=True,
+                             timeout=30)
+        return res.returncode, (res.stdout + res.stderr).strip()
+
+
+def chk_check_config(helm, binary):
+    problems = []
+    for label, sets in (("defaults", []),
+                        ("tls.enabled", ["tls.enabled=true"]),
+                        ("overrides", ["config.log.level=debug",
+                                       "config.prometheus.url=http://prometheus.monitoring.svc:9090",
+                                       "config.score.policy=spread",
+                                       "config.sharing.default_slots=8"])):
+        rc, out = check_config(binary, config_of(helm.template(*sets)))
+        if rc != 0:
+            problems.append(f"{label}: --check-config exited {rc}: {out[:500]}")
+    for label, sets in (("unknown key", ["config.score.nonsense=1"]),
+                        ("bad policy", ["config.score.policy=nonsense"])):
+        rc, out = check_config(binary, config_of(helm.template(*sets)))
+        if rc != 1:
+            problems.append(f"{label}: --check-config exited {rc}, want 1 ({out[:200]})")
+    return problems
+
+
+def expect_paths(problems, what, got, want):
+    got, want = set(got), set(want)
+    if got != want:
+        if got - want:
+            problems.append(f"{what}: unexpected changes at {sorted(got - want)}")
+        if want - got:
+            problems.append(f"{what}: expected changes missing at {sorted(want - got)}")
+
+
+def chk_non_default(helm, kz):
+    """replicas 3, TLS with caData, monitoring, scheduler on: exactly these differences."""
+    ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n").decode()
+    chart = index(helm.template(values={
+        "replicas": 3,
+        "tls": {"enabled": True, "secretName": "my-tls", "caData": ca},
+        "monitoring": {"enabled": True,
+                       "serviceMonitor": {"labels": {"release": "kps"}},
+                       "prometheusRule": {"labels": {"release": "kps"}}},
+        "scheduler": {"enabled": True},
+    }))
+    want = index(kz.build("manifests") + kz.build("manifests/monitoring"))
+    problems = []
+    if set(chart) != set(want):
+        problems.append(f"objects differ: chart only {sorted(map(fmt, set(chart) - set(want)))}, "
+                        f"kustomize only {sorted(map(fmt, set(want) - set(chart)))}")
+        return problems
+    expected = {
+        ("Deployment", "gpu-extender", "gpu-extender"): {
+            "spec.replicas": 3,
+            "spec.template.spec.containers[0].ports[0].name": "https",
+            "spec.template.spec.containers[0].ports[0].containerPort": 8443,
+            "spec.template.spec.containers[0].readinessProbe.httpGet.port": "https",
+            "spec.template.spec.containers[0].readinessProbe.httpGet.scheme": "HTTPS",
+            "spec.template.spec.containers[0].livenessProbe.httpGet.port": "https",
+            "spec.template.spec.containers[0].livenessProbe.httpGet.scheme": "HTTPS",
+            "spec.template.spec.volumes[1].secret.secretName": "my-tls",
+            "spec.template.spec.volumes[1].secret.optional": False,
+        },
+        ("Service", "gpu-extender", "gpu-extender"): {
+            "spec.ports[0].name": "https",
+            "spec.ports[0].port": 443,
+            "spec.ports[0].targetPort": "https",
+        },
+        ("ConfigMap", "gpu-extender", "gpu-extender-config"): {
+            "data.config.json.<parsed json>.server.port": 8443,
+            "data.config.json.<parsed json>.server.tls_cert_file": "/etc/gpu-extender-tls/tls.crt",
+            "data.config.json.<parsed json>.server.tls_key_file": "/etc/gpu-extender-tls/tls.key",
+        },
+        ("Deployment", "kube-system", "gpu-scheduler"): {
+            "spec.template.spec.volumes[0].configMap.name": "gpu-scheduler-config-https",
+        },
+        ("ConfigMap", "kube-system", "gpu-scheduler-config-https"): {
+            "data.kube-scheduler-config.yaml.<parsed yaml>.extenders[0].tlsConfig.caData": ca,
+            "data.kube-scheduler-config.yaml.<parsed yaml>.extenders[0].tlsConfig.caFile": None,
+        },
+        ("ServiceMonitor", "gpu-extender", "gpu-extender"): {
+            "metadata.labels.release": "kps",
+            "spec.endpoints[0].port": "https",
+            "spec.endpoints[0].scheme": "https",
+            "spec.endpoints[0].tlsConfig": {"serverName": "gpu-extender.gpu-extender.svc",
+                                            "ca": {"secret": {"name": "my-tls", "key": "ca.crt"}}},
+        },
+        ("PrometheusRule", "gpu-extender", "gpu-extender"): {
+            "metadata.labels.release": "kps",
+        },
+    }
+    for i in sorted(want):
+        a, b = normalise(chart[i]), normalise(want[i])
+        exp = expected.get(i, {})
+        expect_paths(problems, fmt(i), paths_differing(a, b), exp)
+        for path, value in exp.items():
+            have = lookup(a, path)
+            if have != value:
+                problems.append(f"{fmt(i)}: {path} = {have!r}, want {value!r}")
+    # The HTTPS scheduler config the chart mounts with caData keeps everything
+    # else of the shipped one, and the https urlPrefix is the Service's.
+    ext = sched_config(list(chart.values()), "gpu-scheduler-config-https")["extenders"][0]
+    if ext["urlPrefix"] != "https://gpu-extender.gpu-extender.svc:443/gpu-extender":
+        problems.append(f"https urlPrefix {ext['urlPrefix']}")
+    return problems
+
+
+def chk_tls_ca_file(helm, kz):
+    """TLS without caData mounts the shipped HTTPS scheduler config unchanged."""
+    chart = helm.template("tls.enabled=true")
+    shipped = index(kz.build("manifests/scheduler"))
+    i = ("ConfigMap", "kube-system", "gpu-scheduler-config-https")
+    a = normalise(index(chart)[i])
+    b = normalise(shipped[i])
+    problems = [f"{p} differs" for p in paths_differing(a, b)]
+    vol = get(chart, "Deployment", "gpu-scheduler")["spec"]["template"]["spec"]["volumes"][0]
+    if vol["configMap"]["name"] != "gpu-scheduler-config-https":
+        problems.append(f"scheduler mounts {vol['configMap']['name']}")
+    return problems
+
+
+def chk_namespace(helm, binary):
+    """Another namespace moves every namespaced extender object and its addresses."""
+    chart = helm.template("namespace.name=gpu-x", "namespace.create=false",
+                          "scheduler.name=gpu-sched-2", "scheduler.namespace=sched-ns")
+    problems = []
+    if any(d["kind"] == "Namespace" for d in chart):
+        problems.append("namespace.create=false still renders a Namespace")
+    for d in chart:
+        k, ns, n = oid(d)
+        if k in CLUSTER_SCOPED:
+            continue
+        sched = (d["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "gpu-sched-2"
+        allowed = {"sched-ns", "kube-system"} if sched else {"gpu-x"}
+        if ns not in allowed:
+            problems.append(f"{fmt(oid(d))}: namespace {ns!r}")
+    cfg = config_of(chart, "gpu-x")
+    if cfg["kubernetes"]["namespace"] != "gpu-x":
+        problems.append(f"config kubernetes.namespace {cfg['kubernetes']['namespace']}")
+    rc, out = check_config(binary, cfg)
+    if rc != 0:
+        problems.append(f"--check-config exited {rc}: {out[:300]}")
+    sc = sched_config(chart, "gpu-sched-2-config")
+    if sc["extenders"][0]["urlPrefix"] != "http://gpu-extender.gpu-x.svc:8888/gpu-extender":
+        problems.append(f"urlPrefix {sc['extenders'][0]['urlPrefix']}")
+    if sc["profiles"][0]["schedulerName"] != "gpu-sched-2" or \
+            sc["leaderElection"]["resourceName"] != "gpu-sched-2" or \
+            sc["leaderElection"]["resourceNamespace"] != "sched-ns":
+        problems.append(f"scheduler name/lease not moved: {sc['profiles']} {sc['leaderElection']}")
+    role = get(chart, "ClusterRole", "gpu-sched-2-leader-election")
+    if role["rules"][1]["resourceNames"] != ["gpu-sched-2"]:
+        problems.append(f"leader-election Lease name {role['rules'][1]['resourceNames']}")
+    for kind, name in (("ClusterRoleBinding", "gpu-extender"), ("RoleBinding", "gpu-extender-ledger")):
+        subj = get(chart, kind, name)["subjects"][0]
+        if subj["namespace"] != "gpu-x":
+            problems.append(f"{kind} {name} subject namespace {subj['namespace']}")
+    return problems
+
+
+def chk_required(helm):
+    res = helm.template_fails("namespace.name=")
+    if res.returncode == 0 or "namespace.name is required" not in res.stderr:
+        return [f"empty namespace.name rendered (exit {res.returncode}): {res.stderr[:300]}"]
+    return []
+
+
+def lookup(d, path):
+    """Value at a dotted path as produced by paths_differing (None if absent)."""
+    cur = d
+    for part in split_path(path):
+        if isinstance(part, int):
+            if not isinstance(cur, list) or part >= len(cur):
+                return None
+            cur = cur[part]
+        else:
+            if not isinstance(cur, dict) or part not in cur:
+                return None
+            cur = cur[part]
+    return cur
+
+
+def split_path(path):
+    """Split on dots and [n]; ConfigMap keys with dots are matched greedily."""
+    out = []
+    for seg in path.replace("[", ".[").split("."):
+        if seg.startswith("[") and seg.endswith("]"):
+            out.append(int(seg[1:-1]))
+        elif seg:
+            out.append(seg)
+    # Rejoin the data keys that contain dots (config.json, kube-scheduler-config.yaml).
+    joined = []
+    i = 0
+    while i < len(out):
+        if out[i] == "data" and i + 2 < len(out) and isinstance(out[i + 1], str):
+            joined += ["data", f"{out[i + 1]}.{out[i + 2]}"]
+            i += 3
+            continue
+        joined.append(out[i])
+        i += 1
+    return joined
+
+
+# ---------------------------------------------------------------- sync
+
+def sync(root):
+    chart = os.path.join(root, CHART, "files")
+    shutil.copyfile(os.path.join(root, "manifests/monitoring/grafana-dashboard.json"),
+                    os.path.join(chart, "grafana-dashboard.json"))
+    with open(os.path.join(root, "manifests/monitoring/prometheusrule.yaml")) as f:
+        lines = f.read().split("\n")
+    body = [line[2:] if line.startswith("  ") else line for line in lines[lines.index("spec:") + 1:]]
+    text = "\n".join(body).rstrip("\n") + "\n"
+    with open(os.path.join(root, "manifests/monitoring/prometheusrule.yaml")) as f:
+        if yaml.safe_load(text) != yaml.safe_load(f)["spec"]:
+            raise SystemExit("prometheusrule.yaml: spec is not the last top-level key")
+    with open(os.path.join(chart, "prometheus-rules.yaml"), "w") as f:
+        f.write(text)
+    print(f"synced {CHART}/files from manifests/monitoring")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--helm")
+    ap.add_argument("--binary")
+    ap.add_argument("--kubectl")
+    ap.add_argument("--sync", action="store_true")
+    a = ap.parse_args()
+    root = os.path.abspath(a.root)
+    if a.sync:
+        sync(root)
+        return 0
+    if not a.helm or not a.binary:
+        ap.error("--helm and --binary are required")
+    helm = Helm(a.helm, root)
+    kz = Kustomize(find_kubectl(a.kubectl), root)
+    print(f"# helm: {a.helm} ({run([a.helm, 'version', '--short']).stdout.strip()})")
+    print(f"# kustomize: {kz.describe()}")
+    ck = Checker()
+    ck.run("helm lint: no warning or error", chk_lint, a.helm, root)
+    ck.run("chart copies equal manifests/ and config/config.json", chk_copies, root)
+    ck.run("defaults render the objects of kustomize manifests/", chk_default, helm, kz)
+    ck.run("monitoring.enabled adds the objects of manifests/monitoring", chk_monitoring, helm, kz)
+    ck.run("scheduler.enabled=false drops the objects of manifests/scheduler",
+           chk_no_scheduler, helm, kz)
+    ck.run("gpu-extender --check-config accepts the chart's config, rejects broken ones",
+           chk_check_config, helm, a.binary)
+    ck.run("replicas 3 + TLS + caData + monitoring change exactly the expected fields",
+           chk_non_default, helm, kz)
+    ck.run("TLS without caData mounts the shipped HTTPS scheduler config", chk_tls_ca_file,
+           helm, kz)
+    ck.run("namespace and scheduler name move every object and address", chk_namespace,
+           helm, a.binary)
+    ck.run("an empty namespace.name is refused", chk_required, helm)
+    print(f"{ck.passed} passed, {ck.failed} failed")
+    return 1 if ck.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
