@@ -110,6 +110,24 @@ gx_strndup(const char *s, size_t len)
     return p;
 }
 
+bool
+gx_stamp_changed(const char *path, struct gx_stamp *st)
+{
+    struct stat s;
+
+    if (stat(path, &s) != 0) {
+        return false;
+    }
+    if ((int64_t)s.st_mtime == st->mtime && (int64_t)s.st_size == st->size &&
+        (uint64_t)s.st_ino == st->ino) {
+        return false;
+    }
+    st->mtime = (int64_t)s.st_mtime;
+    st->size = (int64_t)s.st_size;
+    st->ino = (uint64_t)s.st_ino;
+    return true;
+}
+
 enum gx_err
 gx_read_file(const char *path, size_t cap, char **out, size_t *len)
 {

@@ -951,6 +951,28 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
     return rc;
 }
 
+void
+gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out,
+                     size_t n)
+{
+    cJSON *root = NULL;
+    const cJSON *msg = NULL;
+
+    if (rc != GX_OK) {
+        (void)snprintf(out, n, "%s", gx_strerror(rc));
+        return;
+    }
+    if (body != NULL && len > 0 && parse_doc(body, len, 8, &root, NULL) == GX_OK) {
+        msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+    }
+    if (cJSON_IsString(msg) && msg->valuestring[0] != '\0') {
+        (void)snprintf(out, n, "HTTP %ld: %s", status, msg->valuestring);
+    } else {
+        (void)snprintf(out, n, "HTTP %ld", status);
+    }
+    cJSON_Delete(root);
+}
+
 static const char *const watch_types[] = {
     [GX_WATCH_ADDED] = "ADDED",     [GX_WATCH_MODIFIED] = "MODIFIED",
     [GX_WATCH_DELETED] = "DELETED", [GX_WATCH_BOOKMARK] = "BOOKMARK",

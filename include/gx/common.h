@@ -58,6 +58,19 @@ char *gx_strndup(const char *s, size_t len);
 /** Read a whole file of at most @cap bytes; you own *out (NUL-terminated). */
 enum gx_err gx_read_file(const char *path, size_t cap, char **out, size_t *len) GX_WUR;
 
+/** What identifies one version of a file: a kubelet ConfigMap swap changes the inode. */
+struct gx_stamp {
+    int64_t mtime;
+    int64_t size;
+    uint64_t ino;
+};
+
+/**
+ * True when @path exists and its stamp differs from @st, which is then
+ * updated (a missing file is "unchanged": the last good copy stays).
+ */
+bool gx_stamp_changed(const char *path, struct gx_stamp *st);
+
 /** 64-bit FNV-1a of @len bytes. */
 uint64_t gx_hash(const void *data, size_t len);
 

@@ -88,6 +88,14 @@ enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth,
                                     struct gx_pod **pods, size_t *n, const char **resource_version,
                                     struct gx_why *why) GX_WUR;
 
+/**
+ * What a failed API call says: "HTTP 409: <Status.message>" from the
+ * Status body the API server sends with an error, "HTTP 500" without one,
+ * or the transfer error (@rc not GX_OK: "timeout", ...). Into @out (@n).
+ */
+void gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out,
+                          size_t n);
+
 enum gx_watch_type {
     GX_WATCH_ADDED,
     GX_WATCH_MODIFIED,
