@@ -5,19 +5,29 @@
  * (idle connections) by one timer, re-armed after every MHD_run. Requests
  * are buffered up to a cap; a request whose handler did not answer at once
  * is suspended and resumed by gx_http_respond.
+ *
+ * Two things MHD does not do by itself in this mode are done here: a peer
+ * that closes its side of a connection while a request is unfinished is
+ * noticed at once (libevent EV_CLOSED on every connection socket: MHD's
+ * edge-triggered epoll reads the last bytes but never the EOF after them,
+ * so the connection would sit in CLOSE-WAIT until the idle timeout), and
+ * the memory held by all requests in flight is bounded by one budget.
  */
 #include "gx/http.h"
 
 #include <arpa/inet.h>
 #include <event2/event.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gx/extender.h"
 #include "gx/log.h"
 
 struct gx_http {
@@ -34,6 +44,12 @@ struct gx_http {
     int phase_limit_ms;     /* longest a request may take to arrive */
     struct conn_rec *conns; /* every open connection */
     struct event *reaper;   /* closes connections that trickle */
+    int conn_timeout_s;     /* idle timeout given to each new connection */
+    size_t budget;          /* bytes all requests in flight may hold (0: no budget) */
+    size_t held;            /* bytes charged to requests in flight */
+    bool early_close;       /* the loop supports EV_CLOSED */
+    size_t n_closed;        /* connections with peer_closed set */
+    struct gx_http_stats stats;
 };
 
 /*
@@ -44,10 +60,14 @@ struct gx_http {
  */
 struct conn_rec {
     struct conn_rec *prev, *next;
+    struct gx_http *h;
+    struct MHD_Connection *conn;
+    struct event *closed_ev; /* fires when the peer closes its side */
     MHD_socket fd;
     int64_t phase_start_ms; /* when the current request (or wait for one) began */
     int64_t extra_ms;       /* allowance for a declared body */
     bool busy;              /* request complete: being answered */
+    bool peer_closed;       /* the peer closed its side; reap unless busy */
 };
 
 enum req_state { REQ_READING, REQ_DISPATCHED, REQ_SUSPENDED, REQ_ANSWERED };
@@ -57,7 +77,9 @@ struct gx_http_req {
     struct MHD_Connection *conn;
     const char *method, *path;
     struct gx_buf body;
+    size_t charge; /* bytes charged to the budget for this request */
     bool too_big;
+    bool over_budget; /* refused by the memory budget: answered 503 here */
     enum req_state state;
     uint64_t id;
     int64_t start_ms;
@@ -68,6 +90,7 @@ struct gx_http_req {
 };
 
 static void http_run(struct gx_http *h);
+static bool reap_closed_once(struct gx_http *h);
 
 static void
 io_cb(evutil_socket_t fd, short what, void *arg)
@@ -93,16 +116,16 @@ http_run(struct gx_http *h)
     struct timeval tv;
 
     (void)MHD_run(h->daemon);
-    if (MHD_get_timeout(h->daemon, &ms) == MHD_YES) {
-        if (ms > 60000) {
-            ms = 60000;
-        }
-        tv.tv_sec = (time_t)(ms / 1000);
-        tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    } else {
-        tv.tv_sec = 1;
-        tv.tv_usec = 0;
+    if (reap_closed_once(h)) {
+        ms = 0; /* let MHD see the sockets just shut down */
+    } else if (MHD_get_timeout(h->daemon, &ms) != MHD_YES) {
+        ms = 1000;
     }
+    if (ms > 60000) {
+        ms = 60000;
+    }
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
     (void)evtimer_add(h->timer, &tv);
 }
 
@@ -151,6 +174,64 @@ conn_phase(struct MHD_Connection *conn, bool busy, size_t body_bytes)
     c->extra_ms = (int64_t)(body_bytes >> 10); /* 1 ms per KiB: 1 MiB/s */
 }
 
+/* The peer closed its side of @c's socket: let the next MHD pass decide. */
+static void
+closed_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn_rec *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (!c->peer_closed) {
+        c->peer_closed = true;
+        c->h->n_closed++;
+    }
+    http_kick(c->h);
+}
+
+/*
+ * Shut down every connection whose peer has closed and which has no request
+ * being answered: its unfinished request can never complete. Runs after
+ * MHD_run, so bytes that arrived with the FIN have been read and a request
+ * they completed is already dispatched (busy); a socket that still holds
+ * unread bytes is left for the next pass. True when one was shut down (MHD
+ * must run again to see it).
+ */
+static bool
+reap_closed_once(struct gx_http *h)
+{
+    bool any = false;
+
+    if (h->n_closed == 0) {
+        return false;
+    }
+    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+        int unread = 0;
+
+        if (!c->peer_closed || c->busy || c->fd == MHD_INVALID_SOCKET) {
+            continue;
+        }
+        if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0) {
+            continue;
+        }
+        (void)shutdown(c->fd, SHUT_RDWR);
+        c->peer_closed = false;
+        h->n_closed--;
+        c->busy = true; /* once */
+        h->stats.peer_closed++;
+        any = true;
+    }
+    return any;
+}
+
+static void
+reap_closed(struct gx_http *h)
+{
+    if (reap_closed_once(h)) {
+        http_kick(h);
+    }
+}
+
 static void
 notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
           enum MHD_ConnectionNotificationCode code)
@@ -165,8 +246,19 @@ notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
             return;
         }
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c->h = h;
+        c->conn = conn;
         c->fd = ci != NULL ? ci->connect_fd : MHD_INVALID_SOCKET;
         c->phase_start_ms = gx_mono_ms();
+        if (h->early_close && c->fd != MHD_INVALID_SOCKET) {
+            c->closed_ev = event_new(h->base, c->fd, EV_CLOSED, closed_cb, c);
+            if (c->closed_ev != NULL && event_add(c->closed_ev, NULL) != 0) {
+                event_free(c->closed_ev);
+                c->closed_ev = NULL;
+            }
+        }
+        (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                        (unsigned int)h->conn_timeout_s);
         c->next = h->conns;
         if (h->conns != NULL) {
             h->conns->prev = c;
@@ -177,6 +269,12 @@ notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
     }
     if (c == NULL) {
         return;
+    }
+    if (c->closed_ev != NULL) {
+        event_free(c->closed_ev);
+    }
+    if (c->peer_closed) {
+        h->n_closed--;
     }
     if (c->prev != NULL) {
         c->prev->next = c->next;
@@ -212,6 +310,35 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
     if (any) {
         http_kick(h);
     }
+    reap_closed(h);
+    gx_log_tick(); /* once a second: report log lines the rate limit held back */
+}
+
+/*
+ * Charge @r @more bytes against the budget. False (nothing charged) when
+ * the requests in flight already hold too much for it to fit.
+ */
+static bool
+budget_charge(struct gx_http_req *r, size_t more)
+{
+    struct gx_http *h = r->h;
+
+    if (h->budget > 0 && (more > h->budget || h->held > h->budget - more)) {
+        return false;
+    }
+    h->held += more;
+    r->charge += more;
+    if (h->held > h->stats.held_peak) {
+        h->stats.held_peak = h->held;
+    }
+    return true;
+}
+
+/* A body of @n bytes is charged twice: the body, and a reply that may echo it. */
+static size_t
+body_charge(size_t n)
+{
+    return n > SIZE_MAX / 2 ? SIZE_MAX : 2 * n;
 }
 
 static struct gx_http_req *
@@ -236,6 +363,8 @@ req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, cons
         unsigned long long n = strtoull(cl, NULL, 10);
         if (n > h->max_body) {
             r->too_big = true;
+        } else if (n > 0 && !budget_charge(r, body_charge((size_t)n))) {
+            r->over_budget = true;
         } else if (n > 0) {
             /*
              * One allocation of the declared size instead of doubling from
@@ -265,6 +394,44 @@ queue_pending(struct gx_http_req *r)
     return ret;
 }
 
+/*
+ * Refuse @r because the memory budget is spent: 503 with Retry-After, and
+ * the connection is closed (the body is never read). Answered here, before
+ * the handler, so the refusal costs no memory.
+ */
+static enum MHD_Result
+refuse_over_budget(struct gx_http_req *r)
+{
+    struct gx_buf b;
+    struct MHD_Response *resp;
+    size_t len = 0;
+    char *data;
+    enum MHD_Result ret;
+
+    gx_buf_init(&b, 1024);
+    if (gx_ext_encode_http_error(&b, 503,
+                                 "server busy: requests in flight hold "
+                                 "server.max_inflight_bytes; retry") != GX_OK) {
+        gx_buf_reset(&b);
+    }
+    data = gx_buf_take(&b, &len);
+    resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(data);
+        return MHD_NO;
+    }
+    (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    (void)MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    r->state = REQ_ANSWERED;
+    r->h->stats.refused_budget++;
+    gx_buf_release(&r->body);
+    ret = MHD_queue_response(r->conn, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result
 access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
           const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -280,18 +447,40 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url, const char *m
         }
         *con_cls = r;
         conn_phase(conn, false, r->body.cap);
+        if (r->over_budget) {
+            return refuse_over_budget(r);
+        }
         /* A declared length over the cap is answered before reading the body. */
         if (!r->too_big) {
             return MHD_YES;
         }
     }
+    if (r->state == REQ_ANSWERED && *upload_data_size > 0) {
+        *upload_data_size = 0; /* refused: what still arrives is dropped */
+        return MHD_YES;
+    }
     if (r->state == REQ_READING && *upload_data_size > 0) {
-        if (!r->too_big && gx_buf_add(&r->body, upload_data, *upload_data_size) != GX_OK) {
+        size_t want = body_charge(r->body.len + *upload_data_size);
+        /*
+         * A body without a declared length is charged as it grows; once it
+         * does not fit, the rest is dropped and 503 answered at its end
+         * (MHD cannot queue a reply in the middle of a body).
+         */
+        if (!r->too_big && !r->over_budget && want > r->charge &&
+            !budget_charge(r, want - r->charge)) {
+            r->over_budget = true;
+            gx_buf_release(&r->body);
+        }
+        if (!r->too_big && !r->over_budget &&
+            gx_buf_add(&r->body, upload_data, *upload_data_size) != GX_OK) {
             r->too_big = true;
             gx_buf_release(&r->body);
         }
         *upload_data_size = 0;
         return MHD_YES;
+    }
+    if (r->state == REQ_READING && r->over_budget) {
+        return refuse_over_budget(r);
     }
     if (r->state == REQ_READING) {
         conn_phase(conn, true, 0);
@@ -326,6 +515,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
         MHD_destroy_response(r->pending);
     }
     gx_buf_release(&r->body);
+    h->held -= r->charge;
     h->inflight--;
     free(r);
     *con_cls = NULL;
@@ -342,6 +532,19 @@ gx_http_respond(struct gx_http_req *r, int status, const char *content_type, str
     if (resp == NULL) {
         free(data);
         return;
+    }
+    /*
+     * The reply is held until it is sent. Admission reserved one body's
+     * worth for it; a bigger reply (many names) is charged on top, without
+     * refusal: the request is already decided.
+     */
+    if (len > r->charge - r->charge / 2) {
+        size_t more = len - (r->charge - r->charge / 2);
+        r->h->held += more;
+        r->charge += more;
+        if (r->h->held > r->h->stats.held_peak) {
+            r->h->stats.held_peak = r->h->held;
+        }
     }
     if (content_type != NULL) {
         (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -368,6 +571,62 @@ mhd_log_cb(void *cls, const char *fmt, va_list ap)
         msg[--n] = '\0';
     }
     gx_warn("http server error", "detail=%s", gx_log_quote(q, sizeof(q), msg));
+}
+
+/*
+ * The priority string handed to GnuTLS: the configured one with every
+ * protocol older than TLS 1.2 removed, whatever it enabled.
+ */
+static void
+effective_priorities(const char *prio, char *out, size_t n)
+{
+    (void)snprintf(out, n, "%s:-VERS-SSL3.0:-VERS-TLS1.0:-VERS-TLS1.1",
+                   prio != NULL ? prio : GX_HTTP_TLS_PRIORITIES);
+}
+
+enum gx_err
+gx_http_check_priorities(const char *prio, struct gx_why *why)
+{
+    char eff[1024];
+    const char *err_pos = NULL;
+    gnutls_priority_t p;
+    int ret;
+
+    effective_priorities(prio, eff, sizeof(eff));
+    ret = gnutls_priority_init(&p, eff, &err_pos);
+    if (ret != GNUTLS_E_SUCCESS) {
+        gx_why_set(why, "server.tls_priorities: not a valid GnuTLS priority string at '%.40s'",
+                   err_pos != NULL ? err_pos : eff);
+        return GX_EINVAL;
+    }
+    gnutls_priority_deinit(p);
+    return GX_OK;
+}
+
+enum gx_err
+gx_http_check_tls(const char *cert, size_t cert_len, const char *key, size_t key_len,
+                  struct gx_why *why)
+{
+    gnutls_certificate_credentials_t cred = NULL;
+    gnutls_datum_t c = {(unsigned char *)(uintptr_t)cert, (unsigned int)cert_len};
+    gnutls_datum_t k = {(unsigned char *)(uintptr_t)key, (unsigned int)key_len};
+    int ret;
+
+    if (cert_len > UINT32_MAX || key_len > UINT32_MAX ||
+        gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS) {
+        gx_why_set(why, "server.tls_cert_file: cannot check the certificate");
+        return GX_ENOMEM;
+    }
+    ret = gnutls_certificate_set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_free_credentials(cred);
+    if (ret < 0) {
+        gx_why_set(why,
+                   "server.tls_cert_file: certificate and server.tls_key_file do not form "
+                   "a usable PEM pair: %s",
+                   gnutls_strerror(ret));
+        return GX_EINVAL;
+    }
+    return GX_OK;
 }
 
 static enum gx_err
@@ -399,6 +658,7 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
     unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    char prio[1024];
     enum gx_err rc;
 
     if ((rc = parse_addr(opts->address, opts->port, &ss, why)) != GX_OK) {
@@ -418,22 +678,38 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     h->cb = cb;
     h->ctx = ctx;
     h->max_body = opts->max_body;
+    h->budget = opts->max_inflight;
+    h->conn_timeout_s = opts->conn_timeout_s;
     h->phase_limit_ms = opts->conn_timeout_s * 1000;
+    h->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
+    if (!h->early_close) {
+        gx_warn("event loop cannot watch for closed connections; abandoned connections wait "
+                "for the idle timeout",
+                "method=%s", event_base_get_method(base));
+    }
+    /*
+     * The daemon-wide timeout is only the default; every connection gets
+     * the current server.connection_timeout_s when it opens (notify_cb),
+     * which is what makes that key live.
+     */
+    effective_priorities(opts->tls_priorities, prio, sizeof(prio));
     if (opts->tls_cert != NULL) {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
             MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
             MHD_OPTION_NOTIFY_CONNECTION, notify_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u,
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, GX_HTTP_MAX_CONNS,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GX_HTTP_CONN_MEMORY,
             MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)opts->reuse_port,
-            MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert, MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key,
-            MHD_OPTION_END);
+            MHD_OPTION_HTTPS_PRIORITIES, prio, MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert,
+            MHD_OPTION_HTTPS_MEM_KEY, opts->tls_key, MHD_OPTION_END);
     } else {
         h->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
             MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h,
             MHD_OPTION_NOTIFY_CONNECTION, notify_cb, h, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, 2048u, MHD_OPTION_END);
+            (unsigned int)opts->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, GX_HTTP_MAX_CONNS,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GX_HTTP_CONN_MEMORY, MHD_OPTION_END);
     }
     if (h->daemon == NULL) {
         gx_why_set(why, "cannot listen on %s port %d (in use, or bad TLS key/cert)", opts->address,
@@ -488,6 +764,35 @@ void
 gx_http_set_max_body(struct gx_http *h, size_t max_body)
 {
     h->max_body = max_body;
+}
+
+void
+gx_http_set_conn_timeout(struct gx_http *h, int seconds)
+{
+    h->conn_timeout_s = seconds;
+    h->phase_limit_ms = seconds * 1000;
+    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+        (void)MHD_set_connection_option(c->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                        (unsigned int)seconds);
+    }
+}
+
+void
+gx_http_set_budget(struct gx_http *h, size_t max_inflight)
+{
+    h->budget = max_inflight;
+}
+
+void
+gx_http_get_stats(const struct gx_http *h, struct gx_http_stats *out)
+{
+    *out = h->stats;
+    out->held = h->held;
+    out->budget = h->budget;
+    out->connections = 0;
+    for (const struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+        out->connections++;
+    }
 }
 
 void

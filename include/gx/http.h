@@ -19,14 +19,23 @@ struct gx_http_req;
 /** Called once per complete request on the loop thread. */
 typedef void (*gx_http_handler_cb)(void *ctx, struct gx_http_req *req);
 
+/* Most connections open at once; more wait in the kernel's listen backlog. */
+#define GX_HTTP_MAX_CONNS 2048u
+/* MHD's per-connection buffer (request line, headers, body pieces), bytes. */
+#define GX_HTTP_CONN_MEMORY 32768u
+/* GnuTLS priorities when server.tls_priorities is not set: TLS 1.2 and 1.3 only. */
+#define GX_HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+
 struct gx_http_opts {
     const char *address;  /* IPv4 or IPv6 literal */
     int port;             /* 0: pick a free port (see gx_http_port) */
     size_t max_body;      /* larger bodies: req->too_big, body dropped */
+    size_t max_inflight;  /* memory budget of all requests in flight, bytes (0: none) */
     int conn_timeout_s;   /* idle/slow connections are closed after this */
     const char *tls_cert; /* PEM text or NULL for plain HTTP */
     const char *tls_key;
-    bool reuse_port; /* SO_REUSEPORT: a successor can bind while this one drains */
+    const char *tls_priorities; /* GnuTLS priority string; NULL: GX_HTTP_TLS_PRIORITIES */
+    bool reuse_port;            /* SO_REUSEPORT: a successor can bind while this one drains */
 };
 
 /**
@@ -37,6 +46,20 @@ enum gx_err gx_http_start(struct event_base *base, const struct gx_http_opts *op
                           gx_http_handler_cb cb, void *ctx, struct gx_http **out,
                           struct gx_why *why) GX_WUR;
 
+/**
+ * Check a GnuTLS priority string as gx_http_start would use it (TLS older
+ * than 1.2 is always removed from it). GX_EINVAL with @why naming
+ * server.tls_priorities. Pure: no I/O.
+ */
+enum gx_err gx_http_check_priorities(const char *prio, struct gx_why *why) GX_WUR;
+
+/**
+ * Check that PEM @cert and @key (borrowed) form a pair the server can use.
+ * GX_EINVAL with @why naming server.tls_cert_file. No I/O.
+ */
+enum gx_err gx_http_check_tls(const char *cert, size_t cert_len, const char *key, size_t key_len,
+                              struct gx_why *why) GX_WUR;
+
 /** Stop and free; answers nothing more. NULL is a no-op. */
 void gx_http_free(struct gx_http *h);
 
@@ -45,6 +68,35 @@ int gx_http_port(const struct gx_http *h);
 
 /** Change the body cap for new requests (live config). */
 void gx_http_set_max_body(struct gx_http *h, size_t max_body);
+
+/**
+ * Change the idle timeout (live config): applies to open connections and
+ * to the reaper of slow requests at once.
+ */
+void gx_http_set_conn_timeout(struct gx_http *h, int seconds);
+
+/**
+ * Change the memory budget of requests in flight (live config). Each
+ * request is charged twice its body (the body, and a reply that may echo
+ * it) from its first byte until its answer is sent, plus any reply bytes
+ * beyond that. A request that does not fit is answered 503 with
+ * Retry-After by this module, before its body is read when it declares a
+ * Content-Length. 0: no budget.
+ */
+void gx_http_set_budget(struct gx_http *h, size_t max_inflight);
+
+/** Counters of the server, for /metrics. */
+struct gx_http_stats {
+    size_t held;             /* bytes charged to requests in flight now */
+    size_t held_peak;        /* the most ever charged at once */
+    size_t budget;           /* the budget (0: none) */
+    size_t connections;      /* connections open now */
+    uint64_t refused_budget; /* requests answered 503 by the budget */
+    uint64_t peer_closed;    /* connections shut down because the peer closed */
+};
+
+/** Fill @out with the current counters. */
+void gx_http_get_stats(const struct gx_http *h, struct gx_http_stats *out);
 
 /** Stop accepting connections; requests in flight continue. */
 void gx_http_quiesce(struct gx_http *h);

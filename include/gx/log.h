@@ -8,7 +8,14 @@
 #ifndef GX_LOG_H
 #define GX_LOG_H
 
+#include <stdio.h>
+
 #include "gx/common.h"
+
+/* Lines one message text may write per window; the rest are counted. */
+#define GX_LOG_BURST 10
+/* The window of GX_LOG_BURST, milliseconds. */
+#define GX_LOG_WINDOW_MS 10000
 
 enum gx_log_level { GX_LOG_DEBUG, GX_LOG_INFO, GX_LOG_WARN, GX_LOG_ERROR };
 
@@ -27,6 +34,25 @@ bool gx_log_enabled(enum gx_log_level level);
  * may hold spaces must be quoted by the caller with gx_log_quote().
  */
 void gx_log(enum gx_log_level level, const char *msg, const char *kvfmt, ...) GX_PRINTF(3, 4);
+
+/**
+ * Rate limit: info, warn and error lines of one @msg literal beyond
+ * GX_LOG_BURST per GX_LOG_WINDOW_MS are not written; the first line of
+ * that message after the window (or gx_log_tick) writes
+ * "similar log lines suppressed suppressed=N of=\"msg\"". Call
+ * gx_log_tick about once a second so the count appears even when the
+ * message stops.
+ */
+void gx_log_tick(void);
+
+/** Lines not written by the rate limit since start (for /metrics). */
+uint64_t gx_log_suppressed_total(void);
+
+/** Tests: the clock of the rate limit (NULL: gx_mono_ms). */
+void gx_log_set_clock(int64_t (*now_ms)(void));
+
+/** Tests: write lines to @f instead of stderr (NULL: stderr). */
+void gx_log_set_sink(FILE *f);
 
 /**
  * Quote @s for a log value into @out (size @n): wraps in double quotes and
