@@ -79,6 +79,8 @@ gx_app_reload(struct gx_app *app)
     gx_log_set_level((enum gx_log_level)cfg->log_level);
     if (app->http != NULL) {
         gx_http_set_max_body(app->http, cfg->max_body_bytes);
+        gx_http_set_conn_timeout(app->http, cfg->connection_timeout_s);
+        gx_http_set_budget(app->http, cfg->max_inflight_bytes);
     }
     (void)gx_sync_rebuild(app);
     gx_info("config reloaded", "path=%s hash=%016llx", app->config_path,
@@ -98,7 +100,9 @@ start_http(struct gx_app *app, int port, struct gx_http **out, struct gx_why *wh
         .address = cfg->listen_address,
         .port = port,
         .max_body = cfg->max_body_bytes,
+        .max_inflight = cfg->max_inflight_bytes,
         .conn_timeout_s = cfg->connection_timeout_s,
+        .tls_priorities = cfg->tls_priorities,
         .reuse_port = cfg->tls_cert_file != NULL,
     };
     char *cert = NULL, *key = NULL;

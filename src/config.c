@@ -11,8 +11,10 @@
  * Array-of-object keys (score.label_rules) have rows whose paths contain
  * "[]." and whose offsets are relative to the element struct.
  *
- * This module reads the config file in gx_config_load() and does no other
- * I/O; it never touches the files the config names.
+ * This module reads the config file in gx_config_load(), and there also the
+ * TLS certificate and key it names (start-up would refuse to serve with a
+ * missing or broken pair, so --check-config and a reload must too); the
+ * parser itself does no I/O.
  */
 #include "gx/config.h"
 
@@ -24,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "gx/http.h"
+#include "gx/json.h"
 #include "gx/log.h"
 
 /* The config file is small; anything bigger is a mistake or an attack. */
@@ -72,6 +77,7 @@ struct kspec {
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
 static const char *const policy_names[] = {"binpack", "spread", NULL};
 static const char *const stale_names[] = {"ignore", "reject", NULL};
+static const char *const strategy_names[] = {"LeastAllocated", "MostAllocated", NULL};
 static const char *const op_names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", NULL};
 static const char *const default_node_labels[] = {"Hostname", "hostname", NULL};
 static const char *const signal_names[GX_SIG_COUNT] = {"util", "mem_used", "mem_free",
@@ -127,6 +133,9 @@ static const struct kspec keys_table[] = {
     BOOL("server.debug_endpoints", debug_endpoints, 0),
     STR("server.tls_cert_file", tls_cert_file, NULL, F_RPATH),
     STR("server.tls_key_file", tls_key_file, NULL, F_RPATH),
+    STR("server.tls_priorities", tls_priorities, GX_HTTP_TLS_PRIORITIES, F_RESTART | F_NONEMPTY),
+    NUM("server.max_inflight_bytes", K_SIZE, max_inflight_bytes, 1048576, 17179869184.0,
+        134217728.0),
 
     ENUM("log.level", log_level, level_names, GX_LOG_INFO),
 
@@ -187,6 +196,13 @@ static const struct kspec keys_table[] = {
     RULE("weight", K_INT, weight, -100, 100, NULL, F_REQUIRED),
     BOOL("score.prefer_cpu_nodes_for_cpu_pods", prefer_cpu_nodes_for_cpu_pods, 1),
 
+    ENUM("simulate.scheduler.scoring_strategy", sim_strategy, strategy_names, 0),
+    INT("simulate.scheduler.fit_weight", sim_fit_weight, 0, 100, 1, 0),
+    INT("simulate.scheduler.balanced_weight", sim_balanced_weight, 0, 100, 1, 0),
+    INT("simulate.scheduler.gpu_resource_weight", sim_gpu_weight, 0, 100, 0, 0),
+    INT("simulate.scheduler.extender_weight", sim_extender_weight, 1, 10000, 5, 0),
+    INT("simulate.scheduler.percentage_of_nodes_to_score", sim_pct_nodes_to_score, 0, 100, 0, 0),
+
     STR("prometheus.url", prom_url, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
     INT("prometheus.interval_s", prom_interval_s, 1, 3600, 5, 0),
     INT("prometheus.timeout_s", prom_timeout_s, 1, 60, 3, 0),
@@ -246,6 +262,7 @@ static void GX_PRINTF(3, 4) path_printf(char *out, size_t n, const char *fmt, ..
 struct pctx {
     const char *base_dir;
     struct gx_why *why;
+    bool nul_marked; /* \u0000 escapes were rewritten to U+FFFF (gx_json_mark_nul_escapes) */
 };
 
 /* Map a signal to its key name; "unknown" for an out-of-range value. */
@@ -596,6 +613,10 @@ get_string(const cJSON *v, const struct kspec *k, const char *key, const struct 
     const char *s = v->valuestring;
     char *dup;
 
+    if (ctx->nul_marked && strstr(s, "\xEF\xBF\xBF") != NULL) {
+        gx_why_set(ctx->why, "%s: must not contain \\u0000 (a NUL character)", key);
+        return GX_EINVAL;
+    }
     if ((k->flags & (F_NONEMPTY | F_PATH)) && s[0] == '\0') {
         gx_why_set(ctx->why, "%s: must not be empty", key);
         return GX_EINVAL;
@@ -1072,6 +1093,17 @@ walk_object(const cJSON *obj, const char *match, const char *show, void *base,
     return GX_OK;
 }
 
+/* True if @url is http:// or https:// (any case) followed by a host. */
+static bool
+url_scheme_ok(const char *url)
+{
+    size_t n = strncasecmp(url, "http://", 7) == 0    ? 7
+               : strncasecmp(url, "https://", 8) == 0 ? 8
+                                                      : 0;
+
+    return n > 0 && url[n] != '\0' && url[n] != '/';
+}
+
 /* Rules that tie several keys together, checked after the walk. */
 static enum gx_err
 check_config(const struct gx_config *cfg, struct gx_why *why)
@@ -1093,6 +1125,21 @@ check_config(const struct gx_config *cfg, struct gx_why *why)
     if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL)) {
         gx_why_set(why, "server.tls_cert_file: tls_cert_file and tls_key_file must be set "
                         "together");
+        return GX_EINVAL;
+    }
+    if (cfg->max_inflight_bytes / 2 < cfg->max_body_bytes) {
+        gx_why_set(why,
+                   "server.max_inflight_bytes: must be at least twice server.max_body_bytes "
+                   "(%zu), so that one body of the largest size and its reply fit",
+                   cfg->max_body_bytes);
+        return GX_EINVAL;
+    }
+    if (gx_http_check_priorities(cfg->tls_priorities, why) != GX_OK) {
+        return GX_EINVAL;
+    }
+    if (cfg->prom_url != NULL && !url_scheme_ok(cfg->prom_url)) {
+        gx_why_set(why, "prometheus.url: must be an http:// or https:// URL with a host, not '%s'",
+                   cfg->prom_url);
         return GX_EINVAL;
     }
     return GX_OK;
@@ -1127,14 +1174,24 @@ gx_config_parse(const char *text, size_t len, const char *base_dir, struct gx_co
     struct gx_config *cfg = NULL;
     cJSON *root = NULL;
     const char *end = NULL;
-    struct pctx ctx = {NULL, why};
+    struct pctx ctx = {NULL, why, false};
+    char *marked = NULL;
     enum gx_err rc;
 
     if (text == NULL) {
         gx_why_set(why, "config: no text");
         return GX_EINVAL;
     }
-    root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    /* cJSON would cut a string at \u0000; mark those on a copy so the key is named. */
+    if ((marked = gx_strndup(text, len)) == NULL) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    ctx.nul_marked = gx_json_mark_nul_escapes(marked, len) > 0;
+    root = cJSON_ParseWithLengthOpts(marked, len, &end, 0);
+    if (end != NULL) {
+        end = text + (end - marked); /* positions are reported in the caller's text */
+    }
     if (root == NULL) {
         why_json_position(why, text, len, end);
         rc = GX_EPARSE;
@@ -1177,6 +1234,7 @@ out:
     }
     gx_config_free(cfg);
     cJSON_Delete(root);
+    free(marked);
     return rc;
 }
 
@@ -1193,6 +1251,44 @@ dir_of(const char *path)
         return dup_str("/");
     }
     return gx_strndup(path, (size_t)(slash - path));
+}
+
+/*
+ * The TLS pair must be what start-up can serve with: both files readable
+ * (1 MiB cap, as start-up reads them) and a certificate matching its key.
+ */
+static enum gx_err
+check_tls_files(const struct gx_config *cfg, struct gx_why *why)
+{
+    char *cert = NULL, *key = NULL;
+    size_t cert_len = 0, key_len = 0;
+    enum gx_err rc;
+
+    if (cfg->tls_cert_file == NULL) {
+        return GX_OK;
+    }
+    rc = gx_read_file(cfg->tls_cert_file, 1u << 20, &cert, &cert_len);
+    if (rc != GX_OK) {
+        gx_why_set(why, "server.tls_cert_file: cannot read '%s': %s", cfg->tls_cert_file,
+                   gx_strerror(rc));
+        rc = GX_EINVAL;
+        goto out;
+    }
+    rc = gx_read_file(cfg->tls_key_file, 1u << 20, &key, &key_len);
+    if (rc != GX_OK) {
+        gx_why_set(why, "server.tls_key_file: cannot read '%s': %s", cfg->tls_key_file,
+                   gx_strerror(rc));
+        rc = GX_EINVAL;
+        goto out;
+    }
+    rc = gx_http_check_tls(cert, cert_len, key, key_len, why) == GX_OK ? GX_OK : GX_EINVAL;
+out:
+    free(cert);
+    if (key != NULL) {
+        memset(key, 0, key_len);
+        free(key);
+    }
+    return rc;
 }
 
 /* Read at most 4 MiB from @path and parse it with its directory as base_dir. */
@@ -1215,6 +1311,9 @@ gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
         goto out;
     }
     if ((rc = gx_config_parse(text, len, dir, &cfg, why)) != GX_OK) {
+        goto out;
+    }
+    if ((rc = check_tls_files(cfg, why)) != GX_OK) {
         goto out;
     }
     if ((cfg->path = dup_str(path)) == NULL) {

@@ -851,3 +851,25 @@ gx_json_key_is(const char *key, size_t klen, const char *name)
     }
     return true;
 }
+
+size_t
+gx_json_mark_nul_escapes(char *text, size_t len)
+{
+    bool in_string = false;
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (!in_string) {
+            in_string = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_string = false;
+        } else if (text[i] == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0) {
+                memcpy(text + i + 2, "FFFF", 4);
+                n++;
+            }
+            i++; /* the escaped character */
+        }
+    }
+    return n;
+}

@@ -18,6 +18,7 @@
 #include "gx/buf.h"
 #include "gx/config.h"
 #include "gx/log.h"
+#include "gx/simcli.h"
 
 static void
 usage(FILE *f)
@@ -30,6 +31,9 @@ usage(FILE *f)
            "       gpu-extender explain --server URL --pod POD.json [--json]\n"
            "                                           ask a running instance (its\n"
            "                                           /debug/explain, server.debug_endpoints)\n"
+           "       gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
+           "                [--policy NAME] [--tune 1.3] [--seeds 42-51] [--json OUT] [--svg OUT]\n"
+           "                                           replay a cluster trace (simulate --help)\n"
            "       gpu-extender --version\n");
 }
 
@@ -229,6 +233,9 @@ out:
 int
 main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "simulate") == 0) {
+        return gx_simcli_main(argc - 2, argv + 2);
+    }
     if (argc >= 2 && strcmp(argv[1], "explain") == 0) {
         return explain(argc - 2, argv + 2);
     }

@@ -238,6 +238,14 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
     } rows[] = {
         {"gpu_extender_ready", "1 when the extender is ready to serve.", g->ready},
         {"gpu_extender_inflight_requests", "Requests being answered.", (double)g->inflight},
+        {"gpu_extender_inflight_bytes",
+         "Bytes charged to requests in flight (bodies and their replies).",
+         (double)g->inflight_bytes},
+        {"gpu_extender_inflight_bytes_peak", "Most bytes ever charged to requests in flight.",
+         (double)g->inflight_bytes_peak},
+        {"gpu_extender_inflight_budget_bytes", "server.max_inflight_bytes.",
+         (double)g->inflight_budget},
+        {"gpu_extender_http_connections", "Client connections open.", (double)g->connections},
         {"gpu_extender_snapshot_nodes", "Nodes in the current snapshot.",
          (double)g->snapshot_nodes},
         {"gpu_extender_snapshot_gpu_nodes", "Nodes with GPUs in the current snapshot.",
@@ -269,6 +277,28 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
                          "gpu_extender_config_reloads_total{result=\"success\"} %llu\n"
                          "gpu_extender_config_reloads_total{result=\"failure\"} %llu\n",
                          (unsigned long long)m->reloads_ok, (unsigned long long)m->reloads_failed);
+    }
+    {
+        const struct {
+            const char *name, *help;
+            uint64_t v;
+        } counters[] = {
+            {"gpu_extender_requests_refused_budget_total",
+             "Requests answered 503 because server.max_inflight_bytes was spent.",
+             g->refused_budget},
+            {"gpu_extender_http_connections_peer_closed_total",
+             "Connections shut down at once because the client closed with a request unfinished.",
+             g->peer_closed},
+            {"gpu_extender_log_lines_suppressed_total",
+             "Log lines not written by the per-message rate limit.", g->log_suppressed},
+        };
+        for (size_t i = 0; i < GX_ARRAY_LEN(counters) && rc == GX_OK; i++) {
+            rc = header(b, counters[i].name, "counter", counters[i].help);
+            if (rc == GX_OK) {
+                rc = gx_buf_addf(b, "%s %llu\n", counters[i].name,
+                                 (unsigned long long)counters[i].v);
+            }
+        }
     }
     return rc;
 }

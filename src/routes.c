@@ -230,6 +230,22 @@ snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g,
     }
 }
 
+/* The HTTP server's budget, connections and the log rate limit, for /metrics. */
+static void
+http_gauges(const struct gx_http *h, struct gx_metrics_gauges *g)
+{
+    struct gx_http_stats hs;
+
+    gx_http_get_stats(h, &hs);
+    g->inflight_bytes = (int64_t)hs.held;
+    g->inflight_bytes_peak = (int64_t)hs.held_peak;
+    g->inflight_budget = (int64_t)hs.budget;
+    g->connections = (int64_t)hs.connections;
+    g->refused_budget = hs.refused_budget;
+    g->peer_closed = hs.peer_closed;
+    g->log_suppressed = gx_log_suppressed_total();
+}
+
 static void
 handle_metrics(struct gx_app *app, struct gx_http_req *r)
 {
@@ -240,6 +256,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     g.ready = gx_sync_ready(app);
     g.now_ms = gx_wall_ms();
     g.inflight = (int64_t)gx_http_inflight(app->http);
+    http_gauges(app->http, &g);
     snapshot_counts(app->sync.snap, &g, app->cfg);
     gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
     /* counted before rendering, so this scrape shows itself */

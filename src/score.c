@@ -176,14 +176,13 @@ labels_part(const struct gx_config *cfg, const struct gx_node *node)
     return clamp01(0.5 + sum / (2.0 * total));
 }
 
-/* Weighted 0..10 score of @p under the config weights (5 when all weights are 0). */
-static int
-weighted_score(const struct gx_config *cfg, const struct gx_score_parts *p)
+/* Weighted score of @p under the config weights, 0..10 unrounded (5 when all weights are 0). */
+static double
+weighted_exact(const struct gx_config *cfg, const struct gx_score_parts *p)
 {
     const double w[] = {cfg->w_util, cfg->w_memory, cfg->w_temp, cfg->w_labels, cfg->w_fit};
     const double v[] = {p->util, p->memory, p->temp, p->labels, p->fit};
     double sum = 0.0, wsum = 0.0;
-    long s;
 
     for (size_t i = 0; i < GX_ARRAY_LEN(w); i++) {
         if (w[i] <= 0.0) {
@@ -192,10 +191,15 @@ weighted_score(const struct gx_config *cfg, const struct gx_score_parts *p)
         sum += w[i] * clamp01(v[i]);
         wsum += w[i];
     }
-    if (wsum == 0.0) {
-        return 5;
-    }
-    s = lround(10.0 * sum / wsum);
+    return wsum == 0.0 ? 5.0 : 10.0 * sum / wsum;
+}
+
+/* The 0..10 integer kube-scheduler receives. */
+static int
+weighted_score(double exact)
+{
+    long s = lround(exact);
+
     return s < 0 ? 0 : s > 10 ? 10 : (int)s;
 }
 
@@ -889,6 +893,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         out->parts.util = out->parts.memory = out->parts.temp = out->parts.fit = NEUTRAL;
         out->parts.labels = node != NULL ? labels_part(cfg, node) : NEUTRAL;
         out->score = cfg->prefer_cpu_nodes_for_cpu_pods ? (cpu ? 10 : 0) : 5;
+        out->score_exact = out->score;
         return;
     }
     if (node == NULL) {
@@ -932,5 +937,6 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         return;
     }
     out->parts.labels = labels_part(cfg, node);
-    out->score = weighted_score(cfg, &out->parts);
+    out->score_exact = weighted_exact(cfg, &out->parts);
+    out->score = weighted_score(out->score_exact);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c - config parsing, validation, defaults, reload diff, card slots, docs. */
 #include <string.h>
+#include <unistd.h>
 
 #include "gx/config.h"
 #include "gx/log.h"
@@ -635,4 +636,115 @@ Test(config, keys_include_element_rows)
     }
     cr_assert(op);
     cr_assert(port);
+}
+
+/* Write @text to a fresh file under /tmp and return its path (static storage). */
+static const char *
+tmp_file(const char *name, const char *text)
+{
+    static char path[8][256];
+    static int next;
+    char *p = path[next++ % 8];
+    FILE *f;
+
+    (void)snprintf(p, 256, "/tmp/gx-test-config-%d-%s", (int)getpid(), name);
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fputs(text, f) >= 0, true);
+    cr_assert_eq(fclose(f), 0);
+    return p;
+}
+
+/* gx_config_load of @json must fail with GX_EINVAL and a reason holding @text. */
+static void
+expect_load_error(const char *json, const char *text)
+{
+    struct gx_config *c = NULL;
+    struct gx_why why = {""};
+    const char *path = tmp_file("config.json", json);
+
+    cr_assert_eq(gx_config_load(path, &c, &why), GX_EINVAL, "%s: %s", json, why.text);
+    cr_assert_null(c);
+    cr_assert(strstr(why.text, text) != NULL, "%s: why '%s' lacks '%s'", json, why.text, text);
+    (void)unlink(path);
+}
+
+Test(config, load_rejects_missing_or_unusable_tls_files_naming_the_key)
+{
+    char json[1024];
+    const char *junk = tmp_file("junk.pem", "not a certificate\n");
+
+    expect_load_error("{\"server\":{\"tls_cert_file\":\"/nonexistent/c.pem\","
+                      "\"tls_key_file\":\"/nonexistent/k.pem\"}}",
+                      "server.tls_cert_file: cannot read '/nonexistent/c.pem'");
+    (void)snprintf(json, sizeof(json),
+                   "{\"server\":{\"tls_cert_file\":\"%s\",\"tls_key_file\":\"/nonexistent/k\"}}",
+                   junk);
+    expect_load_error(json, "server.tls_key_file: cannot read '/nonexistent/k'");
+    (void)snprintf(json, sizeof(json),
+                   "{\"server\":{\"tls_cert_file\":\"%s\",\"tls_key_file\":\"%s\"}}", junk, junk);
+    expect_load_error(json, "server.tls_cert_file: certificate and server.tls_key_file");
+    (void)snprintf(json, sizeof(json),
+                   "{\"server\":{\"tls_cert_file\":\"/tmp\",\"tls_key_file\":"
+                   "\"/tmp\"}}");
+    expect_load_error(json, "server.tls_cert_file: cannot read '/tmp'");
+    (void)unlink(junk);
+}
+
+Test(config, prometheus_url_must_be_http_or_https)
+{
+    struct gx_config *c;
+
+    expect_error("{\"prometheus\":{\"url\":\"ftp://x\"}}", GX_EINVAL, "prometheus.url");
+    expect_error("{\"prometheus\":{\"url\":\"prometheus:9090\"}}", GX_EINVAL, "prometheus.url");
+    expect_error("{\"prometheus\":{\"url\":\"http://\"}}", GX_EINVAL, "prometheus.url");
+    c = parse_ok("{\"prometheus\":{\"url\":\"HTTPS://prom.example:9090\"}}");
+    gx_config_free(c);
+    c = parse_ok("{\"prometheus\":{\"url\":\"http://127.0.0.1:9090/prefix\"}}");
+    gx_config_free(c);
+}
+
+Test(config, nul_escape_in_any_string_is_rejected_naming_the_key)
+{
+    struct gx_config *c;
+
+    expect_error("{\"names\":{\"gpu_resource\":\"nvidia.com/gpu\\u0000x\"}}", GX_EINVAL,
+                 "names.gpu_resource: must not contain \\u0000");
+    expect_error("{\"prometheus\":{\"queries\":{\"util\":\"up\\u0000\"}}}", GX_EINVAL,
+                 "prometheus.queries.util");
+    expect_error("{\"metrics\":{\"node_labels\":[\"a\",\"b\\u0000\"]}}", GX_EINVAL,
+                 "metrics.node_labels[1]");
+    expect_error("{\"log\":{\"level\":\"info\\u0000x\"}}", GX_EINVAL, "log.level");
+    /* a key cut at \u0000 would silently match a real key */
+    expect_error("{\"server\":{\"port\\u0000x\":1}}", GX_EINVAL, "server.port");
+    /* an escaped backslash followed by u0000 is text, not a NUL */
+    c = parse_ok("{\"names\":{\"gpu_resource\":\"a\\\\u0000b\"}}");
+    cr_assert_str_eq(c->res_gpu, "a\\u0000b");
+    gx_config_free(c);
+}
+
+Test(config, memory_budget_must_hold_a_largest_body_and_its_reply)
+{
+    struct gx_config *c;
+
+    expect_error("{\"server\":{\"max_body_bytes\":104857600}}", GX_EINVAL,
+                 "server.max_inflight_bytes: must be at least twice server.max_body_bytes");
+    c = parse_ok("{\"server\":{\"max_body_bytes\":104857600,\"max_inflight_bytes\":209715200}}");
+    cr_assert_eq(c->max_inflight_bytes, (size_t)200 << 20);
+    gx_config_free(c);
+    c = parse_ok("{}");
+    cr_assert_eq(c->max_inflight_bytes, (size_t)128 << 20);
+    gx_config_free(c);
+}
+
+Test(config, tls_priorities_are_checked_and_default_to_tls12_and_13)
+{
+    struct gx_config *c;
+
+    expect_error("{\"server\":{\"tls_priorities\":\"NO-SUCH-KEYWORD\"}}", GX_EINVAL,
+                 "server.tls_priorities");
+    c = parse_ok("{}");
+    cr_assert(strstr(c->tls_priorities, "+VERS-TLS1.2") != NULL, "%s", c->tls_priorities);
+    cr_assert(strstr(c->tls_priorities, "-VERS-ALL") != NULL, "%s", c->tls_priorities);
+    gx_config_free(c);
 }

@@ -498,3 +498,12 @@ Test(json, next_string_walks_arrays_of_strings)
     cr_expect_eq(strings_of("[\"a\"", got, sizeof(got), &n), GX_EPARSE);
     cr_expect_eq(strings_of("[\"a", got, sizeof(got), &n), GX_EPARSE);
 }
+
+Test(json, marks_nul_escapes_inside_strings_only)
+{
+    char text[] = "{\"a\\u0000\":\"x\\u0000y\",\"b\":\"\\\\u0000\",\"c\":\"\\u00001\"} \\u0000";
+
+    cr_assert_eq(gx_json_mark_nul_escapes(text, strlen(text)), 3);
+    cr_assert_str_eq(text, "{\"a\\uFFFF\":\"x\\uFFFFy\",\"b\":\"\\\\u0000\",\"c\":\"\\uFFFF1\"} "
+                           "\\u0000");
+}

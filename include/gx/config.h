@@ -63,6 +63,8 @@ struct gx_config {
     bool debug_endpoints;     /* /debug/explain, default false */
     char *tls_cert_file;      /* NULL: plain HTTP */
     char *tls_key_file;
+    char *tls_priorities;      /* GnuTLS priority string; TLS < 1.2 always removed */
+    size_t max_inflight_bytes; /* memory budget of requests in flight, 128 MiB */
 
     /* log */
     int log_level; /* enum gx_log_level */
@@ -115,6 +117,14 @@ struct gx_config {
     size_t n_label_rules;
     bool prefer_cpu_nodes_for_cpu_pods; /* true */
 
+    /* simulate: the kube-scheduler profile `gpu-extender simulate` runs around the extender */
+    int sim_strategy;          /* 0 LeastAllocated, 1 MostAllocated (enum gx_ksched_strategy) */
+    int sim_fit_weight;        /* NodeResourcesFit plugin weight, 1 */
+    int sim_balanced_weight;   /* NodeResourcesBalancedAllocation weight, 1 */
+    int sim_gpu_weight;        /* nvidia.com/gpu in Fit's scoring resources, 0 */
+    int sim_extender_weight;   /* extenders[].weight, 5 */
+    int sim_pct_nodes_to_score; /* percentageOfNodesToScore, 0 adaptive */
+
     /* prometheus: the live metric source (prom_url NULL: none) */
     char *prom_url;                   /* e.g. "http://prometheus:9090" */
     int prom_interval_s;              /* refresh period, 5 */
@@ -161,7 +171,11 @@ struct gx_config {
 enum gx_err gx_config_parse(const char *text, size_t len, const char *base_dir,
                             struct gx_config **out, struct gx_why *why) GX_WUR;
 
-/** Read, parse and validate a file (see gx_config_parse). */
+/**
+ * Read, parse and validate a file (see gx_config_parse). Also reads the
+ * files start-up would refuse to serve with: the TLS certificate and key
+ * must be readable and form a valid pair (GX_EINVAL naming the key).
+ */
 enum gx_err gx_config_load(const char *path, struct gx_config **out, struct gx_why *why) GX_WUR;
 
 /** A config with every default (no file sources). You own it. */

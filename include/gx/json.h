@@ -91,6 +91,16 @@ enum gx_err gx_json_string_raw(struct gx_json *j, const char **raw, size_t *rawl
 size_t gx_json_unescape(const char *raw, size_t rawlen, char *dst);
 
 /**
+ * Rewrite, in place, every \u0000 escape inside the strings of the JSON
+ * text @text (@len bytes) into \uFFFF, so that a parser that keeps
+ * NUL-terminated strings (cJSON) cannot silently cut a string there: the
+ * caller rejects strings holding U+FFFF (EF BF BF) once this returned > 0.
+ * Escaped backslashes are honoured ("\\u0000" is not an escape). Returns
+ * how many escapes were rewritten. Cannot fail.
+ */
+size_t gx_json_mark_nul_escapes(char *text, size_t len);
+
+/**
  * ASCII case-insensitive compare of a raw key with @name, as Go's
  * encoding/json matches struct fields. A key with escapes is decoded first,
  * so "\u0050od" matches "Pod"; non-ASCII bytes must match exactly.

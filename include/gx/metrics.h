@@ -89,6 +89,14 @@ struct gx_metrics_gauges {
     int64_t ledger_slots_total;
     int64_t ledger_tenants;
     int64_t inflight;
+    /* the HTTP server's memory budget (gx_http_get_stats) */
+    int64_t inflight_bytes;      /* charged to requests in flight now */
+    int64_t inflight_bytes_peak; /* most ever charged at once */
+    int64_t inflight_budget;     /* server.max_inflight_bytes */
+    int64_t connections;         /* open client connections */
+    uint64_t refused_budget;     /* requests answered 503 by the budget */
+    uint64_t peer_closed;        /* connections shut down because the client closed */
+    uint64_t log_suppressed;     /* log lines held back by the rate limit */
 };
 
 /** Render every metric in the text exposition format (version 0.0.4). */

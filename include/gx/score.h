@@ -54,7 +54,8 @@ struct gx_score_parts {
 struct gx_verdict {
     bool keep;
     enum gx_reason reason;
-    int score; /* 0..10, only when keep */
+    int score;          /* 0..10, only when keep */
+    double score_exact; /* the same before rounding, for measuring what rounding costs */
     struct gx_score_parts parts;
     int cards[GX_MAX_PICK]; /* chosen card indexes (bind) */
     int n_cards;

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fgd.h - fragmentation of GPU nodes as the FGD paper defines it (Weng et
+ * al., USENIX ATC 2023): the GPU capacity of a node that a typical pod of
+ * the workload could not use, in milli-GPU, as an expectation over the
+ * typical pods. The typical pods are learned from the requests seen: a
+ * bounded table of request shapes with exponentially decaying weights.
+ * Used by the fgd policy (prioritize and the card choice at bind) and by
+ * the simulator's fragmentation rate. Pure, no I/O.
+ */
+#ifndef GX_FGD_H
+#define GX_FGD_H
+
+#include "gx/common.h"
+
+/** Shapes the model keeps; the lightest is forgotten when a new one arrives. */
+#define GX_FGD_MAX_SHAPES 64
+/** Milli-GPU of one card. */
+#define GX_FGD_CARD 1000
+/** Cards of one node the fragmentation looks at. */
+#define GX_FGD_MAX_CARDS 16
+
+/** A pod's request: CPU, memory and its GPU demand. */
+struct gx_fgd_shape {
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    int gpus;  /* whole cards; 1 with milli < 1000 is a share */
+    int milli; /* share of one card, 1000 for whole cards */
+};
+
+/** The typical-pod table. Plain struct: gx_fgd_model_init before use, no release needed. */
+struct gx_fgd_model {
+    struct gx_fgd_shape shape[GX_FGD_MAX_SHAPES];
+    double weight[GX_FGD_MAX_SHAPES];
+    size_t n;
+    double inc;   /* weight of the next observation (grows instead of decaying the old) */
+    double decay; /* per observation, e.g. 2^(-1/half_life) */
+    double total; /* sum of weights */
+    uint64_t observed;
+};
+
+/** Free resources of one node: CPU, memory (-1 = unknown, not checked) and each card's free milli.
+ */
+struct gx_fgd_node {
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    int free[GX_FGD_MAX_CARDS]; /* 0..1000 */
+    int n_cards;
+};
+
+/** Empty model whose weights halve every @half_life observations (>= 1). */
+void gx_fgd_model_init(struct gx_fgd_model *m, double half_life);
+
+/** Learn one request (CPU-only shapes are ignored: they use no GPU). Cannot fail. */
+void gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s);
+
+/** Expected milli-GPU of @n that a typical pod of @m could not use; 0 for an empty model. */
+double gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n);
+
+/**
+ * Change of gx_fgd_frag when a pod of shape @s takes CPU and memory of @n
+ * and the cards @cards[0..k) (k = @s->gpus; for a share, @cards[0] loses
+ * @s->milli). Negative is good: fragmentation goes down. @n is not changed.
+ */
+double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
+                    const struct gx_fgd_shape *s, const int *cards);
+
+#endif

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sim.h - replay a cluster trace through the real decision code, the way a
+ * deployment runs it: kube-scheduler's in-tree fit and scores (ksched),
+ * the extender's filter and prioritize score (gx_score_node) added with
+ * the extender weight, the highest total wins (ties by the seeded RNG),
+ * then bind's card choice booked in the ledger (gx_ledger_add). Pods are
+ * classified by gx_podreq_parse from Pod structs built like the pods users
+ * write. No decision rule lives here; only the scheduler's pipeline and the
+ * experiment's bookkeeping (allocation and fragmentation rates).
+ * Pure: no I/O, no clock; the caller reads files and writes results.
+ */
+#ifndef GX_SIM_H
+#define GX_SIM_H
+
+#include "gx/buf.h"
+#include "gx/config.h"
+#include "gx/ksched.h"
+#include "gx/trace.h"
+
+/** Points of the arrived-workload axis: 0..130 % in steps of 1 %. */
+#define GX_SIM_STEPS 131
+
+enum gx_sim_mode {
+    GX_SIM_EXTENDER,   /* kube-scheduler + gpu-extender under cfg (its score.policy) */
+    GX_SIM_COUNT_ONLY, /* kube-scheduler + NVIDIA device plugin, no extender */
+    GX_SIM_RANDOM      /* any node that fits, card as the extender picks it */
+};
+
+struct gx_sim_opts {
+    const struct gx_config *cfg;      /* extender config (borrowed) */
+    struct gx_ksched_profile profile; /* the scheduler around it */
+    enum gx_sim_mode mode;
+    double tune;      /* append random pods up to tune x GPU capacity; <= 0: as is */
+    bool shuffle;     /* shuffle the pods (the published runs do) */
+    bool exact_score; /* add the unrounded extender score (measures the 0..10 cost) */
+    int replicas;     /* count-only: time-slicing replicas per card */
+    double half_life; /* fgd: typical-pod memory in observed requests */
+};
+
+/** Defaults: extender, default profile, tune 1.3, shuffled, 4 replicas, half-life 2000. */
+void gx_sim_opts_default(struct gx_sim_opts *o, const struct gx_config *cfg);
+
+/** Result of one seed. */
+struct gx_sim_result {
+    uint64_t seed;
+    double alloc_pct[GX_SIM_STEPS]; /* allocated / capacity when arrived reaches i % */
+    double frag_pct[GX_SIM_STEPS];  /* fragmented / capacity at the same points */
+    size_t pods;                    /* pods arrived (after tuning) */
+    size_t failed;                  /* pods that fit nowhere */
+    int64_t capacity_milli;
+    int64_t over_cards;  /* cards booked past 1000 milli at the end (count-only over-admits) */
+    int64_t ledger_errs; /* ledger refused a booking the decision made (must stay 0) */
+};
+
+/** The trace of one run: nodes and pods, borrowed. */
+struct gx_sim_trace {
+    const struct gx_trace_node *nodes;
+    size_t n_nodes;
+    const struct gx_trace_pod *pods;
+    size_t n_pods;
+};
+
+/** Called every 1024 pods: (ctx, pods done, pods total). May be NULL. */
+typedef void (*gx_sim_progress_cb)(void *ctx, size_t done, size_t total);
+
+/**
+ * Run one seed. GX_EINVAL with @why for a trace the model cannot hold (a
+ * node with more cards than the snapshot keeps, no GPU capacity); GX_ENOMEM.
+ */
+enum gx_err gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t seed,
+                       gx_sim_progress_cb cb, void *cb_ctx, struct gx_sim_result *out,
+                       struct gx_why *why) GX_WUR;
+
+/** Mean over @n results into @mean (pods and failed are sums). */
+void gx_sim_mean(const struct gx_sim_result *r, size_t n, struct gx_sim_result *mean);
+
+/** One policy's line of a report: its name and the seeds' results. */
+struct gx_sim_series {
+    const char *trace;
+    const char *policy;
+    const struct gx_sim_result *runs;
+    size_t n_runs;
+};
+
+/**
+ * The --json document of @s: {"trace","policy","seeds","arrived_pct",
+ * "alloc_pct","frag_pct","failed_pods","pods"} (means over the seeds).
+ */
+enum gx_err gx_sim_json(const struct gx_sim_series *s, struct gx_buf *out) GX_WUR;
+
+/** An SVG plot of allocation against arrived workload, one line per series. */
+enum gx_err gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_fgd.c - typical-pod model and the FGD fragmentation of a node. */
+#include "gx_test.h"
+
+#include "gx/fgd.h"
+
+#include <math.h>
+#include <string.h>
+
+GX_SUITE(fgd);
+
+static const struct gx_fgd_shape HALF = {
+    .cpu_milli = 1000, .mem_mib = 1024, .gpus = 1, .milli = 500};
+static const struct gx_fgd_shape WHOLE2 = {
+    .cpu_milli = 1000, .mem_mib = 1024, .gpus = 2, .milli = 1000};
+
+/* A node with 64 CPUs, 256 GiB and @n cards with @free milli free each. */
+static struct gx_fgd_node
+node(int n, const int *free)
+{
+    struct gx_fgd_node x = {.cpu_milli = 64000, .mem_mib = 262144, .n_cards = n};
+
+    memcpy(x.free, free, (size_t)n * sizeof(int));
+    return x;
+}
+
+Test(fgd, share_cannot_use_cards_with_less_than_its_share)
+{
+    struct gx_fgd_model m;
+    const int free[4] = {1000, 300, 600, 0};
+    struct gx_fgd_node n = node(4, free);
+
+    gx_fgd_model_init(&m, 1000);
+    gx_fgd_observe(&m, &HALF);
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 300.0, 1e-9);
+}
+
+Test(fgd, whole_cards_need_wholly_free_ones)
+{
+    struct gx_fgd_model m;
+    const int one_free[3] = {1000, 300, 600};
+    const int two_free[3] = {1000, 1000, 600};
+    struct gx_fgd_node a = node(3, one_free), b = node(3, two_free);
+
+    gx_fgd_model_init(&m, 1000);
+    gx_fgd_observe(&m, &WHOLE2);
+    cr_assert_float_eq(gx_fgd_frag(&m, &a), 1900.0, 1e-9, "fewer than 2 free: all is lost");
+    cr_assert_float_eq(gx_fgd_frag(&m, &b), 600.0, 1e-9, "only the partly used card");
+}
+
+Test(fgd, no_cpu_left_makes_all_gpu_fragment)
+{
+    struct gx_fgd_model m;
+    const int free[2] = {1000, 1000};
+    struct gx_fgd_node n = node(2, free);
+
+    gx_fgd_model_init(&m, 1000);
+    gx_fgd_observe(&m, &HALF);
+    n.cpu_milli = 500;
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 2000.0, 1e-9);
+}
+
+Test(fgd, delta_equals_frag_after_minus_before)
+{
+    struct gx_fgd_model m;
+    const int free[4] = {1000, 700, 400, 1000};
+    struct gx_fgd_node n = node(4, free), after;
+    const struct gx_fgd_shape pod = {.cpu_milli = 63500, .mem_mib = 10, .gpus = 1, .milli = 300};
+    int card = 1;
+
+    gx_fgd_model_init(&m, 50);
+    gx_fgd_observe(&m, &HALF);
+    gx_fgd_observe(&m, &WHOLE2);
+    gx_fgd_observe(&m, &HALF);
+    after = n;
+    after.free[1] -= 300;
+    after.cpu_milli -= 63500;
+    after.mem_mib -= 10;
+    cr_assert_float_eq(gx_fgd_delta(&m, &n, &pod, &card),
+                       gx_fgd_frag(&m, &after) - gx_fgd_frag(&m, &n), 1e-9);
+}
+
+Test(fgd, packing_a_share_onto_a_used_card_beats_breaking_a_whole_one)
+{
+    struct gx_fgd_model m;
+    const int free[3] = {1000, 1000, 600};
+    struct gx_fgd_node n = node(3, free);
+    const struct gx_fgd_shape pod = {.cpu_milli = 100, .mem_mib = 10, .gpus = 1, .milli = 500};
+    int used = 2, whole = 0;
+
+    gx_fgd_model_init(&m, 1000);
+    gx_fgd_observe(&m, &HALF);
+    gx_fgd_observe(&m, &WHOLE2);
+    cr_assert_lt(gx_fgd_delta(&m, &n, &pod, &used), gx_fgd_delta(&m, &n, &pod, &whole));
+}
+
+Test(fgd, old_shapes_decay_and_the_table_is_bounded)
+{
+    struct gx_fgd_model m;
+    struct gx_fgd_shape s = HALF;
+
+    gx_fgd_model_init(&m, 10);
+    gx_fgd_observe(&m, &WHOLE2);
+    for (int i = 0; i < 10; i++) {
+        gx_fgd_observe(&m, &HALF);
+    }
+    /* ten newer observations, each weighing more than the one before, outweigh the old one */
+    cr_assert_eq(m.n, 2);
+    cr_assert(m.weight[0] < m.weight[1] / 5.0);
+    for (int i = 0; i < 3 * GX_FGD_MAX_SHAPES; i++) {
+        s.cpu_milli = 1000 + i;
+        gx_fgd_observe(&m, &s);
+    }
+    cr_assert_eq(m.n, GX_FGD_MAX_SHAPES);
+    cr_assert(m.total > 0 && isfinite(m.total));
+}
+
+Test(fgd, cpu_only_requests_are_not_typical_gpu_pods)
+{
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape cpu = {.cpu_milli = 1000, .mem_mib = 1024};
+    const int free[1] = {1000};
+    struct gx_fgd_node n = node(1, free);
+
+    gx_fgd_model_init(&m, 10);
+    gx_fgd_observe(&m, &cpu);
+    cr_assert_eq(m.n, 0);
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 0.0, 1e-9);
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_sim.c - the trace replay on small generated clusters: invariants
+ * (no card booked past its capacity, the ledger never refuses a decision,
+ * allocation only grows and stays <= 100 %), baselines ordered as they
+ * must be, and the JSON/SVG outputs.
+ */
+#include "gx_test.h"
+
+#include "gx/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+GX_SUITE(sim);
+
+#define N_NODES 48
+#define N_PODS 150
+
+static struct gx_trace_node nodes[N_NODES];
+static struct gx_trace_pod pods[N_PODS];
+/* 16 x 8 + 32 x 2 = 192 cards; 150 pods ask about 1.1x that, tuning adds the rest. */
+
+/* Deterministic generator: 8-GPU and 2-GPU nodes; shares, whole GPUs and CPU pods. */
+static struct gx_sim_trace
+gen_trace(void)
+{
+    static const int milli[] = {250, 500, 1000, 1000, 750, 300, 1000, 0, 500, 2000, 8000};
+    uint32_t x = 12345;
+
+    for (int i = 0; i < N_NODES; i++) {
+        struct gx_trace_node *n = &nodes[i];
+        (void)snprintf(n->name, sizeof(n->name), "node-%02d", i);
+        n->gpus = i % 3 == 0 ? 8 : 2;
+        n->cpu_milli = n->gpus == 8 ? 96000 : 32000;
+        n->memory_mib = n->gpus == 8 ? 393216 : 131072;
+        (void)snprintf(n->model, sizeof(n->model), "%s", i % 2 ? "T4" : "G2");
+    }
+    for (int i = 0; i < N_PODS; i++) {
+        struct gx_trace_pod *p = &pods[i];
+        int m;
+        x = x * 1103515245u + 12345u;
+        m = milli[(x >> 16) % GX_ARRAY_LEN(milli)];
+        (void)snprintf(p->name, sizeof(p->name), "pod-%04d", i);
+        p->cpu_milli = 2000 + (int64_t)((x >> 8) % 8) * 1000;
+        p->memory_mib = 4096 + (int64_t)((x >> 4) % 4) * 4096;
+        p->num_gpu = m == 0 ? 0 : m < 1000 ? 1 : m / 1000;
+        p->gpu_milli = m == 0 ? 0 : m < 1000 ? m : 1000;
+        p->creation_s = p->deletion_s = -1;
+    }
+    return (struct gx_sim_trace){
+        .nodes = nodes, .n_nodes = N_NODES, .pods = pods, .n_pods = N_PODS};
+}
+
+static struct gx_config *
+config(const char *json)
+{
+    struct gx_config *cfg = NULL;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_config_parse(json, strlen(json), NULL, &cfg, &why), GX_OK, "%s", why.text);
+    return cfg;
+}
+
+/* Mean allocation at 100 % arrived over seeds 1..3 under @mode and @cfg. */
+static double
+alloc_at_100(const struct gx_config *cfg, enum gx_sim_mode mode, struct gx_sim_result *last)
+{
+    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_opts o;
+    double sum = 0.0;
+
+    gx_sim_opts_default(&o, cfg);
+    o.mode = mode;
+    o.replicas = 4;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct gx_why why = {{0}};
+        cr_assert_eq(gx_sim_run(&o, &t, seed, NULL, NULL, last, &why), GX_OK, "%s", why.text);
+        sum += last->alloc_pct[100];
+    }
+    return sum / 3.0;
+}
+
+Test(sim, extender_runs_keep_the_invariants)
+{
+    struct gx_config *cfg = config("{\"sharing\":{\"default_slots\":4}}");
+    struct gx_sim_result r;
+
+    (void)alloc_at_100(cfg, GX_SIM_EXTENDER, &r);
+    cr_assert_eq(r.over_cards, 0, "no card booked past 1000 milli");
+    cr_assert_eq(r.ledger_errs, 0, "the ledger accepts every booking the decision made");
+    cr_assert_gt(r.pods, N_PODS, "tuned to 1.3x capacity");
+    cr_assert_gt(r.failed, 0, "130 %% cannot all fit");
+    for (int i = 1; i < GX_SIM_STEPS; i++) {
+        cr_assert_geq(r.alloc_pct[i], r.alloc_pct[i - 1]);
+        cr_assert_leq(r.alloc_pct[i], 100.0);
+        cr_assert_geq(r.frag_pct[i], 0.0);
+    }
+    gx_config_free(cfg);
+}
+
+Test(sim, seeds_are_reproducible_and_differ)
+{
+    struct gx_config *cfg = config("{}");
+    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_opts o;
+    struct gx_sim_result a, b, c;
+    struct gx_why why = {{0}};
+
+    gx_sim_opts_default(&o, cfg);
+    cr_assert_eq(gx_sim_run(&o, &t, 7, NULL, NULL, &a, &why), GX_OK);
+    cr_assert_eq(gx_sim_run(&o, &t, 7, NULL, NULL, &b, &why), GX_OK);
+    cr_assert_eq(gx_sim_run(&o, &t, 8, NULL, NULL, &c, &why), GX_OK);
+    cr_assert_eq(memcmp(a.alloc_pct, b.alloc_pct, sizeof(a.alloc_pct)), 0);
+    cr_assert_neq(memcmp(a.alloc_pct, c.alloc_pct, sizeof(a.alloc_pct)), 0);
+    gx_config_free(cfg);
+}
+
+Test(sim, binpack_places_better_than_spread)
+{
+    struct gx_config *bin = config("{\"sharing\":{\"default_slots\":4}}");
+    struct gx_config *spr =
+        config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"spread\"}}");
+    struct gx_sim_result r;
+    double b = alloc_at_100(bin, GX_SIM_EXTENDER, &r);
+    double s = alloc_at_100(spr, GX_SIM_EXTENDER, &r);
+
+    cr_assert_gt(b, s, "binpack %.2f spread %.2f", b, s);
+    gx_config_free(bin);
+    gx_config_free(spr);
+}
+
+Test(sim, count_only_over_admits_shared_cards)
+{
+    struct gx_config *cfg = config("{}");
+    struct gx_sim_result r;
+
+    (void)alloc_at_100(cfg, GX_SIM_COUNT_ONLY, &r);
+    cr_assert_gt(r.over_cards, 0, "replicas ignore milli-GPU");
+    gx_config_free(cfg);
+}
+
+Test(sim, node_with_too_many_cards_is_refused)
+{
+    struct gx_config *cfg = config("{}");
+    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_opts o;
+    struct gx_sim_result r;
+    struct gx_why why = {{0}};
+
+    nodes[3].gpus = 17;
+    gx_sim_opts_default(&o, cfg);
+    cr_assert_eq(gx_sim_run(&o, &t, 1, NULL, NULL, &r, &why), GX_EINVAL);
+    cr_assert(strstr(why.text, "node-03") != NULL, "%s", why.text);
+    gx_config_free(cfg);
+}
+
+Test(sim, json_has_exactly_the_documented_keys)
+{
+    struct gx_sim_result r[2];
+    struct gx_sim_series s = {.trace = "t", .policy = "binpack", .runs = r, .n_runs = 2};
+    struct gx_buf b;
+
+    memset(r, 0, sizeof(r));
+    r[0].seed = 42;
+    r[1].seed = 43;
+    r[0].alloc_pct[100] = 90.0;
+    r[1].alloc_pct[100] = 92.0;
+    r[0].pods = r[1].pods = 10;
+    r[1].failed = 3;
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_sim_json(&s, &b), GX_OK);
+    cr_assert(strncmp(b.data,
+                      "{\"trace\":\"t\",\"policy\":\"binpack\",\"seeds\":[42,43],"
+                      "\"arrived_pct\":[0,1,2,",
+                      60) == 0,
+              "%.80s", b.data);
+    cr_assert(strstr(b.data, ",129,130],\"alloc_pct\":[0.00,") != NULL);
+    cr_assert(strstr(b.data, ",91.00,") != NULL, "mean of the seeds");
+    cr_assert(strstr(b.data, "\"failed_pods\":3,\"pods\":20}") != NULL, "%s", b.data + b.len - 40);
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_sim_svg(&s, 1, &b), GX_OK);
+    cr_assert(strstr(b.data, "<polyline") != NULL && strstr(b.data, "</svg>") != NULL);
+    cr_assert(strstr(b.data, "binpack 91.00%") != NULL);
+    gx_buf_release(&b);
+}
