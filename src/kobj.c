@@ -559,16 +559,13 @@ decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_
 
 /*
  * Reject documents nested deeper than @max_depth before cJSON builds a tree
- * (its own cap is 1000 levels), or, when @max_values is not 0, holding
- * more than @max_values values (a tree costs ~100 bytes per value however
- * short the value's text). Brackets and commas inside strings do not count.
+ * (its own cap is 1000 levels). Brackets inside strings do not count.
  */
 static enum gx_err
-check_shape(const char *json, size_t len, int max_depth, size_t max_values, struct gx_why *why)
+check_depth(const char *json, size_t len, int max_depth, struct gx_why *why)
 {
     bool in_string = false;
     int depth = 0;
-    size_t values = 1;
 
     for (size_t i = 0; i < len; i++) {
         char c = json[i];
@@ -582,31 +579,23 @@ check_shape(const char *json, size_t len, int max_depth, size_t max_values, stru
         } else if (c == '"') {
             in_string = true;
         } else if (c == '{' || c == '[') {
-            values++;
             if (++depth > max_depth) {
                 gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
                 return GX_ETOOBIG;
             }
         } else if (c == '}' || c == ']') {
             depth--;
-        } else if (c == ',') {
-            values++;
         }
-    }
-    if (max_values > 0 && values > max_values) {
-        gx_why_set(why, "holds more than %zu JSON values", max_values);
-        return GX_ETOOBIG;
     }
     return GX_OK;
 }
 
 /*
- * Parse @len bytes (not NUL-terminated) into a cJSON tree after the shape
+ * Parse @len bytes (not NUL-terminated) into a cJSON tree after the depth
  * check. Anything but whitespace after the value is an error. You own *out.
  */
 static enum gx_err
-parse_doc_capped(const char *json, size_t len, int max_depth, size_t max_values, cJSON **out,
-                 struct gx_why *why)
+parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
 {
     const char *end = NULL;
     cJSON *root;
@@ -616,7 +605,7 @@ parse_doc_capped(const char *json, size_t len, int max_depth, size_t max_values,
         gx_why_set(why, "empty JSON document");
         return GX_EPARSE;
     }
-    if ((rc = check_shape(json, len, max_depth, max_values, why)) != GX_OK) {
+    if ((rc = check_depth(json, len, max_depth, why)) != GX_OK) {
         return rc;
     }
     root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
@@ -635,13 +624,6 @@ parse_doc_capped(const char *json, size_t len, int max_depth, size_t max_values,
     }
     *out = root;
     return GX_OK;
-}
-
-/* parse_doc_capped without a cap on values (documents from the API server). */
-static enum gx_err
-parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
-{
-    return parse_doc_capped(json, len, max_depth, 0, out, why);
 }
 
 /* Linear scan of @kv for @key. */
@@ -666,19 +648,8 @@ gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena 
 {
     struct dec d = {a, why, NULL};
     cJSON *root = NULL;
-    enum gx_err rc;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
 
-    /*
-     * A Pod comes from a peer (the scheduler's request) and is decoded into
-     * a tree: cap what it may hold, so a body of 100,000 containers cannot
-     * cost many times its size. The API server stores no object over 1.5
-     * MiB (etcd's request limit), so no real Pod comes near either cap.
-     */
-    if (len > GX_POD_MAX_BYTES) {
-        gx_why_set(why, "is %zu bytes, more than the %u a Pod may have", len, GX_POD_MAX_BYTES);
-        return GX_ETOOBIG;
-    }
-    rc = parse_doc_capped(json, len, max_depth, GX_POD_MAX_VALUES, &root, why);
     if (rc != GX_OK) {
         return rc;
     }

@@ -55,7 +55,7 @@ gx_seen_get(const struct gx_seen *s, const char *uid, int64_t now_ms)
 {
     const struct gx_seen_pod *e;
 
-    if (s == NULL) {
+    if (s == NULL || uid[0] == '\0') {
         return NULL;
     }
     e = &s->slot[slot_of(uid)];

@@ -704,3 +704,20 @@ Test(kobj, list_takes_first_items_member_and_decodes_escaped_key, .init = setup,
     cr_assert_str_eq(nodes[0].name, "x");
     cr_assert_null(rv);
 }
+
+Test(kobj, failure_text_says_what_the_server_said)
+{
+    static const char status[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                                 "\"message\":\"pods \\\"a\\\" is forbidden\",\"code\":403}";
+    char out[200];
+
+    gx_kobj_failure_text(GX_OK, 403, status, strlen(status), out, sizeof(out));
+    cr_assert_str_eq(out, "HTTP 403: pods \"a\" is forbidden");
+    gx_kobj_failure_text(GX_OK, 500, "oops", 4, out, sizeof(out));
+    cr_assert_str_eq(out, "HTTP 500");
+    gx_kobj_failure_text(GX_OK, 401, NULL, 0, out, sizeof(out));
+    cr_assert_str_eq(out, "HTTP 401");
+    gx_kobj_failure_text(GX_ETIMEDOUT, 0, NULL, 0, out, sizeof(out));
+    cr_assert_str_eq(out, gx_strerror(GX_ETIMEDOUT));
+    cr_assert_null(strstr(out, "ok"));
+}

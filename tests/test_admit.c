@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_admit.c - bind planning, the Binding body and the reconcile verdicts
+ * on a hand-built snapshot, with the time passed in.
+ */
+#include "gx_test.h"
+
+#include "gx/admit.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+GX_SUITE(admit);
+
+#define NOW INT64_C(1700000000000)
+
+struct world {
+    struct gx_config cfg;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_card cards[2][2];
+    struct gx_ledger *ledger;
+    struct gx_decide_ctx ctx;
+};
+
+static void
+world_init(struct world *w)
+{
+    static const char *const names[2] = {"gpu-a", "gpu-b"};
+
+    memset(w, 0, sizeof(*w));
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
+        w->cfg.max_age_s[s] = 60;
+    }
+    w->cfg.max_temperature_c = 85;
+    w->cfg.max_utilization_pct = 90;
+    w->cfg.default_slots = 2;
+    w->cfg.oversubscription = 1.0;
+    w->cfg.memory_reserve_mib = 512;
+    w->cfg.util_ceiling_pct = 100;
+    w->cfg.bind_deadline_ms = 4000;
+    w->cfg.reservation_ttl_s = 300;
+    w->cfg.w_util = w->cfg.w_fit = 20;
+    w->cfg.ann_uuids = "gpu-extender.io/gpu-uuids";
+    w->cfg.ann_index = "gpu-extender.io/gpu-index";
+    w->cfg.ann_slices = "gpu-extender.io/time-slices";
+    gx_strmap_init(&w->snap.by_name);
+    for (int i = 0; i < 2; i++) {
+        struct gx_node *n = &w->nodes[i];
+        n->name = names[i];
+        n->product = "NVIDIA-L4";
+        n->gpu_count = 2;
+        n->gpu_memory_mib = 24564;
+        n->replicas = 1;
+        n->ready = true;
+        n->cards = w->cards[i];
+        n->n_cards = 2;
+        for (int c = 0; c < 2; c++) {
+            struct gx_card *k = &w->cards[i][c];
+            k->index = c;
+            k->uuid = c == 0 ? "GPU-0000" : NULL; /* card 1: no dcgm series named it */
+            k->numa = -1;
+            for (int s = 0; s < GX_SIG_COUNT; s++) {
+                k->v[s] = 0;
+                k->at_ms[s] = NOW - 1000;
+            }
+            k->v[GX_SIG_MEM_FREE] = 24564;
+        }
+        cr_assert_eq(gx_strmap_put(&w->snap.by_name, n->name, strlen(n->name), n), GX_OK);
+    }
+    w->snap.nodes = w->nodes;
+    w->snap.n_nodes = 2;
+    w->ledger = gx_ledger_new();
+    cr_assert_not_null(w->ledger);
+    w->ctx.cfg = &w->cfg;
+    w->ctx.snap = &w->snap;
+    w->ctx.now_ms = NOW;
+}
+
+static void
+world_free(struct world *w)
+{
+    gx_ledger_free(w->ledger);
+    gx_strmap_release(&w->snap.by_name);
+}
+
+static const struct gx_podreq shared1 = {.kind = GX_REQ_SHARED, .slices = 1, .util_pct = -1};
+static const struct gx_podreq whole2 = {.kind = GX_REQ_EXCLUSIVE, .gpus = 2, .util_pct = -1};
+
+Test(admit, reserve_books_once_and_repeats_idempotently)
+{
+    struct world w;
+    struct gx_admit_pod pod = {"uid-1", "ml", "a", &shared1};
+    struct gx_admit_plan p1, p2;
+    struct gx_why why = {{0}};
+    struct gx_card_usage u;
+
+    world_init(&w);
+    cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p1, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert(p1.changed);
+    cr_assert_eq(p1.n_cards, 1);
+    gx_ledger_card_usage(w.ledger, "gpu-a", p1.cards[0], &u);
+    cr_assert_eq(u.slices, 1);
+    cr_assert_eq(gx_ledger_find_pod(w.ledger, "uid-1")->tenants[0].since_ms, NOW);
+    /* a retried bind finds its own booking: nothing changes, same card */
+    cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p2, &why), GX_OK);
+    cr_assert_not(p2.changed);
+    cr_assert_eq(p2.n_cards, 1);
+    cr_assert_eq(p2.cards[0], p1.cards[0]);
+    /* elsewhere it is refused while it holds GPUs here */
+    cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-b", &pod, &p2, &why), GX_ECONFLICT);
+    cr_assert_str_eq(why.text, "pod already holds GPUs on node gpu-a");
+    world_free(&w);
+}
+
+Test(admit, reserve_refuses_what_filter_would_reject)
+{
+    struct world w;
+    struct gx_admit_plan p;
+    struct gx_why why = {{0}};
+    char uid[16];
+
+    world_init(&w);
+    for (int i = 0; i < 4; i++) {
+        struct gx_admit_pod pod = {uid, "ml", "s", &shared1};
+        (void)snprintf(uid, sizeof(uid), "s-%d", i);
+        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p, &why), GX_OK);
+    }
+    {
+        struct gx_admit_pod pod = {"s-4", "ml", "s", &shared1};
+        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p, &why), GX_ECONFLICT);
+        cr_assert_str_eq(why.text, "cannot bind to gpu-a: no GPU time slot available");
+    }
+    {
+        struct gx_admit_pod pod = {"x-1", "ml", "x", &whole2};
+        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "nowhere", &pod, &p, &why),
+                     GX_ECONFLICT);
+        cr_assert_str_eq(why.text, "cannot bind to nowhere: node unknown to gpu-extender");
+        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-b", &pod, &p, &why), GX_OK);
+        cr_assert_eq(p.n_cards, 2);
+    }
+    world_free(&w);
+}
+
+Test(admit, notes_name_uuids_and_fall_back_to_the_index)
+{
+    struct world w;
+    struct gx_admit_plan p = {.changed = true, .cards = {0, 1}, .n_cards = 2};
+    struct gx_admit_notes n;
+
+    world_init(&w);
+    gx_admit_notes(&w.nodes[0], &whole2, &p, &n);
+    cr_assert_str_eq(n.uuids, "GPU-0000,1");
+    cr_assert_str_eq(n.index, "0,1");
+    cr_assert_str_eq(n.slices, "0");
+    p.n_cards = 1;
+    p.cards[0] = 1;
+    gx_admit_notes(&w.nodes[0], &shared1, &p, &n);
+    cr_assert_str_eq(n.uuids, "1");
+    cr_assert_str_eq(n.slices, "1");
+    world_free(&w);
+}
+
+/* The annotations travel in the Binding, so the API server sets them with the node. */
+Test(admit, binding_carries_node_and_annotations_in_one_object)
+{
+    struct world w;
+    struct gx_admit_plan p = {.changed = true, .cards = {0}, .n_cards = 1};
+    struct gx_admit_notes n;
+    struct gx_buf b;
+    cJSON *doc, *md, *ann;
+
+    world_init(&w);
+    gx_admit_notes(&w.nodes[0], &shared1, &p, &n);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_admit_binding(&w.cfg, "ml", "a\"b", "uid-1", "gpu-a", &n, &b), GX_OK);
+    doc = cJSON_ParseWithLength(b.data, b.len);
+    cr_assert_not_null(doc, "%s", b.data);
+    cr_assert_str_eq(cJSON_GetObjectItem(doc, "kind")->valuestring, "Binding");
+    md = cJSON_GetObjectItem(doc, "metadata");
+    cr_assert_str_eq(cJSON_GetObjectItem(md, "name")->valuestring, "a\"b");
+    cr_assert_str_eq(cJSON_GetObjectItem(md, "uid")->valuestring, "uid-1");
+    ann = cJSON_GetObjectItem(md, "annotations");
+    cr_assert_str_eq(cJSON_GetObjectItem(ann, "gpu-extender.io/gpu-uuids")->valuestring,
+                     "GPU-0000");
+    cr_assert_str_eq(cJSON_GetObjectItem(ann, "gpu-extender.io/gpu-index")->valuestring, "0");
+    cr_assert_str_eq(cJSON_GetObjectItem(ann, "gpu-extender.io/time-slices")->valuestring, "1");
+    cr_assert_str_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "target"), "name")->valuestring, "gpu-a");
+    cJSON_Delete(doc);
+
+    /* a pod that holds no cards gets a plain Binding */
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_admit_binding(&w.cfg, "ml", "cpu", "uid-2", "gpu-b", NULL, &b), GX_OK);
+    doc = cJSON_ParseWithLength(b.data, b.len);
+    cr_assert_not_null(doc, "%s", b.data);
+    cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "annotations"));
+    cJSON_Delete(doc);
+    gx_buf_release(&b);
+    world_free(&w);
+}
+
+Test(admit, reconcile_verdicts_follow_the_pod_watch)
+{
+    struct world w;
+    struct gx_tenant t = {.state = GX_TENANT_RESERVED, .since_ms = NOW};
+    struct gx_admit_seen pending = {"", false}, here = {"gpu-a", false}, there = {"gpu-b", false};
+    struct gx_admit_seen done = {"gpu-a", true};
+    const int64_t settled = NOW + 9000, expired = NOW + 301000, young = NOW + 1000;
+
+    world_init(&w);
+    /* a finished pod or one bound elsewhere is released at any age */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &done, young), GX_FIX_RELEASE);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &there, young), GX_FIX_RELEASE);
+    /* bound here: the reservation is marked bound */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &here, young), GX_FIX_BOUND);
+    /* young and unknown: maybe a bind in flight */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, young), GX_FIX_NONE);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, NOW + 17000), GX_FIX_RELEASE);
+    /* pending pods keep their reservation until the TTL */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, settled), GX_FIX_NONE);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, expired), GX_FIX_RELEASE);
+    t.state = GX_TENANT_BOUND;
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &here, settled), GX_FIX_NONE);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, settled), GX_FIX_RELEASE);
+    world_free(&w);
+}
