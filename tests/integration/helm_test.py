@@ -27,7 +27,8 @@ What is checked:
     TLS, an override) and a broken override is rejected;
   - non-default values (replicas 3, TLS with caData, monitoring, the second
     scheduler, another namespace) change exactly the fields they should:
-    every differing field is listed and compared with the expected set.
+    every differing field is listed and compared with the expected set;
+  - values.schema.json turns misspelt keys and wrong types into errors.
 
 kustomize: the kubectl given with --kubectl (or $KUBECTL), else the newest
 $HOME/.cache/gpu-extender/k8s-*/kubectl built by tests/k8s/build.sh, else
@@ -544,6 +545,23 @@ def chk_required(helm):
     return []
 
 
+def chk_schema(helm):
+    """values.schema.json: misspelt keys and wrong types fail instead of being ignored."""
+    problems = []
+    for sets, want in ((["replcas=3"], "additional properties 'replcas'"),
+                       (["replicas=abc"], "/replicas"),
+                       (["replicas=0"], "/replicas"),
+                       (["tls.enable=true"], "additional properties 'enable'"),
+                       (["tls.caData=not base64!"], "/tls/caData"),
+                       (["scheduler.extender.ignorable=maybe"], "/scheduler/extender/ignorable"),
+                       (["monitoring.serviceMonitor.lables.release=x"], "'lables'")):
+        res = helm.template_fails(*sets)
+        if res.returncode == 0 or want not in res.stderr:
+            problems.append(f"--set {' '.join(sets)}: exit {res.returncode}, want an error "
+                            f"naming {want!r}: {res.stderr.strip()[:300]}")
+    return problems
+
+
 def lookup(d, path):
     """Value at a dotted path as produced by paths_differing (None if absent)."""
     cur = d
@@ -632,6 +650,7 @@ def main():
     ck.run("namespace and scheduler name move every object and address", chk_namespace,
            helm, a.binary)
     ck.run("an empty namespace.name is refused", chk_required, helm)
+    ck.run("values.schema.json refuses misspelt keys and wrong types", chk_schema, helm)
     print(f"{ck.passed} passed, {ck.failed} failed")
     return 1 if ck.failed else 0
 
