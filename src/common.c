@@ -110,6 +110,39 @@ gx_strndup(const char *s, size_t len)
     return p;
 }
 
+uint64_t
+gx_rand_next(uint64_t *state)
+{
+    uint64_t x = *state != 0 ? *state : 0x9e3779b97f4a7c15ULL;
+
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return x;
+}
+
+int64_t
+gx_jitter(int64_t base_ms, int pct, uint64_t *rng)
+{
+    int64_t span = base_ms * 2 * pct / 100;
+    uint64_t x = gx_rand_next(rng);
+
+    if (span <= 0) {
+        return base_ms;
+    }
+    return base_ms - span / 2 + (int64_t)(x % (uint64_t)(span + 1));
+}
+
+int64_t
+gx_backoff_next(int64_t cur_ms, int64_t start_ms, int64_t max_ms)
+{
+    if (cur_ms < start_ms) {
+        return start_ms;
+    }
+    return cur_ms >= max_ms / 2 ? max_ms : cur_ms * 2;
+}
+
 bool
 gx_stamp_changed(const char *path, struct gx_stamp *st)
 {

@@ -124,31 +124,6 @@ static void start_watch(struct stream *s);
 
 /* ---- small helpers ---- */
 
-int64_t
-gx_kube_jitter(int64_t base_ms, uint64_t *rng)
-{
-    uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ULL;
-    int64_t span = base_ms * 2 * GX_KUBE_JITTER_PCT / 100;
-
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *rng = x;
-    if (span <= 0) {
-        return base_ms;
-    }
-    return base_ms - span / 2 + (int64_t)(x % (uint64_t)(span + 1));
-}
-
-int64_t
-gx_kube_backoff_next(int64_t cur_ms)
-{
-    if (cur_ms < GX_KUBE_BACKOFF_START_MS) {
-        return GX_KUBE_BACKOFF_START_MS;
-    }
-    return cur_ms >= GX_KUBE_BACKOFF_MAX_MS / 2 ? GX_KUBE_BACKOFF_MAX_MS : cur_ms * 2;
-}
-
 const char *
 gx_kube_base_url(const struct gx_kube *k)
 {
@@ -627,8 +602,8 @@ stream_backoff(struct stream *s)
 {
     int64_t d = s->backoff_ms;
 
-    s->backoff_ms = gx_kube_backoff_next(d);
-    return gx_kube_jitter(d, &s->k->rng);
+    s->backoff_ms = gx_backoff_next(d, GX_KUBE_BACKOFF_START_MS, GX_KUBE_BACKOFF_MAX_MS);
+    return gx_jitter(d, GX_KUBE_JITTER_PCT, &s->k->rng);
 }
 
 /* Decide and arm what @s does next. */

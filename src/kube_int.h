@@ -16,13 +16,4 @@
 /** The API server base URL in use ("https://10.0.0.1:443"), borrowed. */
 const char *gx_kube_base_url(const struct gx_kube *k);
 
-/**
- * @base_ms with +-GX_KUBE_JITTER_PCT % of jitter drawn from the xorshift
- * state *@rng (advanced). Cannot fail.
- */
-int64_t gx_kube_jitter(int64_t base_ms, uint64_t *rng);
-
-/** The next delay after @cur_ms: doubled, capped at GX_KUBE_BACKOFF_MAX_MS. */
-int64_t gx_kube_backoff_next(int64_t cur_ms);
-
 #endif

@@ -254,8 +254,7 @@ op_retry(struct op *o, const char *why)
         op_finish(o, GX_ECONFLICT, why);
         return;
     }
-    ls->rng ^= ls->rng << 13, ls->rng ^= ls->rng >> 7, ls->rng ^= ls->rng << 17;
-    tv.tv_usec = (suseconds_t)(ls->rng % (uint64_t)(5000 * o->attempts + 1));
+    tv.tv_usec = (suseconds_t)(gx_rand_next(&ls->rng) % (uint64_t)(5000 * o->attempts + 1));
     if (o->retry == NULL) {
         o->retry = evtimer_new(ls->base, retry_cb, o);
     }

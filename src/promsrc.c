@@ -123,13 +123,9 @@ next_delay_ms(struct gx_promsrc *p)
         return base;
     }
     for (unsigned i = 0; i < p->failures && d < BACKOFF_MAX_MS; i++) {
-        d *= 2;
+        d = gx_backoff_next(d, base, BACKOFF_MAX_MS);
     }
-    if (d > BACKOFF_MAX_MS) {
-        d = BACKOFF_MAX_MS;
-    }
-    p->rng ^= p->rng << 13, p->rng ^= p->rng >> 7, p->rng ^= p->rng << 17;
-    return d * 8 / 10 + (int64_t)(p->rng % (uint64_t)(d * 4 / 10 + 1));
+    return gx_jitter(d, 20, &p->rng);
 }
 
 /* Finish the round: count it, tell the owner, arm the timer for the next one. */

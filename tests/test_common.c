@@ -64,3 +64,32 @@ Test(common, arena_strings_and_big_blocks)
     cr_assert_geq(a.total, 10000);
     gx_arena_release(&a);
 }
+
+/* One backoff and one jitter for every retry loop (kube streams, Prometheus, Lease CAS). */
+Test(common, backoff_doubles_to_a_cap_with_bounded_jitter)
+{
+    int64_t d = 200, lo = INT64_MAX, hi = 0;
+    uint64_t rng = 12345;
+    int steps = 0;
+
+    while (d < 30000) {
+        int64_t next = gx_backoff_next(d, 200, 30000);
+        cr_assert(next == d * 2 || next == 30000, "%lld -> %lld", (long long)d, (long long)next);
+        d = next;
+        steps++;
+    }
+    cr_assert_eq(steps, 8); /* 200 .. 25600, then the 30 s cap */
+    cr_assert_eq(gx_backoff_next(30000, 200, 30000), 30000);
+    cr_assert_eq(gx_backoff_next(0, 200, 30000), 200);
+    for (int i = 0; i < 2000; i++) {
+        int64_t j = gx_jitter(1000, 20, &rng);
+        lo = j < lo ? j : lo;
+        hi = j > hi ? j : hi;
+    }
+    cr_assert_geq(lo, 800);
+    cr_assert_leq(hi, 1200);
+    cr_assert_lt(lo, 850, "jitter spreads down (%lld)", (long long)lo);
+    cr_assert_gt(hi, 1150, "jitter spreads up (%lld)", (long long)hi);
+    cr_assert_eq(gx_jitter(0, 20, &rng), 0);
+    cr_assert_neq(gx_rand_next(&rng), gx_rand_next(&rng));
+}

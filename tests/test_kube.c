@@ -1438,30 +1438,3 @@ Test(kube, in_cluster_settings_from_the_environment)
     event_base_free(base);
     gx_config_free(cfg);
 }
-
-Test(kube, backoff_doubles_to_a_cap_with_bounded_jitter)
-{
-    int64_t d = GX_KUBE_BACKOFF_START_MS, lo = INT64_MAX, hi = 0;
-    uint64_t rng = 12345;
-    int steps = 0;
-
-    while (d < GX_KUBE_BACKOFF_MAX_MS) {
-        int64_t next = gx_kube_backoff_next(d);
-        cr_assert(next == d * 2 || next == GX_KUBE_BACKOFF_MAX_MS, "%lld -> %lld", (long long)d,
-                  (long long)next);
-        d = next;
-        steps++;
-    }
-    cr_assert_eq(steps, 8); /* 200 .. 25600, then the 30 s cap */
-    cr_assert_eq(gx_kube_backoff_next(GX_KUBE_BACKOFF_MAX_MS), GX_KUBE_BACKOFF_MAX_MS);
-    cr_assert_eq(gx_kube_backoff_next(0), GX_KUBE_BACKOFF_START_MS);
-    for (int i = 0; i < 2000; i++) {
-        int64_t j = gx_kube_jitter(1000, &rng);
-        lo = j < lo ? j : lo;
-        hi = j > hi ? j : hi;
-    }
-    cr_assert_geq(lo, 800);
-    cr_assert_leq(hi, 1200);
-    cr_assert_lt(lo, 850, "jitter spreads down (%lld)", (long long)lo);
-    cr_assert_gt(hi, 1150, "jitter spreads up (%lld)", (long long)hi);
-}

@@ -71,6 +71,15 @@ struct gx_stamp {
  */
 bool gx_stamp_changed(const char *path, struct gx_stamp *st);
 
+/** Next value of the xorshift64 generator in *@state (seeded when 0). */
+uint64_t gx_rand_next(uint64_t *state);
+
+/** @base_ms with +-@pct % of jitter drawn from *@rng (retries of many clients spread out). */
+int64_t gx_jitter(int64_t base_ms, int pct, uint64_t *rng);
+
+/** The backoff after @cur_ms: @start_ms when below it, else doubled, at most @max_ms. */
+int64_t gx_backoff_next(int64_t cur_ms, int64_t start_ms, int64_t max_ms);
+
 /** 64-bit FNV-1a of @len bytes. */
 uint64_t gx_hash(const void *data, size_t len);
 
