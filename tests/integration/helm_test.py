@@ -375,8 +375,24 @@ def chk_no_scheduler(helm, kz):
                         kz_label="kustomize manifests - manifests/scheduler")
 
 
+TLS_DIR = "/etc/gpu-extender-tls/"
+
+
 def check_config(binary, cfg):
+    """gpu-extender --check-config on @cfg; the Secret's mount point is stood in for by a
+    fresh self-signed pair, since the binary reads the certificate files it is given."""
+    cfg = copy.deepcopy(cfg)
     with tempfile.TemporaryDirectory() as tmp:
+        server = cfg.get("server") or {}
+        if any(str(server.get(k) or "").startswith(TLS_DIR)
+               for k in ("tls_cert_file", "tls_key_file")):
+            run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                 "/CN=gpu-extender.gpu-extender.svc", "-keyout", os.path.join(tmp, "tls.key"),
+                 "-out", os.path.join(tmp, "tls.crt")])
+            for k in ("tls_cert_file", "tls_key_file"):
+                if str(server.get(k) or "").startswith(TLS_DIR):
+                    server[k] = os.path.join(tmp, server[k][len(TLS_DIR):])
         path = os.path.join(tmp, "config.json")
         with open(path, "w") as f:
             json.dump(cfg, f, indent=2)
