@@ -138,6 +138,11 @@ check_done(struct gx_httpc *c)
         } else {
             res.rc = GX_OK;
             res.kind = res.status >= 400 ? GX_UPERR_HTTP : GX_UPERR_OTHER;
+            /* A caller that logs .error for any failure must not print curl's "ok". */
+            if (res.status >= 400) {
+                (void)snprintf(x->errbuf, sizeof(x->errbuf), "HTTP %ld", res.status);
+                res.error = x->errbuf;
+            }
         }
         (void)curl_multi_remove_handle(c->multi, x->easy);
         xfer_unlink(c, x);

@@ -268,7 +268,7 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct op *o = ctx;
     struct gx_leases *ls = o->ls;
-    char rv[64], msg[160];
+    char rv[64], msg[300], what[240];
     cJSON *j;
 
     o->xfer = NULL;
@@ -293,8 +293,8 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     ls->m->up_errors[GX_UP_KUBERNETES][rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
-    (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s (HTTP %ld)",
-                   gx_strerror(rc), status);
+    gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
+    (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s", what);
     op_finish(o, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
 }
 
@@ -352,7 +352,7 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct op *o = ctx;
     struct gx_why why = {{0}};
-    char msg[300];
+    char msg[300], what[240];
     cJSON *j;
 
     o->xfer = NULL;
@@ -368,8 +368,8 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     if (rc != GX_OK || status != 200) {
         o->ls->m
             ->up_errors[GX_UP_KUBERNETES][rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
-        (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s (HTTP %ld)",
-                       gx_strerror(rc), status);
+        gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
+        (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s", what);
         if (rc == GX_OK && status >= 500) {
             op_retry(o, msg);
         } else {
@@ -504,9 +504,17 @@ list_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     j = rc == GX_OK && status == 200 ? cJSON_ParseWithLength(body, len) : NULL;
     s.items = cJSON_GetObjectItemCaseSensitive(j, "items");
     if (!cJSON_IsArray(s.items)) {
-        ls->m->up_errors[GX_UP_KUBERNETES][rc == GX_OK ? GX_UPERR_HTTP : GX_UPERR_CONNECT]++;
-        gx_warn("cannot list ledger leases, keeping the cached ledger", "status=%ld error=\"%s\"",
-                status, gx_strerror(rc));
+        char what[240], q[300];
+        ls->m->up_errors[GX_UP_KUBERNETES][rc != GX_OK     ? GX_UPERR_CONNECT
+                                           : status == 200 ? GX_UPERR_PARSE
+                                                           : GX_UPERR_HTTP]++;
+        if (rc == GX_OK && status == 200) {
+            (void)snprintf(what, sizeof(what), "HTTP 200 but not a LeaseList");
+        } else {
+            gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
+        }
+        gx_warn("cannot list ledger leases, keeping the cached ledger", "status=%ld error=%s",
+                status, gx_log_quote(q, sizeof(q), what));
         cJSON_Delete(j);
         arm_sync(ls);
         return;

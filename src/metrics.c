@@ -9,8 +9,8 @@ const double gx_histo_bounds[GX_HISTO_BUCKETS] = {
 
 static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "other"};
 static const char *const upstream_names[GX_UP_COUNT] = {"prometheus", "kubernetes", "files"};
-static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http", "parse",
-                                                         "gone",    "conflict", "other"};
+static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http",  "parse",
+                                                         "gone",    "conflict", "query", "other"};
 static const char *const bind_names[GX_BIND_COUNT] = {"bound", "repeat", "rejected", "error"};
 static const char *const class_names[GX_STATUS_CLASSES] = {"2xx", "4xx", "5xx", "other"};
 

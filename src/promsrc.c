@@ -195,11 +195,17 @@ done_cb(void *ctx, const struct gx_httpc_result *res)
         if (rc == GX_OK && res->status == 200) {
             apply(p, qr->sig, &c);
             p->round_ok++;
-        } else if (rc == GX_EUPSTREAM || res->status != 200) {
+        } else if (res->status != 200) {
             char msg[300];
             (void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", res->status,
                            why.text[0] ? why.text : "non-JSON error body");
             query_failed(p, qr->sig, GX_UPERR_HTTP, msg);
+        } else if (rc == GX_EUPSTREAM) {
+            /* HTTP 200 whose body says status=error: Prometheus refused the query itself. */
+            char msg[300];
+            (void)snprintf(msg, sizeof(msg), "Prometheus answered HTTP 200 with an error: %s",
+                           why.text[0] ? why.text : "status=error");
+            query_failed(p, qr->sig, GX_UPERR_QUERY, msg);
         } else {
             query_failed(p, qr->sig, GX_UPERR_PARSE, why.text);
         }

@@ -22,6 +22,7 @@
 #include "gx/config.h"
 #include "gx/dcgm.h"
 #include "gx/httpc.h"
+#include "gx/log.h"
 #include "gx/metrics.h"
 #include "gx/promsrc.h"
 
@@ -89,7 +90,7 @@ conn_main(void *arg)
     char req[4096], body[512], head[256];
     size_t got = 0;
     int status = 200, n;
-    const char *value = "0";
+    const char *value = "0", *fixed = NULL;
 
     req[0] = '\0';
     while (got < sizeof(req) - 1 && strstr(req, "\r\n\r\n") == NULL) {
@@ -117,6 +118,14 @@ conn_main(void *arg)
         value = "61";
         status = f->fail_temp ? 500 : 200;
         note(f, 't');
+    } else if (strstr(req, "query=q_bad") != NULL) {
+        fixed = "{\"status\":\"error\",\"errorType\":\"bad_data\","
+                "\"error\":\"1:3: parse error: unexpected character\"}";
+        note(f, 'b');
+    } else if (strstr(req, "query=q_auth") != NULL) {
+        status = 401;
+        fixed = "Unauthorized\n";
+        note(f, 'a');
     }
     pthread_mutex_unlock(&f->mu);
 
@@ -126,6 +135,9 @@ conn_main(void *arg)
                    "{\"metric\":{\"Hostname\":\"n1\",\"UUID\":\"GPU-1\",\"gpu\":\"0\"},"
                    "\"value\":[1787566530.5,\"%s\"]}]}}",
                    value);
+    if (fixed != NULL) {
+        (void)snprintf(body, sizeof(body), "%s", fixed);
+    }
     n = snprintf(head, sizeof(head),
                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Connection: close\r\n\r\n",
@@ -341,6 +353,71 @@ Test(promsrc, failed_query_does_not_stop_the_round)
     cr_assert_eq(card_value(ms, GX_SIG_POWER), 42.0);
     cr_assert_eq(card_value(ms, GX_SIG_XID), 1000.0);
 
+    gx_promsrc_free(p);
+    gx_httpc_free(http);
+    fake_stop(&f);
+    gx_mstore_free(ms);
+    event_base_free(base);
+    free(m);
+}
+
+/* Lines of @f that contain @needle. */
+static int
+grep_count(FILE *f, const char *needle)
+{
+    char line[4096];
+    int n = 0;
+
+    (void)fflush(f);
+    rewind(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, needle) != NULL;
+    }
+    return n;
+}
+
+Test(promsrc, error_texts_say_what_happened)
+{
+    struct fake f;
+    struct gx_config cfg;
+    struct gx_metrics *m = calloc(1, sizeof(*m));
+    struct event_base *base = event_base_new();
+    struct gx_httpc *http;
+    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_promsrc *p;
+    FILE *log = tmpfile();
+    char url[64];
+    int updates = 0;
+
+    cr_assert_not_null(m);
+    cr_assert_not_null(base);
+    cr_assert_not_null(log);
+    gx_log_set_sink(log);
+    fake_start(&f);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
+    test_cfg(&cfg, url);
+    cfg.prom_queries[GX_SIG_UTIL] = "q_bad";
+    cfg.prom_queries[GX_SIG_MEM_USED] = "q_auth";
+    cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
+    http = gx_httpc_new(base);
+    cr_assert_not_null(http);
+    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
+    cr_assert_not_null(p);
+
+    run_until_update(base, &updates);
+    cr_assert_eq(updates, 1);
+    /* a 200 carrying status=error is Prometheus refusing the query, not an HTTP failure */
+    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_QUERY], 1);
+    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1, "only the 401");
+    cr_assert_eq(grep_count(log, "signal=util kind=query error=\"Prometheus answered HTTP 200 "
+                                 "with an error"),
+                 1);
+    cr_assert_eq(grep_count(log, "unexpected character"), 1, "Prometheus' own text is kept");
+    cr_assert_eq(grep_count(log, "signal=mem_used kind=http error=\"HTTP 401"), 1);
+    cr_assert_eq(grep_count(log, "error=\"ok"), 0);
+
+    gx_log_set_sink(NULL);
+    (void)fclose(log);
     gx_promsrc_free(p);
     gx_httpc_free(http);
     fake_stop(&f);

@@ -43,7 +43,8 @@ struct gx_httpc_result {
     long status;      /* HTTP status, 0 if none */
     const char *body; /* collected body (not for streams), NUL-terminated */
     size_t body_len;
-    const char *error;   /* curl's error text when rc != GX_OK */
+    const char *error;   /* rc != GX_OK: curl's error text; an HTTP status that is not 2xx
+                            or 3xx: "HTTP <status>"; NULL otherwise */
     enum gx_upkind kind; /* classification of the failure for metrics */
     double seconds;
 };

@@ -41,6 +41,7 @@ enum gx_upkind {
     GX_UPERR_PARSE,
     GX_UPERR_GONE,
     GX_UPERR_CONFLICT,
+    GX_UPERR_QUERY, /* answered 200, but the body reports an error (Prometheus status=error) */
     GX_UPERR_OTHER,
     GX_UPERR_COUNT
 };
