@@ -8,14 +8,34 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Ledger tenants of @pod for verdict @v at @now_ms; returns how many. */
+/*
+ * Slots a share holds: its slices, or for a milli share the slots that
+ * cover it on a card of @slots slots, so readers that predate milli still
+ * count it (the ledger itself counts a milli tenant by its milli only).
+ */
+static int
+share_slices(const struct gx_podreq *req, int milli, int slots)
+{
+    int64_t n;
+
+    if (milli <= 0) {
+        return req->slices;
+    }
+    n = ((int64_t)milli * slots + GX_CARD_MILLI - 1) / GX_CARD_MILLI;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Ledger tenants of @pod for verdict @v at @now_ms on cards of @slots slots; returns how many. */
 static size_t
-tenants_for(const struct gx_admit_pod *pod, const struct gx_verdict *v, int64_t now_ms,
-            struct gx_tenant *t)
+tenants_for(const struct gx_config *cfg, const struct gx_admit_pod *pod, const struct gx_verdict *v,
+            int64_t now_ms, int slots, struct gx_tenant *t)
 {
     const struct gx_podreq *req = pod->req;
     bool any_card = v->device_plugin || v->n_cards == 0;
     int count = any_card ? 1 : v->n_cards;
+    int milli = req->kind == GX_REQ_SHARED && req->milli > 0 && !v->device_plugin
+                    ? gx_config_share_milli(cfg, req->milli)
+                    : 0;
     size_t n = 0;
 
     if (req->kind == GX_REQ_NONE) {
@@ -27,9 +47,10 @@ tenants_for(const struct gx_admit_pod *pod, const struct gx_verdict *v, int64_t 
         (void)snprintf(t[n].pod, sizeof(t[n].pod), "%s/%s", pod->ns, pod->name);
         t[n].card = any_card ? GX_CARD_ANY : v->cards[i];
         t[n].exclusive = req->kind == GX_REQ_EXCLUSIVE && !v->device_plugin;
-        t[n].slices = req->kind == GX_REQ_SHARED ? req->slices
+        t[n].slices = req->kind == GX_REQ_SHARED ? share_slices(req, milli, slots)
                       : v->device_plugin         ? (int)req->gpus
                                                  : 0;
+        t[n].milli = milli;
         t[n].memory_mib = req->kind == GX_REQ_SHARED ? req->memory_mib : 0;
         t[n].util_pct = req->kind == GX_REQ_SHARED ? req->util_pct : -1;
         t[n].state = GX_TENANT_RESERVED;
@@ -77,12 +98,12 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
         gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(v.reason));
         return GX_ECONFLICT;
     }
-    n = tenants_for(pod, &v, ctx->now_ms, t);
-    if (n == 0) {
-        return GX_OK;
-    }
     for (; sn != NULL && n_slots < sn->n_cards && n_slots < GX_ARRAY_LEN(slots); n_slots++) {
         slots[n_slots] = gx_config_card_slots(ctx->cfg, sn->product, sn->replicas);
+    }
+    n = tenants_for(ctx->cfg, pod, &v, ctx->now_ms, n_slots > 0 ? slots[0] : 1, t);
+    if (n == 0) {
+        return GX_OK;
     }
     rc = gx_ledger_add(l, node, t, n, slots, n_slots);
     if (rc != GX_OK) {
@@ -118,8 +139,8 @@ gx_admit_notes(const struct gx_node *node, const struct gx_podreq *req,
     out->uuids[0] = out->index[0] = '\0';
     for (int i = 0; i < plan->n_cards; i++) {
         int c = plan->cards[i];
-        const char *uuid = node != NULL && c >= 0 && (size_t)c < node->n_cards ? node->cards[c].uuid
-                                                                              : NULL;
+        const char *uuid =
+            node != NULL && c >= 0 && (size_t)c < node->n_cards ? node->cards[c].uuid : NULL;
         char num[16];
 
         (void)snprintf(num, sizeof(num), "%d", c);

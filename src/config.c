@@ -144,6 +144,7 @@ static const struct kspec keys_table[] = {
     STR("names.time_slice_resource", res_time_slice, "gpu-extender.io/time-slice", F_NONEMPTY),
     STR("names.time_slices_annotation", ann_slices, "gpu-extender.io/time-slices", F_NONEMPTY),
     STR("names.gpu_memory_annotation", ann_memory, "gpu-extender.io/gpu-memory", F_NONEMPTY),
+    STR("names.gpu_milli_annotation", ann_milli, "gpu-extender.io/gpu-milli", F_NONEMPTY),
     STR("names.gpu_util_annotation", ann_util, "gpu-extender.io/gpu-util", F_NONEMPTY),
     STR("names.gpu_uuids_annotation", ann_uuids, "gpu-extender.io/gpu-uuids", F_NONEMPTY),
     STR("names.gpu_index_annotation", ann_index, "gpu-extender.io/gpu-index", F_NONEMPTY),
@@ -1500,6 +1501,18 @@ gx_config_card_slots(const struct gx_config *cfg, const char *product, int repli
         return 1000000;
     }
     return (int)total;
+}
+
+/* Oversubscription shrinks what a milli share books, as it multiplies slots. */
+int
+gx_config_share_milli(const struct gx_config *cfg, int milli)
+{
+    double booked = ceil((double)milli / cfg->oversubscription - 1e-9);
+
+    if (booked < 1) {
+        return 1;
+    }
+    return booked > 1000 ? 1000 : (int)booked;
 }
 
 /* Copy row @k's value from @from into @to (top-level K_STR, K_STR_LIST and scalar rows). */

@@ -81,7 +81,11 @@ put_request(struct gx_buf *b, enum gx_err *rc, const struct gx_podreq *req)
         putf(b, rc, "exclusive %lld GPU%s", (long long)req->gpus, req->gpus == 1 ? "" : "s");
         break;
     case GX_REQ_SHARED:
-        putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
+        if (req->milli > 0) {
+            putf(b, rc, "shared %d milli-GPU", req->milli);
+        } else {
+            putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
+        }
         if (req->memory_mib > 0) {
             putf(b, rc, ", memory %lld MiB", (long long)req->memory_mib);
         }

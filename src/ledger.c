@@ -310,12 +310,41 @@ entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage 
             u->exclusive = true;
             continue;
         }
-        u->slices += t->slices;
+        if (t->milli > 0) {
+            u->milli += t->milli;
+        } else {
+            u->slices += t->slices;
+        }
         u->memory_mib += t->memory_mib;
         if (t->util_pct > 0) {
             u->util_pct += t->util_pct;
         }
     }
+}
+
+int
+gx_ledger_share_used(const struct gx_card_usage *u, int slots)
+{
+    int64_t sliced;
+
+    if (slots < 1) {
+        slots = 1;
+    }
+    sliced = ((int64_t)u->slices * GX_CARD_MILLI + slots - 1) / slots;
+    return (int)(sliced + u->milli);
+}
+
+bool
+gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli)
+{
+    struct gx_card_usage after = *u;
+
+    if (u->exclusive || slices < 0 || milli < 0) {
+        return false;
+    }
+    after.slices += slices;
+    after.milli += milli;
+    return gx_ledger_share_used(&after, slots) <= GX_CARD_MILLI;
 }
 
 uint64_t
@@ -370,7 +399,11 @@ tenant_valid(const struct gx_tenant *t)
     if (t->card == GX_CARD_ANY && t->exclusive) {
         return false;
     }
-    if (t->slices < (t->exclusive ? 0 : 1) || t->slices > LEDGER_MAX_SLICES) {
+    if (t->slices < 0 || t->slices > LEDGER_MAX_SLICES || t->milli < 0 ||
+        t->milli > GX_CARD_MILLI || (t->exclusive && t->milli > 0)) {
+        return false;
+    }
+    if (!t->exclusive && t->slices < 1 && t->milli < 1) {
         return false;
     }
     if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB) {
@@ -405,7 +438,7 @@ entry_same_tenants(const struct gx_ledger_node *e, const struct gx_tenant *t, si
             const struct gx_tenant *o = &e->tenants[i];
             found = strcmp(o->uid, t[j].uid) == 0 && o->card == t[j].card &&
                     o->exclusive == t[j].exclusive && o->slices == t[j].slices &&
-                    o->memory_mib == t[j].memory_mib;
+                    o->milli == t[j].milli && o->memory_mib == t[j].memory_mib;
         }
         if (!found) {
             return false;
@@ -461,7 +494,8 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
             return GX_ECONFLICT;
         }
         if (!t[i].exclusive &&
-            (u.exclusive || u.slices + t[i].slices > slots_per_card[t[i].card])) {
+            !gx_ledger_share_fits(&u, slots_per_card[t[i].card], t[i].milli > 0 ? 0 : t[i].slices,
+                                  t[i].milli)) {
             return GX_ECONFLICT;
         }
     }
@@ -740,6 +774,7 @@ encode_tenant(cJSON *arr, const struct gx_tenant *t)
         cJSON_AddNumberToObject(o, "card", t->card) == NULL ||
         cJSON_AddBoolToObject(o, "exclusive", t->exclusive) == NULL ||
         cJSON_AddNumberToObject(o, "slices", t->slices) == NULL ||
+        (t->milli > 0 && cJSON_AddNumberToObject(o, "milli", t->milli) == NULL) ||
         cJSON_AddNumberToObject(o, "memory_mib", (double)t->memory_mib) == NULL ||
         cJSON_AddNumberToObject(o, "util_pct", t->util_pct) == NULL ||
         cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
@@ -809,9 +844,9 @@ json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
 static enum gx_err
 decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
 {
-    enum { F_UID, F_POD, F_CARD, F_EXCL, F_SLICES, F_MEM, F_UTIL, F_STATE, F_SINCE, F_N };
+    enum { F_UID, F_POD, F_CARD, F_EXCL, F_SLICES, F_MEM, F_UTIL, F_STATE, F_SINCE, F_MILLI, F_N };
     static const char *const names[F_N] = {"uid",        "pod",      "card",  "exclusive", "slices",
-                                           "memory_mib", "util_pct", "state", "since_ms"};
+                                           "memory_mib", "util_pct", "state", "since_ms",  "milli"};
     bool seen[F_N] = {false};
     const cJSON *c;
     int64_t v = 0;
@@ -883,6 +918,10 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             ok = json_int(c, 0, INT64_C(1) << 53, &v);
             t->since_ms = v;
             break;
+        case F_MILLI:
+            ok = json_int(c, 1, GX_CARD_MILLI, &v);
+            t->milli = (int)v;
+            break;
         default:
             break;
         }
@@ -891,14 +930,19 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             return GX_EPARSE;
         }
     }
-    for (int f = 0; f < F_N; f++) {
+    /* milli is optional: Leases written before it hold slice tenants only */
+    for (int f = 0; f < F_MILLI; f++) {
         if (!seen[f]) {
             gx_why_set(why, "%s: missing", names[f]);
             return GX_EPARSE;
         }
     }
-    if (!t->exclusive && t->slices < 1) {
-        gx_why_set(why, "slices: a shared tenant holds at least one slice");
+    if (!t->exclusive && t->slices < 1 && t->milli < 1) {
+        gx_why_set(why, "slices: a shared tenant holds at least one slice or milli");
+        return GX_EPARSE;
+    }
+    if (t->exclusive && t->milli > 0) {
+        gx_why_set(why, "milli: an exclusive tenant holds the whole card");
         return GX_EPARSE;
     }
     return GX_OK;

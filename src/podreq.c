@@ -180,6 +180,28 @@ parse_slices(const char *s, int *out)
     return true;
 }
 
+/* Parse a plain decimal integer 1..1000 (a milli-GPU share). */
+static bool
+parse_milli(const char *s, int *out)
+{
+    int v = 0;
+
+    if (s[0] == '\0' || strlen(s) > 4) {
+        return false;
+    }
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            return false;
+        }
+        v = v * 10 + (*p - '0');
+    }
+    if (v < 1 || v > 1000) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 /*
  * GPU memory annotation in MiB. A quantity with a suffix follows Kubernetes
  * ("6Gi" = 6144 MiB, "1G" = 954 MiB); a bare number such as "8000" means
@@ -251,7 +273,7 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
                 struct gx_why *why)
 {
     struct gx_podreq r = {.kind = GX_REQ_NONE, .util_pct = -1};
-    const char *ann_slices;
+    const char *ann_slices, *ann_milli;
     int64_t gpu, shared, slice;
     enum gx_err rc;
 
@@ -265,12 +287,16 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
         return rc;
     }
     ann_slices = annotation(pod, cfg->ann_slices);
+    ann_milli = annotation(pod, cfg->ann_milli);
 
-    if (ann_slices != NULL || slice > 0) {
+    if (ann_slices != NULL || ann_milli != NULL || slice > 0) {
         /* Annotation mode: the extender picks the card and books time slots on it. */
         if (gpu > 0) {
             gx_why_set(why, "time slices and whole GPUs cannot be combined (%.64s with %.64s)",
-                       ann_slices != NULL ? cfg->ann_slices : cfg->res_time_slice, cfg->res_gpu);
+                       ann_slices != NULL  ? cfg->ann_slices
+                       : ann_milli != NULL ? cfg->ann_milli
+                                           : cfg->res_time_slice,
+                       cfg->res_gpu);
             return GX_EINVAL;
         }
         if (shared > 0) {
@@ -289,7 +315,12 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
             gx_why_set(why, "%.64s must be from 1 to %d", cfg->res_time_slice, PODREQ_MAX_SLICES);
             return GX_EINVAL;
         } else {
-            r.slices = (int)slice;
+            r.slices = slice > 0 ? (int)slice : 1;
+        }
+        if (ann_milli != NULL && !parse_milli(ann_milli, &r.milli)) {
+            gx_why_set(why, "%.64s must be an integer from 1 to 1000 (milli-GPU), not \"%.32s\"",
+                       cfg->ann_milli, ann_milli);
+            return GX_EINVAL;
         }
         if ((rc = shared_annotations(cfg, pod, &r, why)) != GX_OK) {
             return rc;

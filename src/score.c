@@ -703,7 +703,10 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
     int slots = gx_config_card_slots(cfg, node->product, node->replicas);
     size_t n = node_cards(node);
     enum gx_reason best_fail = GX_REASON_NONE;
-    int best = -1, best_used = 0, candidates = 0;
+    int best = -1, best_used = 0, candidates = 0, used;
+    /* a milli share books milli; a slice share books slots (ledger.h's one rule) */
+    int ask_milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli) : 0;
+    int ask_slices = req->milli > 0 ? 0 : req->slices;
     int64_t best_free = 0;
     unsigned best_fresh = 0;
     struct gx_score_parts p = {0};
@@ -718,7 +721,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
         bool better;
 
         usage_of(d, c, &u);
-        if (r == GX_REASON_NONE && (u.exclusive || slots - u.slices < req->slices)) {
+        if (r == GX_REASON_NONE && !gx_ledger_share_fits(&u, slots, ask_slices, ask_milli)) {
             r = GX_REASON_NO_SLOT;
         }
         /*
@@ -740,17 +743,18 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
             continue;
         }
         candidates++;
+        used = gx_ledger_share_used(&u, slots);
         mem_free = card_memory(node, c, f) - card_booked(c, f, &u);
         if (best < 0) {
             better = true;
         } else if (cfg->policy == GX_POLICY_BINPACK) {
-            better = u.slices > best_used || (u.slices == best_used && mem_free < best_free);
+            better = used > best_used || (used == best_used && mem_free < best_free);
         } else {
-            better = u.slices < best_used || (u.slices == best_used && mem_free > best_free);
+            better = used < best_used || (used == best_used && mem_free > best_free);
         }
         if (better) {
             best = (int)i;
-            best_used = u.slices;
+            best_used = used;
             best_free = mem_free;
             best_fresh = f;
             bu = u;
@@ -762,7 +766,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
         return;
     }
     card_parts(d, node, &node->cards[best], best_fresh, &bu, &p);
-    p.fit = (double)best_used / (double)slots;
+    p.fit = (double)best_used / (double)GX_CARD_MILLI;
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
     }
@@ -868,7 +872,7 @@ request_valid(const struct gx_podreq *req)
     case GX_REQ_EXCLUSIVE:
         return req->gpus >= 1;
     case GX_REQ_SHARED:
-        return req->slices >= 1 && req->memory_mib >= 0 && !isnan(req->util_pct) &&
+        return req->slices >= 1 && req->milli >= 0 && req->milli <= 1000 && req->memory_mib >= 0 && !isnan(req->util_pct) &&
                req->util_pct <= 100.0;
     }
     return false;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gx/admit.h"
 #include "gx/fgd.h"
 #include "gx/kobj.h"
 #include "gx/ledger.h"
@@ -341,8 +342,12 @@ classify(const struct run *r, const struct gx_trace_pod *p, struct gx_podreq *re
     (void)snprintf(mem, sizeof(mem), "%lldMi", (long long)p->memory_mib);
     reqs[0] = kv("cpu", cpu);
     reqs[1] = kv("memory", mem);
-    if (is_share(p)) {
-        /* whole slots of the default size, rounded up: what a user can ask today */
+    if (is_share(p) && !r->o->share_slices) {
+        (void)snprintf(ann, sizeof(ann), "%d", p->gpu_milli);
+        anns[0] = kv(cfg->ann_milli, ann);
+        pod.n_annotations = 1;
+    } else if (is_share(p)) {
+        /* whole slots of the default size, rounded up: the only form before milli */
         int slots = gx_config_card_slots(cfg, "", 1);
         int slices = (int)(((int64_t)p->gpu_milli * slots + GX_FGD_CARD - 1) / GX_FGD_CARD);
         (void)snprintf(ann, sizeof(ann), "%d", slices < 1 ? 1 : slices);
@@ -356,30 +361,19 @@ classify(const struct run *r, const struct gx_trace_pod *p, struct gx_podreq *re
     return gx_podreq_parse(cfg, &pod, req, &why);
 }
 
-/* Book the verdict @v for pod @p on node @i in the ledger, as bind does. */
+/* Book pod @p on node @i as bind does (gx_admit_reserve decides again and books). */
 static enum gx_err
-book(struct run *r, size_t i, const struct gx_podreq *req, const struct gx_verdict *v)
+book(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_podreq *req,
+     struct gx_admit_plan *plan)
 {
-    struct gx_tenant t[GX_MAX_PICK];
-    int slots[SIM_MAX_CARDS];
-    const struct snode *s = &r->nodes[i];
-    int n = v->n_cards;
+    const struct gx_decide_ctx ctx = {
+        .cfg = r->o->cfg, .snap = r->snap, .ledger = r->ledger, .now_ms = SIM_NOW_MS};
+    char uid[32];
+    const struct gx_admit_pod pod = {.uid = uid, .ns = "sim", .name = p->name, .req = req};
+    struct gx_why why = {{0}};
 
-    memset(t, 0, sizeof(t[0]) * (size_t)(n > 0 ? n : 1));
-    for (int c = 0; c < s->n_cards; c++) {
-        slots[c] = gx_config_card_slots(r->o->cfg, s->node->product, s->node->replicas);
-    }
-    for (int k = 0; k < n; k++) {
-        (void)snprintf(t[k].uid, sizeof(t[k].uid), "u%llu", (unsigned long long)r->uid);
-        t[k].card = v->cards[k];
-        t[k].exclusive = req->kind == GX_REQ_EXCLUSIVE;
-        t[k].slices = t[k].exclusive ? 0 : req->slices;
-        t[k].memory_mib = req->memory_mib;
-        t[k].util_pct = -1;
-        t[k].state = GX_TENANT_BOUND;
-    }
-    r->uid++;
-    return gx_ledger_add(r->ledger, s->node->name, t, (size_t)n, slots, (size_t)s->n_cards);
+    (void)snprintf(uid, sizeof(uid), "u%llu", (unsigned long long)r->uid++);
+    return gx_admit_reserve(&ctx, r->ledger, r->nodes[i].node->name, &pod, plan, &why);
 }
 
 /* The extender's total for one node, or false when its filter drops it. */
@@ -522,14 +516,13 @@ schedule_one(struct run *r, const struct gx_trace_pod *p)
             return false; /* kubelet admission fails: the plugin has no such devices */
         }
     } else if (req.kind != GX_REQ_NONE) {
-        k = v.n_cards;
-        for (int j = 0; j < k; j++) {
-            cards[j] = v.cards[j];
-        }
-        if (book(r, (size_t)i, &req, &v) != GX_OK) {
-            r->ledger_errs++; /* the decision and the ledger disagree: a bug, counted */
+        struct gx_admit_plan plan;
+        if (book(r, (size_t)i, p, &req, &plan) != GX_OK || plan.n_cards != v.n_cards) {
+            r->ledger_errs++; /* prioritize and bind disagree: a bug, counted */
             return false;
         }
+        k = plan.n_cards;
+        memcpy(cards, plan.cards, sizeof(int) * (size_t)k);
     }
     place(r, (size_t)i, p, &q, cards, k);
     return true;

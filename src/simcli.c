@@ -30,7 +30,7 @@ struct cli {
     size_t n_seeds;
     double tune;
     int threads;
-    bool exact, no_shuffle;
+    bool exact, no_shuffle, slices;
     int replicas;
     const char *strategy;
     int ext_weight, pct_nodes;
@@ -56,6 +56,7 @@ sim_usage(FILE *f)
         f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
            "         [--policy NAME[,NAME...]] [--tune 1.3] [--seeds 42-51] [--json OUT.json]\n"
            "         [--svg OUT.svg] [--threads N] [--exact-score] [--no-shuffle] [--replicas R]\n"
+           "         [--share-slices]\n"
            "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
            "         [--percentage-of-nodes-to-score P]\n"
            "policies: binpack, spread, fgd (the extender under that score.policy), count-only\n"
@@ -130,7 +131,8 @@ parse_args(int argc, char **argv, struct cli *c)
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0;
+        bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
+                    strcmp(a, "--share-slices") == 0;
 
         if (!flag && (v = arg_value(argc, argv, &i)) == NULL) {
             return false;
@@ -167,6 +169,8 @@ parse_args(int argc, char **argv, struct cli *c)
             c->exact = true;
         } else if (strcmp(a, "--no-shuffle") == 0) {
             c->no_shuffle = true;
+        } else if (strcmp(a, "--share-slices") == 0) {
+            c->slices = true;
         } else {
             return false;
         }
@@ -288,6 +292,7 @@ policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
     o->tune = c->tune;
     o->shuffle = !c->no_shuffle;
     o->exact_score = c->exact;
+    o->share_slices = c->slices;
     o->replicas = c->replicas > 0 ? c->replicas : gx_config_card_slots(cfg, "", 1);
     return true;
 }

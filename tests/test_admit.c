@@ -114,6 +114,29 @@ Test(admit, reserve_books_once_and_repeats_idempotently)
     world_free(&w);
 }
 
+Test(admit, milli_share_books_milli_and_its_slot_equivalent)
+{
+    struct world w;
+    struct gx_podreq req = shared1;
+    struct gx_admit_pod pod = {"uid-m", "ml", "m", &req};
+    struct gx_admit_plan p;
+    struct gx_why why = {{0}};
+    const struct gx_tenant *t;
+    struct gx_card_usage u;
+
+    world_init(&w);
+    req.milli = 300;
+    cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p, &why), GX_OK, "%s",
+                 why.text);
+    t = &gx_ledger_find_pod(w.ledger, "uid-m")->tenants[0];
+    cr_assert_eq(t->milli, 300);
+    cr_assert_eq(t->slices, (300 * gx_config_card_slots(&w.cfg, "", 1) + 999) / 1000);
+    gx_ledger_card_usage(w.ledger, "gpu-a", p.cards[0], &u);
+    cr_assert_eq(u.milli, 300);
+    cr_assert_eq(u.slices, 0, "counted once, by its milli");
+    world_free(&w);
+}
+
 Test(admit, reserve_refuses_what_filter_would_reject)
 {
     struct world w;
@@ -134,8 +157,7 @@ Test(admit, reserve_refuses_what_filter_would_reject)
     }
     {
         struct gx_admit_pod pod = {"x-1", "ml", "x", &whole2};
-        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "nowhere", &pod, &p, &why),
-                     GX_ECONFLICT);
+        cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "nowhere", &pod, &p, &why), GX_ECONFLICT);
         cr_assert_str_eq(why.text, "cannot bind to nowhere: node unknown to gpu-extender");
         cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-b", &pod, &p, &why), GX_OK);
         cr_assert_eq(p.n_cards, 2);
@@ -186,8 +208,8 @@ Test(admit, binding_carries_node_and_annotations_in_one_object)
                      "GPU-0000");
     cr_assert_str_eq(cJSON_GetObjectItem(ann, "gpu-extender.io/gpu-index")->valuestring, "0");
     cr_assert_str_eq(cJSON_GetObjectItem(ann, "gpu-extender.io/time-slices")->valuestring, "1");
-    cr_assert_str_eq(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "target"), "name")->valuestring, "gpu-a");
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "target"), "name")->valuestring,
+                     "gpu-a");
     cJSON_Delete(doc);
 
     /* a pod that holds no cards gets a plain Binding */

@@ -775,3 +775,79 @@ Test(ledger, random_walk_with_restarts_converges_after_reconcile)
     cr_assert_gt(reconciles, 100);
     gx_ledger_free(l);
 }
+
+/* Milli and slice tenants share one card through one rule. */
+Test(ledger, milli_and_slice_tenants_share_a_card)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant m = mk("m1", 0, false, 1, 0, 1);
+    struct gx_card_usage u;
+
+    m.milli = 600;
+    cr_assert_eq(add1(l, "g", m), GX_OK);
+    /* 600 milli + 1 slice of 4 (250) = 850: a second slice (1100) does not fit */
+    cr_assert_eq(add1(l, "g", mk("s1", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "g", mk("s2", 0, false, 1, 0, 1)), GX_ECONFLICT);
+    gx_ledger_card_usage(l, "g", 0, &u);
+    cr_assert_eq(u.milli, 600, "a milli tenant counts by its milli only");
+    cr_assert_eq(u.slices, 1);
+    cr_assert_eq(gx_ledger_share_used(&u, 4), 850);
+    cr_assert(gx_ledger_share_fits(&u, 4, 0, 150));
+    cr_assert_not(gx_ledger_share_fits(&u, 4, 0, 151));
+    m = mk("m2", 0, false, 1, 0, 1);
+    m.milli = 151;
+    cr_assert_eq(add1(l, "g", m), GX_ECONFLICT);
+    m.milli = 150;
+    cr_assert_eq(add1(l, "g", m), GX_OK);
+    gx_ledger_free(l);
+}
+
+Test(ledger, slice_rule_is_unchanged_without_milli_tenants)
+{
+    struct gx_card_usage u = {.slices = 2};
+
+    /* 3 slots: 3 x 333.3 must fill the card exactly, not overflow by rounding */
+    cr_assert(gx_ledger_share_fits(&u, 3, 1, 0));
+    cr_assert_not(gx_ledger_share_fits(&u, 3, 2, 0));
+    u.slices = 63;
+    cr_assert(gx_ledger_share_fits(&u, 64, 1, 0));
+    cr_assert_not(gx_ledger_share_fits(&u, 64, 2, 0));
+    u.exclusive = true;
+    u.slices = 0;
+    cr_assert_not(gx_ledger_share_fits(&u, 64, 1, 0));
+}
+
+Test(ledger, lease_codec_keeps_milli_and_reads_old_leases)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant m = mk("m1", 1, false, 2, 0, 1), *back = NULL;
+    const char *old = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
+                      "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,"
+                      "\"state\":\"bound\",\"since_ms\":1}]}";
+    const char *excl = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
+                       "\"milli\":5,\"exclusive\":true,\"slices\":0,\"memory_mib\":0,"
+                       "\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}";
+    struct gx_buf b;
+    size_t n = 0;
+    struct gx_why why = {{0}};
+
+    m.milli = 220;
+    cr_assert_eq(add1(l, "g", m), GX_OK);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "g"), &b), GX_OK);
+    cr_assert(strstr(b.data, "\"milli\":220") != NULL, "%s", b.data);
+    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &back, &n, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(back[0].milli, 220);
+    cr_assert_eq(back[0].slices, 2, "slot equivalent kept for older readers");
+    free(back);
+    back = NULL;
+    cr_assert_eq(gx_ledger_node_decode(old, strlen(old), &back, &n, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(back[0].milli, 0, "a Lease from before milli holds slices");
+    cr_assert_eq(back[0].slices, 1);
+    free(back);
+    back = NULL;
+    cr_assert_eq(gx_ledger_node_decode(excl, strlen(excl), &back, &n, &why), GX_EPARSE);
+    gx_buf_release(&b);
+    gx_ledger_free(l);
+}

@@ -22,6 +22,7 @@ setup(void)
     cfg.res_time_slice = "gpu-extender.io/time-slice";
     cfg.ann_slices = "gpu-extender.io/time-slices";
     cfg.ann_memory = "gpu-extender.io/gpu-memory";
+    cfg.ann_milli = "gpu-extender.io/gpu-milli";
     cfg.ann_util = "gpu-extender.io/gpu-util";
     cfg.default_slices = 1;
 }
@@ -354,4 +355,35 @@ Test(podreq, names_container_and_resource_of_bad_quantity, .init = setup, .fini 
                             "'requests':{'gpu-extender.io/time-slice':'1e30'}}}]}}"),
                      "containers[0] \"x\": resources.requests[\"gpu-extender.io/time-slice\"]: "
                      "too large quantity \"1e30\"");
+}
+
+Test(podreq, classifies_milli_share, .init = setup, .fini = teardown)
+{
+    struct gx_podreq r = classify("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'220'}},"
+                                  "'spec':{'containers':[{'name':'a','resources':{'requests':{"
+                                  "'gpu-extender.io/time-slice':'1'}}}]}}");
+
+    cr_assert_eq(r.kind, GX_REQ_SHARED);
+    cr_assert_not(r.device_plugin);
+    cr_assert_eq(r.milli, 220);
+    cr_assert_eq(r.slices, 1);
+    r = classify("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'1000'}}}");
+    cr_assert_eq(r.kind, GX_REQ_SHARED);
+    cr_assert_eq(r.milli, 1000);
+    r = classify("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'2'}}}");
+    cr_assert_eq(r.milli, 0, "slices keep sizing the share without the annotation");
+}
+
+Test(podreq, rejects_bad_milli, .init = setup, .fini = teardown)
+{
+    cr_assert(strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'0'}}}"),
+                     "from 1 to 1000") != NULL);
+    cr_assert(strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'1001'}}}"),
+                     "from 1 to 1000") != NULL);
+    cr_assert(strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'2.5'}}}"),
+                     "milli-GPU") != NULL);
+    cr_assert(strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'300'}},"
+                            "'spec':{'containers':[{'name':'a','resources':{'limits':{"
+                            "'nvidia.com/gpu':'1'}}}]}}"),
+                     "cannot be combined") != NULL);
 }

@@ -914,3 +914,29 @@ Test(score, scores_stay_in_range_on_random_nodes)
     }
     world_free(&w);
 }
+
+/* A milli share books its milli next to slice tenants under ledger.h's one rule. */
+Test(score, milli_share_fits_by_milli_and_packs_under_binpack)
+{
+    struct world w;
+    struct gx_verdict v;
+    struct gx_podreq r = req_shared(1, 0, -1);
+
+    world_init(&w, "gpu-1", 2);
+    book(&w, "a", 0, false, 3, 0); /* 750 of card 0 */
+    r.milli = 250;
+    v = decide(&w, r);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 0, "binpack fills the used card to exactly 1000");
+    r.milli = 251;
+    v = decide(&w, r);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1, "251 no longer fits card 0");
+    book(&w, "b", 1, false, 4, 0);
+    v = decide(&w, r);
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_NO_SLOT);
+    r.milli = 1001;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_BAD_REQUEST);
+    world_free(&w);
+}

@@ -75,6 +75,7 @@ struct gx_config {
     char *res_time_slice; /* "gpu-extender.io/time-slice" (virtual resource) */
     char *ann_slices;     /* "gpu-extender.io/time-slices" */
     char *ann_memory;     /* "gpu-extender.io/gpu-memory" */
+    char *ann_milli;      /* "gpu-extender.io/gpu-milli": a share of one card in milli-GPU */
     char *ann_util;       /* "gpu-extender.io/gpu-util" */
     char *ann_uuids;      /* output: "gpu-extender.io/gpu-uuids" */
     char *ann_index;      /* output: "gpu-extender.io/gpu-index" */
@@ -212,5 +213,12 @@ enum gx_err gx_config_keep_restart_keys(struct gx_config *fresh,
  * times sharing.oversubscription, floored, at least 1. Cannot fail.
  */
 int gx_config_card_slots(const struct gx_config *cfg, const char *product, int replicas);
+
+/**
+ * Milli-GPU a pod asking @milli (1..1000) books on its card: @milli divided
+ * by sharing.oversubscription, rounded up, at least 1. With the slice rule
+ * above, the one place a share's size is decided. Cannot fail.
+ */
+int gx_config_share_milli(const struct gx_config *cfg, int milli);
 
 #endif

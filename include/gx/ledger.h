@@ -27,7 +27,9 @@ struct gx_tenant {
     char pod[256];        /* "namespace/name" for humans */
     int card;             /* card index on the node, or GX_CARD_ANY */
     bool exclusive;       /* holds the whole card */
-    int slices;           /* shared: slots held */
+    int slices;           /* shared: slots held (for a milli tenant: the slot equivalent, for
+                             readers that predate milli; never counted next to milli) */
+    int milli;            /* shared: milli-GPU held, 0 = the share is @slices slots */
     int64_t memory_mib;   /* shared: declared reservation, 0 none */
     double util_pct;      /* shared: declared expectation, -1 none */
     enum gx_tenant_state state;
@@ -64,7 +66,8 @@ uint64_t gx_ledger_version(const struct gx_ledger *l);
 
 /** Usage of one card: slices held, memory booked, tenant count, exclusive holder. */
 struct gx_card_usage {
-    int slices;
+    int slices; /* slots of slice-sized tenants */
+    int milli;  /* milli-GPU of milli-sized tenants */
     int64_t memory_mib;
     double util_pct; /* sum of declared expectations */
     int tenants;
@@ -77,6 +80,24 @@ void gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card,
 
 /** Fill @u for @card of the entry @e (all zero when @e is NULL). Cannot fail. */
 void gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u);
+
+/** Milli-GPU of one card. */
+#define GX_CARD_MILLI 1000
+
+/**
+ * Milli-GPU in use on a card of @slots slots with usage @u: the milli
+ * tenants plus the slice tenants' slots at 1000 / @slots each (rounded up
+ * over their sum). Cannot fail.
+ */
+int gx_ledger_share_used(const struct gx_card_usage *u, int slots);
+
+/**
+ * The one admission rule for a shared tenant: true when @slices more slots
+ * and @milli more milli-GPU fit a card of @slots slots next to @u (no
+ * exclusive holder, at most 1000 milli in use). Without milli tenants this
+ * is slices + @slices <= @slots. Cannot fail.
+ */
+bool gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli);
 
 /** Find the tenants of pod @uid: returns its node entry (or NULL). */
 const struct gx_ledger_node *gx_ledger_find_pod(const struct gx_ledger *l, const char *uid);

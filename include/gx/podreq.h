@@ -7,8 +7,9 @@
  * request == limit). Pure code, no I/O.
  *
  * Classification (names from the config):
- *   shared, annotation mode: annotation time-slices or the virtual resource
- *     (res_time_slice) is present -> the extender picks the card;
+ *   shared, annotation mode: annotation time-slices or gpu-milli, or the
+ *     virtual resource (res_time_slice) is present -> the extender picks the
+ *     card; a gpu-milli annotation sizes the share instead of the slices;
  *   shared, device-plugin mode: res_shared > 0 -> admitted per node from
  *     replicas in use and headroom;
  *   exclusive: res_gpu > 0 (on a time-slicing node the decision code treats
@@ -28,6 +29,7 @@ struct gx_podreq {
     enum gx_req_kind kind;
     int64_t gpus;       /* exclusive: effective res_gpu request */
     int slices;         /* shared: time slots asked (>= 1) */
+    int milli;          /* shared: share of one card in milli-GPU, 1..1000; 0 = sized by slices */
     int64_t memory_mib; /* shared: declared GPU memory, 0 = none */
     double util_pct;    /* shared: expected utilization, -1 = none */
     bool device_plugin; /* shared via res_shared: the device plugin picks the card */

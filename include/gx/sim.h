@@ -31,11 +31,12 @@ struct gx_sim_opts {
     const struct gx_config *cfg;      /* extender config (borrowed) */
     struct gx_ksched_profile profile; /* the scheduler around it */
     enum gx_sim_mode mode;
-    double tune;      /* append random pods up to tune x GPU capacity; <= 0: as is */
-    bool shuffle;     /* shuffle the pods (the published runs do) */
-    bool exact_score; /* add the unrounded extender score (measures the 0..10 cost) */
-    int replicas;     /* count-only: time-slicing replicas per card */
-    double half_life; /* fgd: typical-pod memory in observed requests */
+    double tune;       /* append random pods up to tune x GPU capacity; <= 0: as is */
+    bool shuffle;      /* shuffle the pods (the published runs do) */
+    bool exact_score;  /* add the unrounded extender score (measures the 0..10 cost) */
+    bool share_slices; /* ask shares as time slices (rounded up) instead of gpu-milli */
+    int replicas;      /* count-only: time-slicing replicas per card */
+    double half_life;  /* fgd: typical-pod memory in observed requests */
 };
 
 /** Defaults: extender, default profile, tune 1.3, shuffled, 4 replicas, half-life 2000. */
