@@ -143,6 +143,61 @@ gx_backoff_next(int64_t cur_ms, int64_t start_ms, int64_t max_ms)
     return cur_ms >= max_ms / 2 ? max_ms : cur_ms * 2;
 }
 
+/* Fill @buf from @have up to @window with @f; GX_EIO on a read error. */
+static enum gx_err
+fill(FILE *f, char *buf, size_t window, size_t *have, size_t *got)
+{
+    *got = fread(buf + *have, 1, window - *have, f);
+    *have += *got;
+    return *got == 0 && ferror(f) ? GX_EIO : GX_OK;
+}
+
+enum gx_err
+gx_read_chunks(const char *path, size_t max_bytes, size_t window, gx_chunk_cb cb, void *ctx,
+               struct gx_why *why)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc(window);
+    size_t have = 0, total = 0, got = 0, used = 0;
+    enum gx_err rc = GX_OK;
+
+    if (f == NULL || buf == NULL) {
+        rc = f == NULL ? GX_ENOTFOUND : GX_ENOMEM;
+        gx_why_set(why, "%s", f == NULL ? "cannot open the file" : "out of memory");
+    }
+    while (rc == GX_OK) {
+        if ((rc = fill(f, buf, window, &have, &got)) != GX_OK) {
+            gx_why_set(why, "read error");
+            break;
+        }
+        total += got;
+        if (total > max_bytes) {
+            rc = GX_ETOOBIG;
+            gx_why_set(why, "larger than %zu bytes", max_bytes);
+            break;
+        }
+        if ((rc = cb(ctx, buf, have, got == 0, &used, why)) != GX_OK) {
+            gx_why_prefix(why, "near byte %zu", total - have);
+            break;
+        }
+        if (got == 0) {
+            break;
+        }
+        if (used == 0 && have == window) {
+            rc = GX_ETOOBIG;
+            gx_why_set(why, "a line longer than %zu bytes near byte %zu", window, total - have);
+            break;
+        }
+        memmove(buf, buf + used, have - used);
+        have -= used;
+    }
+    if (f != NULL) {
+        (void)fclose(f);
+    }
+    free(buf);
+    return rc;
+}
+
 bool
 gx_stamp_changed(const char *path, struct gx_stamp *st)
 {

@@ -777,10 +777,28 @@ gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cfg, int sourc
     return rc;
 }
 
-/* Parse the complete lines at the start of @buf; returns how many bytes were consumed. */
-static enum gx_err
-page_feed(struct page_ctx *pc, const char *buf, size_t len, bool last, size_t *used,
-          struct gx_why *why)
+struct gx_page {
+    struct page_ctx pc;
+};
+
+struct gx_page *
+gx_page_new(const struct gx_config *cfg, int64_t now_ms)
+{
+    struct gx_page *pg = calloc(1, sizeof(*pg));
+
+    if (pg == NULL) {
+        return NULL;
+    }
+    pg->pc.cfg = cfg;
+    pg->pc.now_ms = now_ms;
+    gx_arena_init(&pg->pc.arena, 0);
+    gx_strmap_init(&pg->pc.by_key);
+    return pg;
+}
+
+enum gx_err
+gx_page_feed(struct gx_page *pg, const char *buf, size_t len, bool last, size_t *used,
+             struct gx_why *why)
 {
     const char *end = last ? buf + len : NULL;
 
@@ -793,70 +811,21 @@ page_feed(struct page_ctx *pc, const char *buf, size_t len, bool last, size_t *u
         }
     }
     *used = end != NULL ? (size_t)(end - buf) : 0;
-    return *used > 0 ? gx_expo_parse(buf, *used, page_series_cb, pc, why) : GX_OK;
+    return *used > 0 ? gx_expo_parse(buf, *used, page_series_cb, &pg->pc, why) : GX_OK;
 }
 
 enum gx_err
-gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *path,
-                    size_t max_bytes, int64_t now_ms, struct gx_why *why)
+gx_page_apply(struct gx_page *pg, struct gx_mstore *ms, int source, struct gx_why *why)
 {
-    const size_t CHUNK = (size_t)1 << 20;
-    struct page_ctx pc = {.cfg = cfg, .now_ms = now_ms};
-    size_t have = 0, total = 0, used = 0;
-    char *buf = NULL;
-    FILE *f = NULL;
-    enum gx_err rc = GX_OK;
+    return page_apply(ms, pg->pc.cfg, source, &pg->pc, why);
+}
 
-    gx_arena_init(&pc.arena, 0);
-    gx_strmap_init(&pc.by_key);
-    f = fopen(path, "rb");
-    buf = malloc(2 * CHUNK);
-    if (f == NULL || buf == NULL) {
-        rc = f == NULL ? GX_ENOTFOUND : GX_ENOMEM;
-        gx_why_set(why, "%s", f == NULL ? "cannot open the file" : "out of memory");
-        goto out;
+void
+gx_page_free(struct gx_page *pg)
+{
+    if (pg == NULL) {
+        return;
     }
-    /* Line by line through a 2 MiB window: a page of any size costs its samples only. */
-    for (;;) {
-        size_t n = fread(buf + have, 1, 2 * CHUNK - have, f);
-        bool last = n == 0;
-
-        if (n == 0 && ferror(f)) {
-            rc = GX_EIO;
-            gx_why_set(why, "read error");
-            break;
-        }
-        have += n;
-        total += n;
-        if (total > max_bytes) {
-            rc = GX_ETOOBIG;
-            gx_why_set(why, "larger than %zu bytes", max_bytes);
-            break;
-        }
-        rc = page_feed(&pc, buf, have, last, &used, why);
-        if (rc != GX_OK) {
-            gx_why_prefix(why, "near byte %zu", total - have);
-            break;
-        }
-        if (last) {
-            break;
-        }
-        if (used == 0 && have == 2 * CHUNK) {
-            rc = GX_ETOOBIG;
-            gx_why_set(why, "a line longer than %zu bytes near byte %zu", 2 * CHUNK, total - have);
-            break;
-        }
-        memmove(buf, buf + used, have - used);
-        have -= used;
-    }
-    if (rc == GX_OK) {
-        rc = page_apply(ms, cfg, source, &pc, why);
-    }
-out:
-    if (f != NULL) {
-        (void)fclose(f);
-    }
-    free(buf);
-    page_release(&pc);
-    return rc;
+    page_release(&pg->pc);
+    free(pg);
 }

@@ -17,6 +17,7 @@
 #include "reconcile.h"
 
 #define FILE_CAP (256u << 20)
+#define PAGE_WINDOW ((size_t)2 << 20)
 /* Shortest interval between two malloc_trim calls after snapshot rebuilds. */
 #define TRIM_EVERY_MS 10000
 
@@ -63,14 +64,37 @@ load_nodes_file(struct gx_app *app, struct gx_why *why)
 }
 
 static enum gx_err
+feed_page(void *pg, const char *buf, size_t len, bool last, size_t *used, struct gx_why *why)
+{
+    return gx_page_feed(pg, buf, len, last, used, why);
+}
+
+/* Read a dcgm-exporter page file in 2 MiB windows: a page of any size costs its samples only. */
+static enum gx_err
+load_page_file(struct gx_mstore *ms, const struct gx_config *cfg, int source, const char *path,
+               struct gx_why *why)
+{
+    struct gx_page *pg = gx_page_new(cfg, gx_wall_ms());
+    enum gx_err rc = pg != NULL ? GX_OK : GX_ENOMEM;
+
+    if (rc == GX_OK) {
+        rc = gx_read_chunks(path, FILE_CAP, PAGE_WINDOW, feed_page, pg, why);
+    }
+    if (rc == GX_OK) {
+        rc = gx_page_apply(pg, ms, source, why);
+    }
+    gx_page_free(pg);
+    return rc;
+}
+
+static enum gx_err
 load_metrics_file(struct gx_app *app, size_t i, struct gx_why *why)
 {
     const char *path = app->cfg->metrics_files[i];
     enum gx_err rc;
 
     app->metrics.up_requests[GX_UP_FILES]++;
-    rc = gx_mstore_load_file(app->sync.mstore, app->cfg, (int)i, path, FILE_CAP, gx_wall_ms(),
-                             why);
+    rc = load_page_file(app->sync.mstore, app->cfg, (int)i, path, why);
     if (rc != GX_OK) {
         gx_why_prefix(why, "%s", path);
         upstream_error(app, GX_UP_FILES, rc == GX_EPARSE ? GX_UPERR_PARSE : GX_UPERR_OTHER);

@@ -542,6 +542,27 @@ write_big_page(const char *path, int n)
     cr_assert_eq(fclose(f), 0);
 }
 
+static enum gx_err
+feed(void *pg, const char *buf, size_t len, bool last, size_t *used, struct gx_why *why)
+{
+    return gx_page_feed(pg, buf, len, last, used, why);
+}
+
+/* A page file read through a 1 MiB window into @ms, as the shell reads one. */
+static enum gx_err
+load_file(struct gx_mstore *ms, const struct gx_config *cfg, const char *path, size_t max,
+          int64_t now, struct gx_why *why)
+{
+    struct gx_page *pg = gx_page_new(cfg, now);
+    enum gx_err rc = gx_read_chunks(path, max, (size_t)1 << 20, feed, pg, why);
+
+    if (rc == GX_OK) {
+        rc = gx_page_apply(pg, ms, 0, why);
+    }
+    gx_page_free(pg);
+    return rc;
+}
+
 /* A page read in 1 MiB pieces, lines crossing piece boundaries, equals the page read whole. */
 Test(dcgm, file_load_in_pieces_matches_whole_page)
 {
@@ -559,7 +580,7 @@ Test(dcgm, file_load_in_pieces_matches_whole_page)
     cr_assert_eq(gx_read_file(path, 64u << 20, &text, &len), GX_OK);
     cr_assert_gt(len, (size_t)3 << 20);
     cr_assert_eq(gx_mstore_load_page(whole, &cfg, 0, text, len, 1000, &why), GX_OK, "%s", why.text);
-    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, path, 64u << 20, 1000, &why), GX_OK, "%s",
+    cr_assert_eq(load_file(pieces, &cfg, path, 64u << 20, 1000, &why), GX_OK, "%s",
                  why.text);
     for (int i = 0; i < 3000; i += 7) {
         char node[32];
@@ -577,8 +598,8 @@ Test(dcgm, file_load_in_pieces_matches_whole_page)
     (void)gx_mstore_cards(pieces, "node-02999", &n);
     cr_assert_eq(n, 8);
     /* Too big, and missing: errors that change nothing. */
-    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, path, 1 << 20, 2000, &why), GX_ETOOBIG);
-    cr_assert_eq(gx_mstore_load_file(pieces, &cfg, 0, "/nonexistent", 1 << 20, 2000, &why),
+    cr_assert_eq(load_file(pieces, &cfg, path, 1 << 20, 2000, &why), GX_ETOOBIG);
+    cr_assert_eq(load_file(pieces, &cfg, "/nonexistent", 1 << 20, 2000, &why),
                  GX_ENOTFOUND);
     cr_assert_eq(gx_mstore_cards(pieces, "node-00007", &n)[0].v[GX_SIG_UTIL].value, 7.0);
     (void)unlink(path);
@@ -601,12 +622,12 @@ Test(dcgm, file_load_error_keeps_previous_values)
     cr_assert_geq(fd, 0);
     (void)close(fd);
     write_big_page(path, 2000);
-    cr_assert_eq(gx_mstore_load_file(ms, &cfg, 0, path, 64u << 20, 1000, &why), GX_OK);
+    cr_assert_eq(load_file(ms, &cfg, path, 64u << 20, 1000, &why), GX_OK);
     f = fopen(path, "a");
     cr_assert_not_null(f);
     (void)fputs("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\" broken\n", f);
     cr_assert_eq(fclose(f), 0);
-    cr_assert_eq(gx_mstore_load_file(ms, &cfg, 0, path, 64u << 20, 2000, &why), GX_EPARSE);
+    cr_assert_eq(load_file(ms, &cfg, path, 64u << 20, 2000, &why), GX_EPARSE);
     cr_assert(strstr(why.text, "near byte") != NULL, "%s", why.text);
     cr_assert_eq(gx_mstore_cards(ms, "node-01999", &n)[3].v[GX_SIG_UTIL].at_ms, 1000);
     (void)unlink(path);

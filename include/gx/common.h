@@ -58,6 +58,22 @@ char *gx_strndup(const char *s, size_t len);
 /** Read a whole file of at most @cap bytes; you own *out (NUL-terminated). */
 enum gx_err gx_read_file(const char *path, size_t cap, char **out, size_t *len) GX_WUR;
 
+/**
+ * Receives the unread part of a file window: consume a prefix (*@used
+ * bytes) of @buf[0..len); @last when the file has ended.
+ */
+typedef enum gx_err (*gx_chunk_cb)(void *ctx, const char *buf, size_t len, bool last,
+                                   size_t *used, struct gx_why *why);
+
+/**
+ * Read @path through a window of @window bytes, handing each fill to @cb
+ * (which must consume something once the window is full). GX_ENOTFOUND,
+ * GX_EIO, GX_ETOOBIG over @max_bytes or for a window @cb cannot consume,
+ * or @cb's error; @why says where ("near byte N").
+ */
+enum gx_err gx_read_chunks(const char *path, size_t max_bytes, size_t window, gx_chunk_cb cb,
+                           void *ctx, struct gx_why *why) GX_WUR;
+
 /** What identifies one version of a file: a kubelet ConfigMap swap changes the inode. */
 struct gx_stamp {
     int64_t mtime;

@@ -96,13 +96,29 @@ enum gx_err gx_mstore_load_page(struct gx_mstore *ms, const struct gx_config *cf
                                 const char *text, size_t len, int64_t now_ms,
                                 struct gx_why *why) GX_WUR;
 
-/**
- * The same as gx_mstore_load_page for a file read in 1 MiB pieces, so a page
- * of hundreds of MiB never sits in memory whole. A file over @max_bytes is
- * GX_ETOOBIG; a page that fails anywhere changes nothing.
+/*
+ * A page parsed in pieces, so a page of hundreds of MiB never sits in
+ * memory whole: feed it (the caller reads), then apply it like
+ * gx_mstore_load_page; a page that fails anywhere changes nothing.
  */
-enum gx_err gx_mstore_load_file(struct gx_mstore *ms, const struct gx_config *cfg, int source,
-                                const char *path, size_t max_bytes, int64_t now_ms,
-                                struct gx_why *why) GX_WUR;
+struct gx_page;
+
+/** New empty page for @cfg sampled at @now_ms; NULL on ENOMEM. */
+struct gx_page *gx_page_new(const struct gx_config *cfg, int64_t now_ms);
+
+/**
+ * Parse the complete lines at the start of @buf[0..len) (all of it when
+ * @last); *@used = bytes consumed, the rest must be fed again with more.
+ * A gx_chunk_cb. GX_EPARSE with @why.
+ */
+enum gx_err gx_page_feed(struct gx_page *pg, const char *buf, size_t len, bool last,
+                         size_t *used, struct gx_why *why) GX_WUR;
+
+/** Replace every configured signal of @source in @ms with the page's samples. */
+enum gx_err gx_page_apply(struct gx_page *pg, struct gx_mstore *ms, int source,
+                          struct gx_why *why) GX_WUR;
+
+/** Free; NULL is a no-op. */
+void gx_page_free(struct gx_page *pg);
 
 #endif
