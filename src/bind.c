@@ -75,9 +75,10 @@ bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_a
         return;
     }
     if (plan.changed) {
-        gx_info("pod bound", "req=%llu pod=%s/%s node=%s cards=%d",
-                (unsigned long long)gx_http_id(r), b->pod_namespace, b->pod_name, b->node,
-                plan.n_cards);
+        char q[700], qn[300];
+        gx_info("pod bound", "req=%llu pod=%s node=%s cards=%d", (unsigned long long)gx_http_id(r),
+                gx_log_quote_pod(q, sizeof(q), b->pod_namespace, b->pod_name),
+                gx_log_quote(qn, sizeof(qn), b->node), plan.n_cards);
     }
     gx_reply_bind(&app->metrics, r, plan.changed ? GX_BIND_OK : GX_BIND_REPEAT, "");
 }
@@ -105,19 +106,21 @@ static void
 op_finish(struct bind_op *op, enum gx_bind_outcome o)
 {
     bool ok = o == GX_BIND_OK || o == GX_BIND_REPEAT;
-    char q[600];
+    char q[600], qp[700], qn[300];
 
     if (ok) {
         gx_info(o == GX_BIND_OK ? "pod bound" : "pod already bound here (retried bind)",
-                "req=%llu pod=%s/%s node=%s cards=%d", (unsigned long long)gx_http_id(op->r),
-                op->ns, op->name, op->node, op->plan.n_cards);
+                "req=%llu pod=%s node=%s cards=%d", (unsigned long long)gx_http_id(op->r),
+                gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
+                gx_log_quote(qn, sizeof(qn), op->node), op->plan.n_cards);
         if (op->req.kind != GX_REQ_NONE) {
             gx_bg_write(op->app, GX_BG_BOUND, op->node, op->uid);
         }
     } else {
-        gx_warn("bind failed", "req=%llu pod=%s/%s node=%s error=%s",
-                (unsigned long long)gx_http_id(op->r), op->ns, op->name, op->node,
-                gx_log_quote(q, sizeof(q), op->error));
+        gx_warn("bind failed", "req=%llu pod=%s node=%s error=%s",
+                (unsigned long long)gx_http_id(op->r),
+                gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
+                gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
     }
     gx_reply_bind(&op->app->metrics, op->r, o, ok ? "" : op->error);
     op_free(op);

@@ -85,6 +85,15 @@ gx_log_quote(char *out, size_t n, const char *s)
     return out;
 }
 
+const char *
+gx_log_quote_pod(char *out, size_t n, const char *ns, const char *name)
+{
+    char both[600];
+
+    (void)snprintf(both, sizeof(both), "%s/%s", ns != NULL ? ns : "", name != NULL ? name : "");
+    return gx_log_quote(out, n, both);
+}
+
 void
 gx_log_set_clock(int64_t (*now_ms)(void))
 {

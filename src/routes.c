@@ -39,10 +39,10 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
     }
     *bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
     if (*bad) {
-        char q[300], name[600], p[700];
-        (void)snprintf(name, sizeof(name), "%s/%s", args->pod.namespace, args->pod.name);
+        char q[300], p[700];
         gx_warn("invalid GPU request, rejecting every node", "req=%llu pod=%s error=%s",
-                (unsigned long long)gx_http_id(r), gx_log_quote(p, sizeof(p), name),
+                (unsigned long long)gx_http_id(r),
+                gx_log_quote_pod(p, sizeof(p), args->pod.namespace, args->pod.name),
                 gx_log_quote(q, sizeof(q), why.text));
     }
     return true;
@@ -52,14 +52,14 @@ static void
 log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
              const struct gx_ext_node *n, const struct gx_vshort *v)
 {
-    char name[600], qp[700], qn[300];
+    char qp[700], qn[300];
 
     if (!gx_log_enabled(GX_LOG_DEBUG)) {
         return;
     }
-    (void)snprintf(name, sizeof(name), "%s/%s", pod->namespace, pod->name);
     gx_debug("decision", "req=%llu verb=%s pod=%s node=%s keep=%d reason=\"%s\" score=%d",
-             (unsigned long long)gx_http_id(r), verb, gx_log_quote(qp, sizeof(qp), name),
+             (unsigned long long)gx_http_id(r), verb,
+             gx_log_quote_pod(qp, sizeof(qp), pod->namespace, pod->name),
              gx_log_quote(qn, sizeof(qn), n->name), v->keep, gx_reason_text(v->reason), v->score);
 }
 

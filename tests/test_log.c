@@ -118,4 +118,6 @@ Test(log, quote_escapes_and_bounds)
 
     cr_assert_str_eq(gx_log_quote(q, sizeof(q), "a\"b\\c\nd"), "\"a\\\"b\\\\c d\"");
     cr_assert_str_eq(gx_log_quote(q, sizeof(q), "0123456789abcdefghij"), "\"0123456789ab\"");
+    /* a client-supplied pod name cannot forge a key=value */
+    cr_assert_str_eq(gx_log_quote_pod(q, sizeof(q), "ml", "x node=y"), "\"ml/x node=y\"");
 }

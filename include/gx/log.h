@@ -60,6 +60,9 @@ void gx_log_set_sink(FILE *f);
  */
 const char *gx_log_quote(char *out, size_t n, const char *s);
 
+/** "@ns/@name" quoted like gx_log_quote: pod names in log lines come from clients. */
+const char *gx_log_quote_pod(char *out, size_t n, const char *ns, const char *name);
+
 #define gx_debug(msg, ...) gx_log(GX_LOG_DEBUG, msg, __VA_ARGS__)
 #define gx_info(msg, ...) gx_log(GX_LOG_INFO, msg, __VA_ARGS__)
 #define gx_warn(msg, ...) gx_log(GX_LOG_WARN, msg, __VA_ARGS__)
