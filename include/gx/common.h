@@ -87,6 +87,12 @@ struct gx_stamp {
  */
 bool gx_stamp_changed(const char *path, struct gx_stamp *st);
 
+/** A key and its value: labels, annotations, resources, series labels. */
+struct gx_kv {
+    const char *key;
+    const char *value;
+};
+
 /** Next value of the xorshift64 generator in *@state (seeded when 0). */
 uint64_t gx_rand_next(uint64_t *state);
 

@@ -13,11 +13,6 @@
 #include "gx/arena.h"
 #include "gx/common.h"
 
-struct gx_kv {
-    const char *key;
-    const char *value;
-};
-
 /** Value of @key in @kv[0..n), or NULL. Linear scan. */
 const char *gx_kv_get(const struct gx_kv *kv, size_t n, const char *key);
 
@@ -36,6 +31,8 @@ struct gx_pod {
     const char *phase;                  /* status.phase, "" when absent */
     const char *resource_version;
     bool deleting; /* metadata.deletionTimestamp set */
+    bool has_priority; /* spec.priority present (the Priority admission plugin sets it) */
+    int32_t priority;  /* spec.priority, 0 when absent */
     struct gx_kv *labels;
     size_t n_labels;
     struct gx_kv *annotations;
@@ -104,7 +101,62 @@ enum gx_watch_type {
     GX_WATCH_ERROR
 };
 
-enum gx_kind { GX_KIND_NODE, GX_KIND_POD };
+/** A coordination.k8s.io/v1 Lease: only its metadata (the ledger lives in annotations). */
+struct gx_lease {
+    const char *name, *namespace, *resource_version; /* "" when absent */
+    struct gx_kv *annotations;
+    size_t n_annotations;
+};
+
+/** One device of a ResourceSlice. */
+struct gx_dra_device {
+    const char *name;
+    const char *uuid; /* string attribute "uuid" (any domain: "gpu.nvidia.com/uuid"), or NULL */
+};
+
+/** A resource.k8s.io/v1 ResourceSlice: what a DRA driver publishes per pool. */
+struct gx_rslice {
+    const char *name, *resource_version;   /* "" when absent */
+    const char *driver, *pool, *node_name; /* spec.driver, spec.pool.name, spec.nodeName ("") */
+    struct gx_dra_device *devices;
+    size_t n_devices;
+};
+
+/** One allocated device of a claim (status.allocation.devices.results[i]). */
+struct gx_dra_result {
+    const char *driver, *pool, *device;
+};
+
+/** A resource.k8s.io/v1 ResourceClaim: its allocation and who uses it. */
+struct gx_rclaim {
+    const char *name, *namespace, *uid, *resource_version; /* "" when absent */
+    struct gx_dra_result *results; /* status.allocation.devices.results, none unallocated */
+    size_t n_results;
+    const char **reserved_for; /* status.reservedFor[].name */
+    size_t n_reserved_for;
+};
+
+enum gx_kind {
+    GX_KIND_NODE,
+    GX_KIND_POD,
+    GX_KIND_LEASE,
+    GX_KIND_RESOURCE_SLICE,
+    GX_KIND_RESOURCE_CLAIM
+};
+
+/**
+ * Decode a list of @kind (NodeList, PodList, LeaseList, ResourceSliceList,
+ * ResourceClaimList) into an arena array *items of *n elements of that
+ * kind's struct (gx_node_info, gx_pod, gx_lease, gx_rslice, gx_rclaim);
+ * *resource_version may be NULL. Fails as gx_kobj_decode_pod does.
+ */
+enum gx_err gx_kobj_decode_list(const char *json, size_t len, enum gx_kind kind, int max_depth,
+                                struct gx_arena *a, void **items, size_t *n,
+                                const char **resource_version, struct gx_why *why) GX_WUR;
+
+/** Decode one Lease object. */
+enum gx_err gx_kobj_decode_lease(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                                 struct gx_lease *out, struct gx_why *why) GX_WUR;
 
 /** One decoded watch event. For ERROR, code/message come from the Status. */
 struct gx_watch_event {

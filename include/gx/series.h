@@ -8,7 +8,6 @@
 #define GX_SERIES_H
 
 #include "gx/common.h"
-#include "gx/kobj.h"
 
 struct gx_series {
     const char *name;           /* metric name, "" when the query dropped __name__ */
