@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kobj.c - Pod, Node, NodeList, PodList and watch events decoded from JSON
- * with cJSON into the plain structs of kobj.h. Every kept string is copied
+ * kobj.c - Pod, Node, Lease, ResourceSlice, ResourceClaim, their lists
+ * and watch events decoded from JSON with cJSON into the plain structs of
+ * kobj.h. Every kept string is copied
  * into the caller's arena and the cJSON tree is freed before returning, so
  * cJSON never leaves this file. Input is peer data: nesting is capped by a
  * pre-scan (cJSON's own cap is 1000), every field present with the wrong
@@ -557,15 +558,202 @@ decode_node_obj(struct dec *d, const cJSON *o, const char *path, struct gx_node_
     return GX_OK;
 }
 
+/* Decode a Lease object @o at @path: its metadata only. */
+static enum gx_err
+decode_lease_obj(struct dec *d, const cJSON *o, const char *path, struct gx_lease *out)
+{
+    char pp[3][PATH_MAX_LEN];
+    const cJSON *parts[3];
+    const char *mp = pp[0];
+    struct gx_lease l;
+    enum gx_err rc;
+
+    memset(&l, 0, sizeof(l));
+    if ((rc = object_parts(d, o, path, "lease", parts, pp)) != GX_OK) {
+        return rc;
+    }
+    if ((rc = get_string(d, parts[0], mp, "name", "", &l.name)) != GX_OK ||
+        (rc = get_shared_string(d, parts[0], mp, "namespace", "", &l.namespace)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "resourceVersion", "", &l.resource_version)) != GX_OK ||
+        (rc = get_map(d, parts[0], mp, "annotations", 0, &l.annotations, &l.n_annotations)) !=
+            GX_OK) {
+        return rc;
+    }
+    *out = l;
+    return GX_OK;
+}
+
 /*
- * Reject documents nested deeper than @max_depth before cJSON builds a tree
- * (its own cap is 1000 levels). Brackets inside strings do not count.
+ * The device's UUID: the string attribute "uuid" of any domain
+ * ("gpu.nvidia.com/uuid" or unqualified), NULL when it has none.
  */
 static enum gx_err
-check_depth(const char *json, size_t len, int max_depth, struct gx_why *why)
+decode_device_uuid(struct dec *d, const cJSON *dev, const char *path, const char **uuid)
+{
+    char ap[PATH_MAX_LEN];
+    const cJSON *attrs, *a;
+    enum gx_err rc = get_object(d, dev, path, "attributes", &attrs);
+
+    *uuid = NULL;
+    if (rc != GX_OK || attrs == NULL) {
+        return rc;
+    }
+    sub_path(ap, sizeof(ap), path, "attributes");
+    for (a = attrs->child; a != NULL; a = a->next) {
+        const char *k = a->string != NULL ? a->string : "";
+        const char *slash = strrchr(k, '/');
+
+        if (strcmp(slash != NULL ? slash + 1 : k, "uuid") != 0) {
+            continue;
+        }
+        if (!cJSON_IsObject(a)) {
+            gx_why_set(d->why, "%s[\"%s\"]: must be an object", ap, k);
+            return GX_EINVAL;
+        }
+        return get_string(d, a, ap, "string", NULL, uuid);
+    }
+    return GX_OK;
+}
+
+/* Decode a ResourceSlice object @o at @path. */
+static enum gx_err
+decode_slice_obj(struct dec *d, const cJSON *o, const char *path, struct gx_rslice *out)
+{
+    char pp[3][PATH_MAX_LEN], xp[PATH_MAX_LEN];
+    const cJSON *parts[3], *pool, *devs, *c;
+    const char *mp = pp[0], *sp = pp[1];
+    struct gx_rslice r;
+    size_t count, i = 0;
+    enum gx_err rc;
+
+    memset(&r, 0, sizeof(r));
+    if ((rc = object_parts(d, o, path, "resourceslice", parts, pp)) != GX_OK) {
+        return rc;
+    }
+    if ((rc = get_string(d, parts[0], mp, "name", "", &r.name)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "resourceVersion", "", &r.resource_version)) != GX_OK ||
+        (rc = get_shared_string(d, parts[1], sp, "driver", "", &r.driver)) != GX_OK ||
+        (rc = get_shared_string(d, parts[1], sp, "nodeName", "", &r.node_name)) != GX_OK ||
+        (rc = get_object(d, parts[1], sp, "pool", &pool)) != GX_OK ||
+        (rc = get_array(d, parts[1], sp, "devices", &devs)) != GX_OK) {
+        return rc;
+    }
+    sub_path(xp, sizeof(xp), sp, "pool");
+    if ((rc = get_shared_string(d, pool, xp, "name", "", &r.pool)) != GX_OK) {
+        return rc;
+    }
+    count = count_children(devs);
+    if (count > 0 && (r.devices = alloc_array(d, count, sizeof(*r.devices))) == NULL) {
+        return nomem(d);
+    }
+    for (c = devs != NULL ? devs->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        index_path(xp, sizeof(xp), sp, "devices", i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", xp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_string(d, c, xp, "name", "", &r.devices[i].name)) != GX_OK ||
+            (rc = decode_device_uuid(d, c, xp, &r.devices[i].uuid)) != GX_OK) {
+            return rc;
+        }
+    }
+    r.n_devices = count;
+    *out = r;
+    return GX_OK;
+}
+
+/* Decode status.allocation.devices.results of a claim (@status at @tp). */
+static enum gx_err
+decode_claim_results(struct dec *d, const cJSON *status, const char *tp, struct gx_rclaim *r)
+{
+    char ap[PATH_MAX_LEN], dp[PATH_MAX_LEN], xp[PATH_MAX_LEN];
+    const cJSON *alloc, *devs, *res, *c;
+    size_t count, i = 0;
+    enum gx_err rc;
+
+    sub_path(ap, sizeof(ap), tp, "allocation");
+    sub_path(dp, sizeof(dp), ap, "devices");
+    if ((rc = get_object(d, status, tp, "allocation", &alloc)) != GX_OK ||
+        (rc = get_object(d, alloc, ap, "devices", &devs)) != GX_OK ||
+        (rc = get_array(d, devs, dp, "results", &res)) != GX_OK) {
+        return rc;
+    }
+    count = count_children(res);
+    if (count > 0 && (r->results = alloc_array(d, count, sizeof(*r->results))) == NULL) {
+        return nomem(d);
+    }
+    for (c = res != NULL ? res->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        struct gx_dra_result *x = &r->results[i];
+
+        index_path(xp, sizeof(xp), dp, "results", i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", xp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_shared_string(d, c, xp, "driver", "", &x->driver)) != GX_OK ||
+            (rc = get_shared_string(d, c, xp, "pool", "", &x->pool)) != GX_OK ||
+            (rc = get_string(d, c, xp, "device", "", &x->device)) != GX_OK) {
+            return rc;
+        }
+    }
+    r->n_results = count;
+    return GX_OK;
+}
+
+/* Decode a ResourceClaim object @o at @path. */
+static enum gx_err
+decode_claim_obj(struct dec *d, const cJSON *o, const char *path, struct gx_rclaim *out)
+{
+    char pp[3][PATH_MAX_LEN], xp[PATH_MAX_LEN];
+    const cJSON *parts[3], *rf, *c;
+    const char *mp = pp[0], *tp = pp[2];
+    struct gx_rclaim r;
+    size_t count, i = 0;
+    enum gx_err rc;
+
+    memset(&r, 0, sizeof(r));
+    if ((rc = object_parts(d, o, path, "resourceclaim", parts, pp)) != GX_OK) {
+        return rc;
+    }
+    if ((rc = get_string(d, parts[0], mp, "name", "", &r.name)) != GX_OK ||
+        (rc = get_shared_string(d, parts[0], mp, "namespace", "", &r.namespace)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "uid", "", &r.uid)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "resourceVersion", "", &r.resource_version)) != GX_OK ||
+        (rc = decode_claim_results(d, parts[2], tp, &r)) != GX_OK ||
+        (rc = get_array(d, parts[2], tp, "reservedFor", &rf)) != GX_OK) {
+        return rc;
+    }
+    count = count_children(rf);
+    if (count > 0 && (r.reserved_for = alloc_array(d, count, sizeof(*r.reserved_for))) == NULL) {
+        return nomem(d);
+    }
+    for (c = rf != NULL ? rf->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        index_path(xp, sizeof(xp), tp, "reservedFor", i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", xp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_string(d, c, xp, "name", "", &r.reserved_for[i])) != GX_OK) {
+            return rc;
+        }
+    }
+    r.n_reserved_for = count;
+    *out = r;
+    return GX_OK;
+}
+
+/*
+ * Reject documents nested deeper than @max_depth before cJSON builds a tree
+ * (its own cap is 1000 levels), or, when @max_values is not 0, holding
+ * more than @max_values values (a tree costs ~100 bytes per value however
+ * short the value's text). Brackets and commas inside strings do not count.
+ */
+static enum gx_err
+check_shape(const char *json, size_t len, int max_depth, size_t max_values, struct gx_why *why)
 {
     bool in_string = false;
     int depth = 0;
+    size_t values = 1;
 
     for (size_t i = 0; i < len; i++) {
         char c = json[i];
@@ -848,6 +1036,27 @@ pod_item(struct dec *d, const cJSON *o, const char *path, void *slot)
     return decode_pod_obj(d, o, path, slot);
 }
 
+/* item_fn for LeaseList items. */
+static enum gx_err
+lease_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_lease_obj(d, o, path, slot);
+}
+
+/* item_fn for ResourceSliceList items. */
+static enum gx_err
+slice_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_slice_obj(d, o, path, slot);
+}
+
+/* item_fn for ResourceClaimList items. */
+static enum gx_err
+claim_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_claim_obj(d, o, path, slot);
+}
+
 /*
  * Decode a list: validate and locate its parts, then decode the items one
  * cJSON tree at a time into an arena array of elements of @size bytes, with
@@ -948,6 +1157,58 @@ gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth, struct gx_a
         *pods = arr;
         *n = count;
     }
+    return rc;
+}
+
+/* One decoder per kind: element size and item function. */
+static const struct {
+    size_t size;
+    item_fn decode;
+} kinds[] = {
+    [GX_KIND_NODE] = {sizeof(struct gx_node_info), node_item},
+    [GX_KIND_POD] = {sizeof(struct gx_pod), pod_item},
+    [GX_KIND_LEASE] = {sizeof(struct gx_lease), lease_item},
+    [GX_KIND_RESOURCE_SLICE] = {sizeof(struct gx_rslice), slice_item},
+    [GX_KIND_RESOURCE_CLAIM] = {sizeof(struct gx_rclaim), claim_item},
+};
+
+/* Decode a list of @kind into an arena array; fails as gx_kobj_decode_pod does. */
+enum gx_err
+gx_kobj_decode_list(const char *json, size_t len, enum gx_kind kind, int max_depth,
+                    struct gx_arena *a, void **items, size_t *n, const char **resource_version,
+                    struct gx_why *why)
+{
+    void *arr = NULL;
+    size_t count = 0;
+    enum gx_err rc;
+
+    if ((size_t)kind >= GX_ARRAY_LEN(kinds)) {
+        gx_why_set(why, "unknown object kind");
+        return GX_EINVAL;
+    }
+    rc = decode_list(json, len, max_depth, a, kinds[kind].size, kinds[kind].decode, &arr, &count,
+                     resource_version, why);
+    if (rc == GX_OK) {
+        *items = arr;
+        *n = count;
+    }
+    return rc;
+}
+
+/* Decode one Lease; fails as gx_kobj_decode_node does. */
+enum gx_err
+gx_kobj_decode_lease(const char *json, size_t len, int max_depth, struct gx_arena *a,
+                     struct gx_lease *out, struct gx_why *why)
+{
+    struct dec d = {a, why, NULL};
+    cJSON *root = NULL;
+    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+
+    if (rc != GX_OK) {
+        return rc;
+    }
+    rc = decode_lease_obj(&d, root, "", out);
+    cJSON_Delete(root);
     return rc;
 }
 
@@ -1055,12 +1316,27 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         }
         break;
     default:
-        if (kind == GX_KIND_NODE) {
+        switch (kind) {
+        case GX_KIND_NODE:
             rc = decode_node_obj(&d, obj, "object", &ev.obj.node);
             ev.resource_version = ev.obj.node.resource_version;
-        } else {
+            break;
+        case GX_KIND_POD:
             rc = decode_pod_obj(&d, obj, "object", &ev.obj.pod);
             ev.resource_version = ev.obj.pod.resource_version;
+            break;
+        case GX_KIND_LEASE:
+            rc = decode_lease_obj(&d, obj, "object", &ev.obj.lease);
+            ev.resource_version = ev.obj.lease.resource_version;
+            break;
+        case GX_KIND_RESOURCE_SLICE:
+            rc = decode_slice_obj(&d, obj, "object", &ev.obj.slice);
+            ev.resource_version = ev.obj.slice.resource_version;
+            break;
+        case GX_KIND_RESOURCE_CLAIM:
+            rc = decode_claim_obj(&d, obj, "object", &ev.obj.claim);
+            ev.resource_version = ev.obj.claim.resource_version;
+            break;
         }
         break;
     }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kobj.h - Kubernetes objects (Pod, Node, NodeList, PodList, watch events)
- * decoded from JSON into plain structs. Only the fields the extender uses
- * are kept. Every string and array of a decoded object is allocated from an
- * arena the caller passes in and dies with it. Input is peer data: every
+ * kobj.h - Kubernetes objects (Pod, Node, Lease, ResourceSlice,
+ * ResourceClaim, their lists, watch events) decoded from JSON into plain
+ * structs. Only the fields the extender uses are kept. Every string and
+ * array of a decoded object is allocated from an arena the caller passes
+ * in and dies with it. Input is peer data: every
  * field is type-checked; wrong types are errors with the field path in @why.
  * No I/O.
  */
@@ -167,6 +168,9 @@ struct gx_watch_event {
     union {
         struct gx_node_info node;
         struct gx_pod pod;
+        struct gx_lease lease;
+        struct gx_rslice slice;
+        struct gx_rclaim claim;
     } obj;
 };
 
