@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "gx/buf.h"
 
@@ -19,12 +20,12 @@ struct gx_httpc {
     CURLM *multi;
     struct event *timer;
     size_t active;
-    struct gx_httpc_xfer *head; /* transfers in progress */
+    LIST_HEAD(, gx_httpc_xfer) xfers; /* transfers in progress */
 };
 
 struct gx_httpc_xfer {
     struct gx_httpc *c;
-    struct gx_httpc_xfer *prev, *next;
+    LIST_ENTRY(gx_httpc_xfer) link;
     CURL *easy;
     struct curl_slist *headers;
     char *body; /* request body copy */
@@ -59,25 +60,15 @@ xfer_free(struct gx_httpc_xfer *x)
 static void
 xfer_link(struct gx_httpc *c, struct gx_httpc_xfer *x)
 {
-    x->next = c->head;
-    if (c->head != NULL) {
-        c->head->prev = x;
-    }
-    c->head = x;
+    LIST_INSERT_HEAD(&c->xfers, x, link);
     c->active++;
 }
 
 static void
 xfer_unlink(struct gx_httpc *c, struct gx_httpc_xfer *x)
 {
-    if (x->prev != NULL) {
-        x->prev->next = x->next;
-    } else {
-        c->head = x->next;
-    }
-    if (x->next != NULL) {
-        x->next->prev = x->prev;
-    }
+    (void)c;
+    LIST_REMOVE(x, link);
     c->active--;
 }
 
@@ -270,6 +261,7 @@ gx_httpc_new(struct event_base *base)
         return NULL;
     }
     c->base = base;
+    LIST_INIT(&c->xfers);
     c->multi = curl_multi_init();
     c->timer = evtimer_new(base, timeout_cb, c);
     if (c->multi == NULL || c->timer == NULL) {
@@ -289,9 +281,8 @@ gx_httpc_free(struct gx_httpc *c)
     if (c == NULL) {
         return;
     }
-    for (struct gx_httpc_xfer *x = c->head, *next; x != NULL; x = next) {
-        next = x->next;
-        gx_httpc_cancel(x);
+    while (!LIST_EMPTY(&c->xfers)) {
+        gx_httpc_cancel(LIST_FIRST(&c->xfers));
     }
     if (c->multi != NULL) {
         (void)curl_multi_cleanup(c->multi);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -85,7 +86,7 @@ struct stream {
 /* A one-shot request started by gx_kube_request. */
 struct req_rec {
     struct gx_kube *k;
-    struct req_rec *prev, *next;
+    LIST_ENTRY(req_rec) link;
     struct gx_httpc_xfer *xfer;
     gx_kube_done_cb done;
     void *ctx;
@@ -115,7 +116,7 @@ struct gx_kube {
     bool synced;
     uint64_t lists;
     uint64_t rng;
-    struct req_rec *reqs;
+    LIST_HEAD(, req_rec) reqs;
 };
 
 static void stream_next(struct stream *s, enum next_step step);
@@ -1194,15 +1195,15 @@ fail:
 void
 gx_kube_free(struct gx_kube *k)
 {
-    struct req_rec *r, *next;
+    struct req_rec *r;
 
     if (k == NULL) {
         return;
     }
     stream_release(&k->nodes);
     stream_release(&k->pods);
-    for (r = k->reqs; r != NULL; r = next) {
-        next = r->next;
+    while ((r = LIST_FIRST(&k->reqs)) != NULL) {
+        LIST_REMOVE(r, link);
         gx_httpc_cancel(r->xfer);
         free(r);
     }
@@ -1288,14 +1289,8 @@ gx_kube_lists(const struct gx_kube *k)
 static void
 req_unlink(struct gx_kube *k, struct req_rec *r)
 {
-    if (r->prev != NULL) {
-        r->prev->next = r->next;
-    } else {
-        k->reqs = r->next;
-    }
-    if (r->next != NULL) {
-        r->next->prev = r->prev;
-    }
+    (void)k;
+    LIST_REMOVE(r, link);
 }
 
 static void
@@ -1368,11 +1363,7 @@ gx_kube_request(struct gx_kube *k, const char *method, const char *path, const c
         return NULL;
     }
     k->m->up_requests[GX_UP_KUBERNETES]++;
-    r->next = k->reqs;
-    if (k->reqs != NULL) {
-        k->reqs->prev = r;
-    }
-    k->reqs = r;
+    LIST_INSERT_HEAD(&k->reqs, r, link);
     return r->xfer;
 }
 
@@ -1384,7 +1375,7 @@ gx_kube_cancel(struct gx_kube *k, struct gx_httpc_xfer *x)
     if (k == NULL || x == NULL) {
         return;
     }
-    for (r = k->reqs; r != NULL; r = r->next) {
+    LIST_FOREACH(r, &k->reqs, link) {
         if (r->xfer == x) {
             req_unlink(k, r);
             gx_httpc_cancel(x);

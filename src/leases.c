@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * leases.c - Lease compare-and-swap and the periodic Lease list. Each
- * update is a small state machine: GET -> mutate -> PUT/POST -> done, with
- * 409 sending it back to GET after a short jittered pause. The in-memory
- * ledger is only a cache of the Leases: it is overwritten with the Lease's
- * tenants before every mutate, and with what was written after every
- * successful write.
+ * leases.c - Lease compare-and-swap and the Lease watch. Each update is a
+ * small state machine: GET -> mutate -> PUT/POST -> done, with 409 sending
+ * it back to GET after a short jittered pause. The in-memory ledger is only
+ * a cache of the Leases: it is overwritten with the Lease's tenants before
+ * every mutate, with what was written after every successful write, and
+ * with every Lease the watch delivers (kube.c's stream: list, then watch,
+ * 410 relist, reconnect with backoff), so one replica's filter sees
+ * another's bookings as soon as the API server has them. A relist every
+ * ledger.sync_interval_s is the resync. Lease JSON is decoded by kobj.
  */
-#include "gx/leases.h"
+#include "leases_int.h"
 
-#include <cjson/cJSON.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "gx/buf.h"
 #include "gx/log.h"
+#include "gx/strmap.h"
 
 #define LEASE_LABEL "gpu-extender.io/ledger"
 #define TENANTS_ANNOTATION "gpu-extender.io/tenants"
@@ -26,7 +30,7 @@
 
 struct op {
     struct gx_leases *ls;
-    struct op *prev, *next;
+    LIST_ENTRY(op) link;
     char node[256];
     char name[NAME_MAX_LEN + 1];
     char rv[64];
@@ -50,9 +54,9 @@ struct gx_leases {
     const struct gx_config *cfg;
     struct gx_ledger *ledger;
     struct gx_metrics *m;
-    struct op *ops;
+    LIST_HEAD(op_list, op) ops;
     struct event *sync_timer;
-    struct gx_httpc_xfer *list_xfer;
+    struct gx_kube_watch *watch;
     bool synced;
     uint64_t rng;
 };
@@ -74,16 +78,7 @@ gx_leases_name(const char *node, char *out, size_t n)
 static void
 op_free(struct op *o)
 {
-    struct gx_leases *ls = o->ls;
-
-    if (o->prev != NULL) {
-        o->prev->next = o->next;
-    } else {
-        ls->ops = o->next;
-    }
-    if (o->next != NULL) {
-        o->next->prev = o->prev;
-    }
+    LIST_REMOVE(o, link);
     gx_kube_cancel(o->ls->kube, o->xfer);
     if (o->retry != NULL) {
         event_free(o->retry);
@@ -143,39 +138,55 @@ cache_copy(const struct gx_ledger *l, const char *node, struct gx_tenant **t, si
     return GX_OK;
 }
 
-/* Pull resourceVersion and tenants out of a Lease object. */
-static enum gx_err
-lease_decode(const cJSON *lease, char *rv, size_t rvlen, struct gx_tenant **t, size_t *n,
-             const char **node, struct gx_why *why)
+enum gx_err
+gx_leases_decode(const struct gx_lease *lease, char *rv, size_t rvlen, struct gx_tenant **t,
+                 size_t *n, const char **node, struct gx_why *why)
 {
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
-    const cJSON *ten = cJSON_GetObjectItemCaseSensitive(ann, TENANTS_ANNOTATION);
-    const cJSON *nd = cJSON_GetObjectItemCaseSensitive(ann, NODE_ANNOTATION);
+    const char *ten = gx_kv_get(lease->annotations, lease->n_annotations, TENANTS_ANNOTATION);
+    const char *v = lease->resource_version;
 
-    if (!cJSON_IsString(v) || strlen(v->valuestring) >= rvlen) {
+    if (v == NULL || v[0] == '\0' || strlen(v) >= rvlen) {
         gx_why_set(why, "lease without a usable metadata.resourceVersion");
         return GX_EPARSE;
     }
-    (void)snprintf(rv, rvlen, "%s", v->valuestring);
+    if (ten != NULL) {
+        enum gx_err rc = gx_ledger_node_decode(ten, strlen(ten), t, n, why);
+        if (rc != GX_OK) {
+            return rc;
+        }
+    } else {
+        *t = NULL;
+        *n = 0;
+    }
+    (void)snprintf(rv, rvlen, "%s", v);
     if (node != NULL) {
-        *node = cJSON_IsString(nd) ? nd->valuestring : NULL;
+        *node = gx_kv_get(lease->annotations, lease->n_annotations, NODE_ANNOTATION);
     }
-    *t = NULL;
-    *n = 0;
-    if (ten == NULL) {
-        return GX_OK;
-    }
-    if (!cJSON_IsString(ten)) {
-        gx_why_set(why, "annotation " TENANTS_ANNOTATION " must be a string");
-        return GX_EPARSE;
-    }
-    return gx_ledger_node_decode(ten->valuestring, strlen(ten->valuestring), t, n, why);
+    return GX_OK;
 }
 
+/* gx_leases_decode of a Lease's JSON text. */
 static enum gx_err
-lease_encode(const struct op *o, const struct gx_ledger_node *e, struct gx_buf *out)
+lease_decode_json(const struct gx_leases *ls, const char *body, size_t len, char *rv, size_t rvlen,
+                  struct gx_tenant **t, size_t *n, struct gx_why *why)
+{
+    struct gx_arena a;
+    struct gx_lease lease;
+    enum gx_err rc;
+
+    gx_arena_init(&a, 0);
+    rc = gx_kobj_decode_lease(body, len, ls->cfg->max_json_depth > 0 ? ls->cfg->max_json_depth : 64,
+                              &a, &lease, why);
+    if (rc == GX_OK) {
+        rc = gx_leases_decode(&lease, rv, rvlen, t, n, NULL, why);
+    }
+    gx_arena_release(&a);
+    return rc;
+}
+
+enum gx_err
+gx_leases_encode(const char *name, const char *namespace, const char *node, const char *rv,
+                 const struct gx_ledger_node *e, struct gx_buf *out)
 {
     struct gx_ledger_node empty = {0};
     struct gx_buf tenants;
@@ -188,17 +199,20 @@ lease_encode(const struct op *o, const struct gx_ledger_node *e, struct gx_buf *
                               "\"metadata\":{\"name\":");
     }
     if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, o->name, strlen(o->name));
+        rc = gx_buf_add_json_str(out, name, strlen(name));
     }
     if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"namespace\":");
     }
     if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, o->ls->cfg->kube_namespace,
-                                 strlen(o->ls->cfg->kube_namespace));
+        rc = gx_buf_add_json_str(out, namespace, strlen(namespace));
     }
-    if (rc == GX_OK && o->exists) {
-        rc = gx_buf_addf(out, ",\"resourceVersion\":\"%s\"", o->rv);
+    /* Peer data like any other string: escaped, never pasted into the JSON. */
+    if (rc == GX_OK && rv != NULL) {
+        rc = gx_buf_adds(out, ",\"resourceVersion\":");
+        if (rc == GX_OK) {
+            rc = gx_buf_add_json_str(out, rv, strlen(rv));
+        }
     }
     if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"labels\":{\"" LEASE_LABEL "\":\"true\","
@@ -206,7 +220,7 @@ lease_encode(const struct op *o, const struct gx_ledger_node *e, struct gx_buf *
                               "\"annotations\":{\"" NODE_ANNOTATION "\":");
     }
     if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, o->node, strlen(o->node));
+        rc = gx_buf_add_json_str(out, node, strlen(node));
     }
     if (rc == GX_OK) {
         rc = gx_buf_adds(out, ",\"" TENANTS_ANNOTATION "\":");
@@ -269,18 +283,15 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     struct op *o = ctx;
     struct gx_leases *ls = o->ls;
     char rv[64], msg[300], what[240];
-    cJSON *j;
 
     o->xfer = NULL;
     if (rc == GX_OK && (status == 200 || status == 201)) {
         struct gx_tenant *t = NULL;
         size_t n = 0;
-        j = cJSON_ParseWithLength(body, len);
-        if (j != NULL && lease_decode(j, rv, sizeof(rv), &t, &n, NULL, NULL) == GX_OK) {
+        if (lease_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
             cache_set(ls->ledger, o->node, o->wrote, o->n_wrote, rv);
         }
         free(t);
-        cJSON_Delete(j);
         op_finish(o, GX_OK, "");
         return;
     }
@@ -324,7 +335,8 @@ op_apply(struct op *o)
         return;
     }
     gx_buf_init(&body, LEASE_BODY_CAP);
-    if (lease_encode(o, gx_ledger_node(ls->ledger, o->node), &body) != GX_OK) {
+    if (gx_leases_encode(o->name, ls->cfg->kube_namespace, o->node, o->exists ? o->rv : NULL,
+                         gx_ledger_node(ls->ledger, o->node), &body) != GX_OK) {
         gx_buf_release(&body);
         cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
         op_finish(o, GX_ETOOBIG, "the ledger lease would be too large");
@@ -353,7 +365,6 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     struct op *o = ctx;
     struct gx_why why = {{0}};
     char msg[300], what[240];
-    cJSON *j;
 
     o->xfer = NULL;
     free(o->orig);
@@ -377,17 +388,14 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         }
         return;
     }
-    j = cJSON_ParseWithLength(body, len);
-    if (j == NULL ||
-        lease_decode(j, o->rv, sizeof(o->rv), &o->orig, &o->n_orig, NULL, &why) != GX_OK) {
-        cJSON_Delete(j);
+    if (lease_decode_json(o->ls, body, len, o->rv, sizeof(o->rv), &o->orig, &o->n_orig, &why) !=
+        GX_OK) {
         o->ls->m->up_errors[GX_UP_KUBERNETES][GX_UPERR_PARSE]++;
         (void)snprintf(msg, sizeof(msg), "unreadable ledger lease: %s",
                        why.text[0] ? why.text : "not JSON");
         op_finish(o, GX_EPARSE, msg);
         return;
     }
-    cJSON_Delete(j);
     o->exists = true;
     op_apply(o);
 }
@@ -427,61 +435,122 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
     o->mutate = mutate;
     o->done = done;
     o->ctx = ctx;
-    o->next = ls->ops;
-    if (ls->ops != NULL) {
-        ls->ops->prev = o;
-    }
-    ls->ops = o;
+    LIST_INSERT_HEAD(&ls->ops, o, link);
     op_get(o);
     return true;
 }
 
-/* ---- the periodic list ---- */
-
-struct seen_nodes {
-    cJSON *items;
-    struct gx_ledger *l;
-    const char *stale[4096];
-    size_t n_stale;
-};
-
-static bool
-listed(const cJSON *items, const char *node)
-{
-    const cJSON *it;
-
-    cJSON_ArrayForEach(it, items)
-    {
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
-        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
-        const cJSON *nd = cJSON_GetObjectItemCaseSensitive(ann, NODE_ANNOTATION);
-        if (cJSON_IsString(nd) && strcmp(nd->valuestring, node) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static void
-collect_stale(void *ctx, const struct gx_ledger_node *n)
-{
-    struct seen_nodes *s = ctx;
-
-    if (n->n_tenants > 0 && !listed(s->items, n->node) && s->n_stale < GX_ARRAY_LEN(s->stale)) {
-        s->stale[s->n_stale++] = n->node;
-    }
-}
+/* ---- the watch ---- */
 
 /* True when an update of @node is in flight: its own result will refresh the cache. */
 static bool
 busy(const struct gx_leases *ls, const char *node)
 {
-    for (const struct op *o = ls->ops; o != NULL; o = o->next) {
+    const struct op *o;
+
+    LIST_FOREACH(o, &ls->ops, link)
+    {
         if (strcmp(o->node, node) == 0) {
             return true;
         }
     }
     return false;
+}
+
+/* Make the cache hold what @lease says about its node (unless busy). */
+static void
+apply_lease(struct gx_leases *ls, const struct gx_lease *lease, bool deleted)
+{
+    struct gx_why why = {{0}};
+    struct gx_tenant *t = NULL;
+    const char *node = gx_kv_get(lease->annotations, lease->n_annotations, NODE_ANNOTATION);
+    size_t n = 0;
+    char rv[64];
+
+    if (node == NULL || busy(ls, node)) {
+        return;
+    }
+    if (deleted) {
+        cache_set(ls->ledger, node, NULL, 0, NULL);
+        return;
+    }
+    if (gx_leases_decode(lease, rv, sizeof(rv), &t, &n, NULL, &why) != GX_OK) {
+        char q[300];
+        gx_warn("ledger lease does not decode, ignoring it", "lease=%s error=%s", lease->name,
+                gx_log_quote(q, sizeof(q), why.text));
+        return;
+    }
+    cache_set(ls->ledger, node, t, n, rv);
+    free(t);
+}
+
+struct stale_ctx {
+    struct gx_strmap listed; /* node -> the list's Lease */
+    const char **stale;
+    size_t n_stale, cap;
+};
+
+static void
+collect_stale(void *ctx, const struct gx_ledger_node *n)
+{
+    struct stale_ctx *s = ctx;
+
+    if (n->n_tenants == 0 || gx_strmap_get(&s->listed, n->node, strlen(n->node)) != NULL) {
+        return;
+    }
+    if (s->n_stale == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        const char **grown = realloc(s->stale, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return; /* the next resync drops it */
+        }
+        s->stale = grown;
+        s->cap = cap;
+    }
+    s->stale[s->n_stale++] = n->node;
+}
+
+/* A (re)list: every Lease is the truth for its node; a node without a Lease has no tenants. */
+static void
+listed_cb(void *ctx, const void *items, size_t n)
+{
+    struct gx_leases *ls = ctx;
+    const struct gx_lease *leases = items;
+    struct stale_ctx s = {0};
+    bool complete = true;
+
+    gx_strmap_init(&s.listed);
+    for (size_t i = 0; i < n; i++) {
+        const char *node =
+            gx_kv_get(leases[i].annotations, leases[i].n_annotations, NODE_ANNOTATION);
+        apply_lease(ls, &leases[i], false);
+        if (node != NULL &&
+            gx_strmap_put(&s.listed, node, strlen(node), (void *)&leases[i]) != GX_OK) {
+            complete = false; /* cannot tell stale from listed: drop nothing this time */
+        }
+    }
+    if (complete) {
+        gx_ledger_each(ls->ledger, collect_stale, &s);
+    }
+    for (size_t i = 0; i < s.n_stale; i++) {
+        if (!busy(ls, s.stale[i])) {
+            cache_set(ls->ledger, s.stale[i], NULL, 0, NULL);
+        }
+    }
+    free(s.stale);
+    gx_strmap_release(&s.listed);
+    if (!ls->synced) {
+        gx_info("ledger synced from leases", "namespace=%s leases=%zu", ls->cfg->kube_namespace, n);
+    }
+    ls->synced = true;
+}
+
+static void
+event_cb(void *ctx, const struct gx_watch_event *ev)
+{
+    struct gx_leases *ls = ctx;
+
+    apply_lease(ls, &ev->obj.lease, ev->type == GX_WATCH_DELETED);
 }
 
 static void
@@ -492,105 +561,48 @@ arm_sync(struct gx_leases *ls)
     (void)evtimer_add(ls->sync_timer, &tv);
 }
 
-static void
-list_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
-{
-    struct gx_leases *ls = ctx;
-    struct seen_nodes s = {.l = ls->ledger};
-    const cJSON *it;
-    cJSON *j;
-
-    ls->list_xfer = NULL;
-    j = rc == GX_OK && status == 200 ? cJSON_ParseWithLength(body, len) : NULL;
-    s.items = cJSON_GetObjectItemCaseSensitive(j, "items");
-    if (!cJSON_IsArray(s.items)) {
-        char what[240], q[300];
-        ls->m->up_errors[GX_UP_KUBERNETES][rc != GX_OK     ? GX_UPERR_CONNECT
-                                           : status == 200 ? GX_UPERR_PARSE
-                                                           : GX_UPERR_HTTP]++;
-        if (rc == GX_OK && status == 200) {
-            (void)snprintf(what, sizeof(what), "HTTP 200 but not a LeaseList");
-        } else {
-            gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
-        }
-        gx_warn("cannot list ledger leases, keeping the cached ledger", "status=%ld error=%s",
-                status, gx_log_quote(q, sizeof(q), what));
-        cJSON_Delete(j);
-        arm_sync(ls);
-        return;
-    }
-    cJSON_ArrayForEach(it, s.items)
-    {
-        struct gx_tenant *t = NULL;
-        size_t n = 0;
-        const char *node = NULL;
-        char rv[64];
-        struct gx_why why = {{0}};
-
-        if (lease_decode(it, rv, sizeof(rv), &t, &n, &node, &why) == GX_OK && node != NULL &&
-            !busy(ls, node)) {
-            cache_set(ls->ledger, node, t, n, rv);
-        }
-        free(t);
-    }
-    /* A Lease that disappeared takes its tenants with it. */
-    gx_ledger_each(ls->ledger, collect_stale, &s);
-    for (size_t i = 0; i < s.n_stale; i++) {
-        if (!busy(ls, s.stale[i])) {
-            cache_set(ls->ledger, s.stale[i], NULL, 0, NULL);
-        }
-    }
-    cJSON_Delete(j);
-    if (!ls->synced) {
-        gx_info("ledger synced from leases", "namespace=%s", ls->cfg->kube_namespace);
-    }
-    ls->synced = true;
-    arm_sync(ls);
-}
-
+/* The resync: a full list every ledger.sync_interval_s, then the watch resumes. */
 static void
 sync_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct gx_leases *ls = arg;
-    char path[512];
 
     (void)fd;
     (void)what;
-    if (ls->list_xfer != NULL) {
-        return;
-    }
-    (void)snprintf(path, sizeof(path),
-                   "/apis/coordination.k8s.io/v1/namespaces/%s/leases?labelSelector=%s%%3Dtrue",
-                   ls->cfg->kube_namespace, "gpu-extender.io%2Fledger");
-    ls->m->up_requests[GX_UP_KUBERNETES]++;
-    ls->list_xfer = gx_kube_request(ls->kube, "GET", path, NULL, 0, NULL, 0, list_done, ls);
-    if (ls->list_xfer == NULL) {
-        arm_sync(ls);
-    }
+    gx_kube_watch_relist(ls->watch);
+    arm_sync(ls);
 }
 
 struct gx_leases *
 gx_leases_new(struct event_base *base, struct gx_kube *kube, const struct gx_config *cfg,
               struct gx_ledger *ledger, struct gx_metrics *m)
 {
+    static const struct gx_kube_watch_cbs cbs = {.listed = listed_cb, .event = event_cb};
     struct gx_leases *ls = calloc(1, sizeof(*ls));
-    struct timeval now = {0, 0};
+    char path[512], sel[128];
 
     if (ls == NULL) {
         return NULL;
     }
+    LIST_INIT(&ls->ops);
     ls->base = base;
     ls->kube = kube;
     ls->cfg = cfg;
     ls->ledger = ledger;
     ls->m = m;
     ls->rng = (uint64_t)gx_mono_ms() * 2654435761u | 1;
+    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+                   cfg->kube_namespace);
+    (void)snprintf(sel, sizeof(sel), "%s=true", LEASE_LABEL);
     ls->sync_timer = evtimer_new(base, sync_cb, ls);
-    if (ls->sync_timer == NULL) {
-        free(ls);
+    if (ls->sync_timer != NULL) {
+        ls->watch = gx_kube_watch_new(kube, GX_KIND_LEASE, "leases", path, sel, &cbs, ls);
+    }
+    if (ls->watch == NULL) {
+        gx_leases_free(ls);
         return NULL;
     }
-    (void)evtimer_add(ls->sync_timer, &now);
+    arm_sync(ls);
     return ls;
 }
 
@@ -600,11 +612,10 @@ gx_leases_free(struct gx_leases *ls)
     if (ls == NULL) {
         return;
     }
-    for (struct op *o = ls->ops, *next; o != NULL; o = next) {
-        next = o->next;
-        op_free(o);
+    while (!LIST_EMPTY(&ls->ops)) {
+        op_free(LIST_FIRST(&ls->ops));
     }
-    gx_kube_cancel(ls->kube, ls->list_xfer);
+    gx_kube_watch_free(ls->watch);
     if (ls->sync_timer != NULL) {
         event_free(ls->sync_timer);
     }

@@ -60,6 +60,45 @@ const struct gx_node_info *gx_kube_nodes(struct gx_kube *k, size_t *n);
 /** Completed node and pod lists (first list included): for tests and metrics. */
 uint64_t gx_kube_lists(const struct gx_kube *k);
 
+/** Callbacks of a watch of gx_kube_watch_new, on the loop thread. */
+struct gx_kube_watch_cbs {
+    /**
+     * A (re)list completed: @items is an array of @n objects of the watch's
+     * kind (struct gx_lease, gx_rslice or gx_rclaim), borrowed for the call.
+     */
+    void (*listed)(void *ctx, const void *items, size_t n);
+    /** One ADDED, MODIFIED or DELETED event; @ev is borrowed for the call. */
+    void (*event)(void *ctx, const struct gx_watch_event *ev);
+    /**
+     * The list answered 404: the server does not serve the resource (an
+     * API group it lacks). Called once per absence, logged once; the list is
+     * tried again every minute. May be NULL (then kube logs it once).
+     */
+    void (*absent)(void *ctx);
+};
+
+struct gx_kube_watch;
+
+/**
+ * List then watch the collection at @path ("/apis/coordination.k8s.io/v1/
+ * namespaces/ns/leases") of @kind, optionally by @label_selector, with the
+ * same resourceVersion, bookmark, 410 relist and backoff rules as the node
+ * and pod watches. @name names it in logs. Strings are copied, @cbs too.
+ * NULL on ENOMEM or bad arguments. Free it before @k.
+ */
+struct gx_kube_watch *gx_kube_watch_new(struct gx_kube *k, enum gx_kind kind, const char *name,
+                                        const char *path, const char *label_selector,
+                                        const struct gx_kube_watch_cbs *cbs, void *ctx);
+
+/** Stop and free a watch (no more callbacks); NULL is a no-op. */
+void gx_kube_watch_free(struct gx_kube_watch *w);
+
+/**
+ * List again (a resync) once the current transfer is out of the way, then
+ * watch from the new list. A no-op while the resource is not served.
+ */
+void gx_kube_watch_relist(struct gx_kube_watch *w);
+
 /** Result of gx_kube_request. @body is borrowed for the call. */
 typedef void (*gx_kube_done_cb)(void *ctx, enum gx_err rc, long status, const char *body,
                                 size_t len);

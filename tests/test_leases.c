@@ -1,0 +1,765 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_leases.c - the Lease codec (kobj decode + leases encode, escaping)
+ * and the compare-and-swap state machine against a fake API server in a
+ * thread of the test on 127.0.0.1:0 that holds one Lease with real
+ * resourceVersion semantics (409 on a stale PUT), can be told to lose
+ * races on purpose, and serves a Lease watch that sends every change.
+ */
+#include "gx_test.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gx/config.h"
+#include "gx/httpc.h"
+#include "gx/kube.h"
+#include "gx/ledger.h"
+#include "gx/metrics.h"
+#include "leases_int.h"
+
+GX_SUITE(leases);
+
+#define DEADLINE_MS 8000
+#define MAX_CONNS 512
+#define NS "gx"
+#define NODE "n1"
+#define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases"
+
+/* ---- codec ---- */
+
+static struct gx_ledger_node
+one_tenant_node(struct gx_tenant *t)
+{
+    struct gx_ledger_node e = {0};
+
+    memset(t, 0, sizeof(*t));
+    (void)snprintf(t->uid, sizeof(t->uid), "uid-1");
+    (void)snprintf(t->pod, sizeof(t->pod), "team-a/p1");
+    t->card = 1;
+    t->slices = 2;
+    t->util_pct = -1;
+    t->state = GX_TENANT_BOUND;
+    t->since_ms = 1000;
+    e.node = (char *)NODE;
+    e.tenants = t;
+    e.n_tenants = 1;
+    return e;
+}
+
+Test(leases, encode_escapes_the_resource_version_and_round_trips)
+{
+    struct gx_tenant t, *got = NULL;
+    struct gx_ledger_node e = one_tenant_node(&t);
+    struct gx_buf b;
+    struct gx_arena a;
+    struct gx_lease lease;
+    struct gx_why why = {{0}};
+    const char *node = NULL;
+    size_t n = 0;
+    char rv[64];
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_leases_encode("gpu-extender-n1", NS, NODE, "12\"}", &e, &b), GX_OK);
+    gx_arena_init(&a, 0);
+    cr_assert_eq(gx_kobj_decode_lease(b.data, b.len, 64, &a, &lease, &why), GX_OK, "%s", why.text);
+    cr_assert_str_eq(lease.resource_version, "12\"}");
+    cr_assert_str_eq(lease.name, "gpu-extender-n1");
+    cr_assert_str_eq(lease.namespace, NS);
+    cr_assert_eq(gx_leases_decode(&lease, rv, sizeof(rv), &got, &n, &node, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_str_eq(rv, "12\"}");
+    cr_assert_str_eq(node, NODE);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(got[0].uid, "uid-1");
+    cr_assert_eq(got[0].card, 1);
+    cr_assert_eq(got[0].slices, 2);
+    free(got);
+    gx_arena_release(&a);
+    gx_buf_release(&b);
+}
+
+Test(leases, a_new_lease_has_no_resource_version)
+{
+    struct gx_buf b;
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_leases_encode("gpu-extender-n1", NS, NODE, NULL, NULL, &b), GX_OK);
+    cr_assert_null(strstr(b.data, "resourceVersion"));
+    gx_buf_release(&b);
+}
+
+Test(leases, decode_rejects_a_lease_without_resource_version_or_with_bad_tenants)
+{
+    static const char *const bad[] = {
+        "{\"metadata\":{\"name\":\"x\"}}",
+        "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"3\",\"annotations\":"
+        "{\"gpu-extender.io/tenants\":\"not json\"}}}",
+    };
+    struct gx_why why = {{0}};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(bad); i++) {
+        struct gx_arena a;
+        struct gx_lease lease;
+        struct gx_tenant *t = NULL;
+        size_t n = 0;
+        char rv[64] = "unchanged";
+
+        gx_arena_init(&a, 0);
+        cr_assert_eq(gx_kobj_decode_lease(bad[i], strlen(bad[i]), 64, &a, &lease, &why), GX_OK);
+        cr_assert_neq(gx_leases_decode(&lease, rv, sizeof(rv), &t, &n, NULL, &why), GX_OK);
+        cr_assert_str_eq(rv, "unchanged", "nothing written on failure");
+        cr_assert_null(t);
+        gx_arena_release(&a);
+    }
+}
+
+Test(leases, kobj_rejects_wrongly_typed_annotations)
+{
+    const char *j = "{\"metadata\":{\"resourceVersion\":\"3\",\"annotations\":{\"a\":1}}}";
+    struct gx_arena a;
+    struct gx_lease lease;
+    struct gx_why why = {{0}};
+
+    gx_arena_init(&a, 0);
+    cr_assert_eq(gx_kobj_decode_lease(j, strlen(j), 64, &a, &lease, &why), GX_EINVAL);
+    cr_assert_not_null(strstr(why.text, "metadata.annotations"), "%s", why.text);
+    gx_arena_release(&a);
+}
+
+/* ---- the fake API server: one Lease ---- */
+
+struct fake {
+    int lfd, port;
+    pthread_t accept_thread, conns[MAX_CONNS];
+    int n_conns;
+    pthread_mutex_t mu;
+    bool stop;
+    /* the Lease */
+    bool exists;
+    long rv;       /* of the Lease; also the server's resourceVersion */
+    char *tenants; /* annotation value (JSON text), heap */
+    int lose;      /* PUTs still to lose to an "other writer" */
+    int puts, posts, gets, lists, watches, conflicts;
+};
+
+static void
+msleep(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        ;
+    }
+}
+
+static void
+send_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n <= 0) {
+            return;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+static void
+respond(int fd, int status, const char *body)
+{
+    char head[256];
+    size_t len = strlen(body);
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: "
+                     "%zu\r\nConnection: close\r\n\r\n",
+                     status, len);
+
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, len);
+}
+
+static void
+chunk(int fd, const char *data)
+{
+    char h[32];
+    int n = snprintf(h, sizeof(h), "%zx\r\n", strlen(data));
+
+    send_all(fd, h, (size_t)n);
+    send_all(fd, data, strlen(data));
+    send_all(fd, "\r\n", 2);
+}
+
+/* The Lease as the server shows it (caller holds mu); you own the string. */
+static char *
+lease_json(struct fake *f)
+{
+    cJSON *o = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(o, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    char rv[32];
+    char *s;
+
+    (void)snprintf(rv, sizeof(rv), "%ld", f->rv);
+    cJSON_AddStringToObject(o, "kind", "Lease");
+    cJSON_AddStringToObject(md, "name", "gpu-extender-" NODE);
+    cJSON_AddStringToObject(md, "namespace", NS);
+    cJSON_AddStringToObject(md, "resourceVersion", rv);
+    cJSON_AddStringToObject(ann, "gpu-extender.io/node", NODE);
+    if (f->tenants != NULL) {
+        cJSON_AddStringToObject(ann, "gpu-extender.io/tenants", f->tenants);
+    }
+    s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* Store a written Lease body (caller holds mu). */
+static void
+store_body(struct fake *f, const char *body)
+{
+    cJSON *o = cJSON_Parse(body);
+    cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations");
+    cJSON *t = cJSON_GetObjectItem(ann, "gpu-extender.io/tenants");
+
+    free(f->tenants);
+    f->tenants = cJSON_IsString(t) ? strdup(t->valuestring) : NULL;
+    f->exists = true;
+    f->rv++;
+    cJSON_Delete(o);
+}
+
+/* What another replica does: book @uid on card 0. */
+static void
+other_writer(struct fake *f, const char *uid)
+{
+    char buf[512];
+
+    (void)snprintf(buf, sizeof(buf),
+                   "{\"v\":1,\"tenants\":[{\"uid\":\"%s\",\"pod\":\"team-b/other\","
+                   "\"card\":0,\"exclusive\":false,\"slices\":1,\"memory_mib\":0,"
+                   "\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
+                   uid);
+    free(f->tenants);
+    f->tenants = strdup(buf);
+    f->exists = true;
+    f->rv++;
+}
+
+static void
+serve_watch(struct fake *f, int fd)
+{
+    static const char h[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    long sent;
+
+    send_all(fd, h, sizeof(h) - 1);
+    pthread_mutex_lock(&f->mu);
+    sent = f->rv;
+    pthread_mutex_unlock(&f->mu);
+    for (;;) {
+        char *obj = NULL;
+        bool stop;
+
+        pthread_mutex_lock(&f->mu);
+        stop = f->stop;
+        if (f->rv != sent && f->exists) {
+            obj = lease_json(f);
+            sent = f->rv;
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (stop) {
+            break;
+        }
+        if (obj != NULL) {
+            size_t n = strlen(obj) + 64;
+            char *line = malloc(n);
+            (void)snprintf(line, n, "{\"type\":\"MODIFIED\",\"object\":%s}\n", obj);
+            chunk(fd, line);
+            free(line);
+            free(obj);
+        }
+        msleep(5);
+    }
+    send_all(fd, "0\r\n\r\n", 5);
+}
+
+static void
+handle(struct fake *f, int fd, const char *method, const char *target, const char *body)
+{
+    char *obj;
+
+    if (strncmp(target, "/api/v1/", 8) == 0) {
+        if (strstr(target, "watch=1") != NULL) {
+            respond(fd, 200, ""); /* an empty watch: kube backs off */
+        } else {
+            respond(fd, 200, "{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+        }
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    if (strncmp(target, LEASE_PATH "?", sizeof(LEASE_PATH)) == 0 &&
+        strstr(target, "watch=1") != NULL) {
+        f->watches++;
+        pthread_mutex_unlock(&f->mu);
+        serve_watch(f, fd);
+        return;
+    }
+    if (strncmp(target, LEASE_PATH "?", sizeof(LEASE_PATH)) == 0) {
+        char rv[32], *list;
+        size_t n;
+
+        f->lists++;
+        obj = f->exists ? lease_json(f) : NULL;
+        (void)snprintf(rv, sizeof(rv), "%ld", f->rv);
+        n = (obj ? strlen(obj) : 0) + 128;
+        list = malloc(n);
+        (void)snprintf(list, n, "{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}",
+                       obj ? obj : "", rv);
+        pthread_mutex_unlock(&f->mu);
+        respond(fd, 200, list);
+        free(list);
+        free(obj);
+        return;
+    }
+    if (strcmp(method, "POST") == 0) {
+        f->posts++;
+        if (f->exists) {
+            pthread_mutex_unlock(&f->mu);
+            respond(fd, 409, "{\"kind\":\"Status\",\"message\":\"already exists\",\"code\":409}");
+            return;
+        }
+        store_body(f, body);
+        obj = lease_json(f);
+        pthread_mutex_unlock(&f->mu);
+        respond(fd, 201, obj);
+        free(obj);
+        return;
+    }
+    if (strcmp(method, "PUT") == 0) {
+        cJSON *o = cJSON_Parse(body);
+        cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+        bool current = cJSON_IsString(v) && atol(v->valuestring) == f->rv;
+
+        cJSON_Delete(o);
+        f->puts++;
+        if (current && f->lose > 0) {
+            f->lose--;
+            other_writer(f, "uid-other");
+            current = false;
+        }
+        if (!current) {
+            f->conflicts++;
+            pthread_mutex_unlock(&f->mu);
+            respond(fd, 409, "{\"kind\":\"Status\",\"message\":\"modified\",\"code\":409}");
+            return;
+        }
+        store_body(f, body);
+        obj = lease_json(f);
+        pthread_mutex_unlock(&f->mu);
+        respond(fd, 200, obj);
+        free(obj);
+        return;
+    }
+    /* GET of the Lease */
+    f->gets++;
+    obj = f->exists ? lease_json(f) : NULL;
+    pthread_mutex_unlock(&f->mu);
+    if (obj == NULL) {
+        respond(fd, 404, "{\"kind\":\"Status\",\"message\":\"not found\",\"code\":404}");
+    } else {
+        respond(fd, 200, obj);
+    }
+    free(obj);
+}
+
+struct conn_arg {
+    struct fake *f;
+    int fd;
+};
+
+static void *
+conn_main(void *arg)
+{
+    struct conn_arg *ca = arg;
+    char buf[65536], method[16], target[2048];
+    size_t len = 0, clen = 0;
+    char *end = NULL, *cl;
+    struct timeval tv = {10, 0};
+
+    (void)setsockopt(ca->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (;;) {
+        ssize_t n = recv(ca->fd, buf + len, sizeof(buf) - 1 - len, 0);
+        if (n <= 0) {
+            goto out;
+        }
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (end == NULL && (end = strstr(buf, "\r\n\r\n")) != NULL) {
+            cl = strstr(buf, "Content-Length: ");
+            clen = cl != NULL && cl < end ? strtoul(cl + 16, NULL, 10) : 0;
+        }
+        if (end != NULL && len >= (size_t)(end + 4 - buf) + clen) {
+            break;
+        }
+        if (len + 1 >= sizeof(buf)) {
+            goto out;
+        }
+    }
+    if (sscanf(buf, "%15s %2047s", method, target) == 2) {
+        handle(ca->f, ca->fd, method, target, end + 4);
+    }
+out:
+    close(ca->fd);
+    free(ca);
+    return NULL;
+}
+
+static void *
+accept_main(void *arg)
+{
+    struct fake *f = arg;
+
+    for (;;) {
+        struct pollfd pfd = {f->lfd, POLLIN, 0};
+        struct conn_arg *ca;
+        bool stop;
+        int fd;
+
+        pthread_mutex_lock(&f->mu);
+        stop = f->stop;
+        pthread_mutex_unlock(&f->mu);
+        if (stop) {
+            break;
+        }
+        if (poll(&pfd, 1, 20) <= 0 || (fd = accept(f->lfd, NULL, NULL)) < 0) {
+            continue;
+        }
+        ca = malloc(sizeof(*ca));
+        if (ca == NULL || f->n_conns >= MAX_CONNS) {
+            free(ca);
+            close(fd);
+            continue;
+        }
+        ca->f = f;
+        ca->fd = fd;
+        if (pthread_create(&f->conns[f->n_conns], NULL, conn_main, ca) != 0) {
+            free(ca);
+            close(fd);
+            continue;
+        }
+        f->n_conns++;
+    }
+    return NULL;
+}
+
+static struct fake *
+fake_start(void)
+{
+    struct fake *f = calloc(1, sizeof(*f));
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+
+    cr_assert_not_null(f);
+    f->rv = 100;
+    pthread_mutex_init(&f->mu, NULL);
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(f->lfd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(f->lfd, 64), 0);
+    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    f->port = ntohs(sa.sin_port);
+    cr_assert_eq(pthread_create(&f->accept_thread, NULL, accept_main, f), 0);
+    return f;
+}
+
+static void
+fake_stop(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->stop = true;
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->accept_thread, NULL);
+    for (int i = 0; i < f->n_conns; i++) {
+        pthread_join(f->conns[i], NULL);
+    }
+    close(f->lfd);
+    pthread_mutex_destroy(&f->mu);
+    free(f->tenants);
+    free(f);
+}
+
+/* ---- the client side ---- */
+
+struct env {
+    struct event_base *base;
+    struct event *tick;
+    struct gx_httpc *http;
+    struct gx_config *cfg;
+    struct gx_metrics m;
+    struct gx_kube *k;
+    struct gx_ledger *l;
+    struct gx_leases *ls;
+    struct fake *f;
+    /* the update under test */
+    int calls;
+    bool done;
+    enum gx_err rc;
+    char why[300];
+    enum gx_err mutate_rc;
+};
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+static void
+env_init(struct env *e, int sync_s)
+{
+    struct timeval tv = {0, 10000};
+    struct gx_why why = {{0}};
+    char url[64];
+
+    memset(e, 0, sizeof(*e));
+    unsetenv("http_proxy");
+    unsetenv("HTTP_PROXY");
+    e->f = fake_start();
+    cr_assert_eq(gx_config_default(&e->cfg), GX_OK);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", e->f->port);
+    free(e->cfg->kube_url);
+    e->cfg->kube_url = gx_strndup(url, strlen(url));
+    free(e->cfg->kube_namespace);
+    e->cfg->kube_namespace = gx_strndup(NS, strlen(NS));
+    e->cfg->kube_enabled = true;
+    e->cfg->kube_timeout_s = 5;
+    e->cfg->ledger_sync_s = sync_s;
+    gx_metrics_init(&e->m);
+    e->base = event_base_new();
+    e->tick = event_new(e->base, -1, EV_PERSIST, tick_cb, NULL);
+    cr_assert_eq(event_add(e->tick, &tv), 0);
+    e->http = gx_httpc_new(e->base);
+    e->k = gx_kube_new(e->base, e->http, e->cfg, &e->m, NULL, e, &why);
+    cr_assert_not_null(e->k, "%s", why.text);
+    e->l = gx_ledger_new();
+    e->ls = gx_leases_new(e->base, e->k, e->cfg, e->l, &e->m);
+    cr_assert_not_null(e->ls);
+}
+
+static void
+env_fini(struct env *e)
+{
+    gx_leases_free(e->ls);
+    gx_kube_free(e->k);
+    gx_httpc_free(e->http);
+    fake_stop(e->f);
+    gx_ledger_free(e->l);
+    event_free(e->tick);
+    event_base_free(e->base);
+    gx_config_free(e->cfg);
+}
+
+/* Run the loop until @cond holds or the deadline passes; returns @cond. */
+static bool
+run_until(struct env *e, bool (*cond)(struct env *e))
+{
+    int64_t end = gx_mono_ms() + DEADLINE_MS;
+
+    while (!cond(e) && gx_mono_ms() < end) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE);
+    }
+    return cond(e);
+}
+
+static bool
+is_done(struct env *e)
+{
+    return e->done;
+}
+
+static bool
+is_synced(struct env *e)
+{
+    return gx_leases_synced(e->ls);
+}
+
+/* Book uid-mine on card 1 (2 slots), or fail with e->mutate_rc. */
+static enum gx_err
+book_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct env *e = ctx;
+    struct gx_tenant t;
+    static const int slots[2] = {2, 2};
+
+    e->calls++;
+    if (e->mutate_rc != GX_OK) {
+        gx_why_set(why, "refused by the test");
+        return e->mutate_rc;
+    }
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "uid-mine");
+    (void)snprintf(t.pod, sizeof(t.pod), "team-a/mine");
+    t.card = 1;
+    t.slices = 1;
+    t.util_pct = -1;
+    *write = true;
+    return gx_ledger_add(l, node, &t, 1, slots, 2);
+}
+
+static void
+book_done(void *ctx, enum gx_err rc, const char *why)
+{
+    struct env *e = ctx;
+
+    e->done = true;
+    e->rc = rc;
+    (void)snprintf(e->why, sizeof(e->why), "%s", why);
+}
+
+static void
+book(struct env *e)
+{
+    e->done = false;
+    cr_assert(gx_leases_update(e->ls, NODE, gx_mono_ms() + 4000, book_mutate, book_done, e));
+    cr_assert(run_until(e, is_done), "the update ends");
+}
+
+static int
+fake_int(struct env *e, const int *field)
+{
+    int v;
+
+    pthread_mutex_lock(&e->f->mu);
+    v = *field;
+    pthread_mutex_unlock(&e->f->mu);
+    return v;
+}
+
+Test(leases, update_creates_the_lease_when_missing)
+{
+    struct env e;
+
+    env_init(&e, 60);
+    cr_assert(run_until(&e, is_synced), "first list");
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    cr_assert_eq(fake_int(&e, &e.f->posts), 1, "a POST, no PUT");
+    cr_assert_eq(fake_int(&e, &e.f->puts), 0);
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"), "the cache holds what was written");
+    pthread_mutex_lock(&e.f->mu);
+    cr_assert_not_null(strstr(e.f->tenants, "uid-mine"), "the Lease holds it");
+    pthread_mutex_unlock(&e.f->mu);
+    env_fini(&e);
+}
+
+Test(leases, a_lost_race_reads_again_and_reapplies_on_the_fresh_tenants)
+{
+    struct env e;
+
+    env_init(&e, 60);
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-first");
+    e.f->lose = 2;
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert(run_until(&e, is_synced), "first list");
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    cr_assert_eq(fake_int(&e, &e.f->conflicts), 2);
+    cr_assert_eq(e.m.cas_conflicts, 2, "each 409 is counted");
+    cr_assert_eq(e.calls, 3, "mutate ran once per attempt");
+    cr_assert_eq(fake_int(&e, &e.f->gets), 3, "each attempt read the Lease first");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"));
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-other"), "the other writer's tenant kept");
+    env_fini(&e);
+}
+
+Test(leases, endless_conflicts_give_up_after_the_retry_bound)
+{
+    struct env e;
+
+    env_init(&e, 60);
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-first");
+    e.f->lose = 1000;
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert(run_until(&e, is_synced), "first list");
+    book(&e);
+    cr_assert_eq(e.rc, GX_ECONFLICT, "%s", e.why);
+    cr_assert_eq(e.calls, e.cfg->ledger_cas_retries, "one mutate per allowed attempt");
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-mine"), "the cache shows nothing unwritten");
+    env_fini(&e);
+}
+
+Test(leases, a_refused_mutate_writes_nothing)
+{
+    struct env e;
+
+    env_init(&e, 60);
+    cr_assert(run_until(&e, is_synced), "first list");
+    e.mutate_rc = GX_ECONFLICT;
+    book(&e);
+    cr_assert_eq(e.rc, GX_ECONFLICT);
+    cr_assert_str_eq(e.why, "refused by the test");
+    cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 0);
+    env_fini(&e);
+}
+
+static bool
+sees_other(struct env *e)
+{
+    return gx_ledger_find_pod(e->l, "uid-watched") != NULL;
+}
+
+Test(leases, the_watch_shows_another_writer_without_waiting_for_a_resync)
+{
+    struct env e;
+    int64_t t0;
+
+    env_init(&e, 3600); /* no resync within the test */
+    cr_assert(run_until(&e, is_synced), "first list");
+    /* wait until the watch is open */
+    t0 = gx_mono_ms();
+    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
+        (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
+    cr_assert_eq(fake_int(&e, &e.f->watches), 1);
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-watched");
+    pthread_mutex_unlock(&e.f->mu);
+    t0 = gx_mono_ms();
+    cr_assert(run_until(&e, sees_other), "the watch event reaches the cache");
+    cr_assert_lt(gx_mono_ms() - t0, 1000, "within a second");
+    cr_assert_eq(fake_int(&e, &e.f->lists), 1, "no list was needed");
+    env_fini(&e);
+}
+
+static bool
+relisted(struct env *e)
+{
+    return fake_int(e, &e->f->lists) >= 2;
+}
+
+Test(leases, the_resync_lists_again)
+{
+    struct env e;
+
+    env_init(&e, 1);
+    cr_assert(run_until(&e, relisted), "a second list after sync_interval_s");
+    env_fini(&e);
+}
