@@ -279,6 +279,7 @@ serve_watch(struct fake *f, int fd)
         }
         pthread_mutex_unlock(&f->mu);
         if (stop) {
+            free(obj);
             break;
         }
         if (obj != NULL) {
