@@ -135,7 +135,7 @@ static const struct kspec keys_table[] = {
     STR("server.tls_key_file", tls_key_file, NULL, F_RPATH),
     STR("server.tls_priorities", tls_priorities, GX_HTTP_TLS_PRIORITIES, F_RESTART | F_NONEMPTY),
     NUM("server.max_inflight_bytes", K_SIZE, max_inflight_bytes, 1048576, 17179869184.0,
-        134217728.0),
+        167772160.0),
 
     ENUM("log.level", log_level, level_names, GX_LOG_INFO),
 
@@ -1128,10 +1128,11 @@ check_config(const struct gx_config *cfg, struct gx_why *why)
                         "together");
         return GX_EINVAL;
     }
-    if (cfg->max_inflight_bytes / 2 < cfg->max_body_bytes) {
+    /* A large request may use 7/8 of the budget (gx_http_set_budget): a largest body must fit. */
+    if ((cfg->max_inflight_bytes - cfg->max_inflight_bytes / 8) / 2 < cfg->max_body_bytes) {
         gx_why_set(why,
-                   "server.max_inflight_bytes: must be at least twice server.max_body_bytes "
-                   "(%zu), so that one body of the largest size and its reply fit",
+                   "server.max_inflight_bytes: must be at least 16/7 x server.max_body_bytes "
+                   "(%zu): a largest body and its reply must fit in 7/8 of the budget",
                    cfg->max_body_bytes);
         return GX_EINVAL;
     }

@@ -316,14 +316,21 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Charge @r @more bytes against the budget. False (nothing charged) when
- * the requests in flight already hold too much for it to fit.
+ * the requests in flight already hold too much for it to fit. A large
+ * request (charged over 1/64 of the budget) must leave the last eighth
+ * free: a client holding maximum-size bodies cannot starve the small
+ * calls (5,000 node names are ~100 KB) kube-scheduler makes.
  */
 static bool
 budget_charge(struct gx_http_req *r, size_t more)
 {
     struct gx_http *h = r->h;
+    size_t limit = h->budget;
 
-    if (h->budget > 0 && (more > h->budget || h->held > h->budget - more)) {
+    if (h->budget > 0 && r->charge + more > h->budget / 64) {
+        limit -= h->budget / 8;
+    }
+    if (h->budget > 0 && (more > limit || h->held > limit - more)) {
         return false;
     }
     h->held += more;

@@ -728,12 +728,14 @@ Test(config, memory_budget_must_hold_a_largest_body_and_its_reply)
     struct gx_config *c;
 
     expect_error("{\"server\":{\"max_body_bytes\":104857600}}", GX_EINVAL,
-                 "server.max_inflight_bytes: must be at least twice server.max_body_bytes");
-    c = parse_ok("{\"server\":{\"max_body_bytes\":104857600,\"max_inflight_bytes\":209715200}}");
-    cr_assert_eq(c->max_inflight_bytes, (size_t)200 << 20);
+                 "server.max_inflight_bytes: must be at least 16/7 x server.max_body_bytes");
+    expect_error("{\"server\":{\"max_body_bytes\":104857600,\"max_inflight_bytes\":209715200}}",
+                 GX_EINVAL, "server.max_inflight_bytes");
+    c = parse_ok("{\"server\":{\"max_body_bytes\":104857600,\"max_inflight_bytes\":240000000}}");
+    cr_assert_eq(c->max_inflight_bytes, (size_t)240000000);
     gx_config_free(c);
     c = parse_ok("{}");
-    cr_assert_eq(c->max_inflight_bytes, (size_t)128 << 20);
+    cr_assert_eq(c->max_inflight_bytes, (size_t)160 << 20);
     gx_config_free(c);
 }
 

@@ -324,3 +324,31 @@ Test(http, tls_pair_is_checked)
     cr_assert_eq(gx_http_check_tls("not pem", 7, "not pem", 7, &why), GX_EINVAL);
     cr_assert(strstr(why.text, "server.tls_cert_file") != NULL, "%s", why.text);
 }
+
+Test(http, large_bodies_leave_room_for_small_calls)
+{
+    struct srv s;
+    char buf[4096];
+    int big, small;
+    struct gx_http_stats st;
+
+    /* budget 640,000: large requests may hold 560,000; 2 x 270,000 = 540,000 */
+    srv_start(&s, 640000, 30);
+    big = client(&s);
+    send_str(big, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 270000\r\n\r\n{");
+    spin(&s, 50);
+    gx_http_get_stats(s.h, &st);
+    cr_assert_eq(st.held, 540000);
+    small = client(&s);
+    send_str(small, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 30000\r\n\r\n{");
+    read_answer(&s, small, buf, sizeof(buf), 2000);
+    cr_assert(strncmp(buf, "HTTP/1.1 503", 12) == 0, "a second large body must not fit: %s", buf);
+    (void)close(small);
+    small = client(&s);
+    send_str(small, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+    read_answer(&s, small, buf, sizeof(buf), 2000);
+    cr_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0, "a small call still fits: %s", buf);
+    (void)close(small);
+    (void)close(big);
+    srv_stop(&s);
+}

@@ -64,7 +64,7 @@ struct gx_config {
     char *tls_cert_file;      /* NULL: plain HTTP */
     char *tls_key_file;
     char *tls_priorities;      /* GnuTLS priority string; TLS < 1.2 always removed */
-    size_t max_inflight_bytes; /* memory budget of requests in flight, 128 MiB */
+    size_t max_inflight_bytes; /* memory budget of requests in flight, 160 MiB */
 
     /* log */
     int log_level; /* enum gx_log_level */

@@ -79,9 +79,10 @@ void gx_http_set_conn_timeout(struct gx_http *h, int seconds);
  * Change the memory budget of requests in flight (live config). Each
  * request is charged twice its body (the body, and a reply that may echo
  * it) from its first byte until its answer is sent, plus any reply bytes
- * beyond that. A request that does not fit is answered 503 with
- * Retry-After by this module, before its body is read when it declares a
- * Content-Length. 0: no budget.
+ * beyond that. A request charged more than 1/64 of the budget may only
+ * use 7/8 of it (the rest stays for small calls). A request that does not
+ * fit is answered 503 with Retry-After by this module, before its body is
+ * read when it declares a Content-Length. 0: no budget.
  */
 void gx_http_set_budget(struct gx_http *h, size_t max_inflight);
 
