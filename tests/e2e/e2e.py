@@ -1,0 +1,202 @@
+"""Shared pieces of the end-to-end tests: the rig (tests/k8s/rig.py), pods as users write them,
+and the invariants every test checks against the real API server."""
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+from gxtest import Checks  # noqa: E402
+from rig import Cluster, wait_for  # noqa: E402
+
+NS = "e2e"
+ANN = "gpu-extender.io/"
+RESERVE_MIB = 512  # sharing.memory_reserve_mib of config/config.json
+TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def log(msg):
+    print(f"[e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def pod(name, limits=None, annotations=None, scheduler="gpu-scheduler", node_selector=None,
+        tolerate=True, grace=1):
+    """A pod as a user writes it (cf. manifests/examples/): GPU taint tolerated, resources in
+    limits, 1 s grace period so deletions finish quickly under the fake kubelet."""
+    res = {"cpu": "100m", "memory": "64Mi"}
+    res.update(limits or {})
+    spec = {"schedulerName": scheduler, "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": grace,
+            "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                            "command": ["sleep", "3600"],
+                            "resources": {"limits": res}}]}
+    if tolerate:
+        spec["tolerations"] = TOLERATE_GPU
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    md = {"name": name, "namespace": NS, "labels": {"e2e": "true"}}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+
+
+def exclusive(name, gpus=1, **kw):
+    return pod(name, {"nvidia.com/gpu": str(gpus)}, **kw)
+
+
+def shared(name, slices="1", memory=None, util=None, **kw):
+    """Annotation-driven shared pod, set-up A: the virtual resource (ignoredByScheduler)."""
+    ann = {ANN + "time-slices": slices}
+    if memory:
+        ann[ANN + "gpu-memory"] = memory
+    if util:
+        ann[ANN + "gpu-util"] = util
+    return pod(name, {"gpu-extender.io/time-slice": "1"}, annotations=ann, **kw)
+
+
+def create(c, *pods):
+    c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                   "items": list(pods)}))
+
+
+def get_pods(c, selector="e2e=true"):
+    return c.kjson("-n", NS, "get", "pods", "-l", selector)["items"]
+
+
+def get_pod(c, name):
+    return c.kjson("-n", NS, "get", "pod", name)
+
+
+def wait_bound(c, names, timeout=60):
+    """Wait until every pod in @names is bound and Running; returns {name: pod}."""
+    names = set(names)
+
+    def done():
+        got = {p["metadata"]["name"]: p for p in get_pods(c)}
+        ok = {n: got[n] for n in names if n in got and got[n]["spec"].get("nodeName")
+              and got[n]["status"].get("phase") == "Running"}
+        return ok if len(ok) == len(names) else None
+    res = wait_for(done, timeout, interval=0.5)
+    if res is None:
+        got = {p["metadata"]["name"]: p for p in get_pods(c)}
+        missing = sorted(n for n in names if not (n in got and got[n]["spec"].get("nodeName")))
+        log(f"not bound after {timeout}s: {missing}")
+        for n in missing[:3]:
+            log(f"events of {n}: {events(c, n)}")
+        return {n: got[n] for n in names if n in got and got[n]["spec"].get("nodeName")}
+    return res
+
+
+def events(c, name):
+    evs = c.kjson("-n", NS, "get", "events", "--field-selector",
+                  f"involvedObject.name={name}")["items"]
+    return [(e.get("reason"), e.get("message")) for e in evs]
+
+
+def delete_pods(c, selector="e2e=true", wait=True):
+    c.kubectl("-n", NS, "delete", "pods", "-l", selector, "--wait=false")
+    if wait:
+        wait_for(lambda: not get_pods(c, selector), 60, "pods deleted")
+
+
+def node_cards(c):
+    """{node: {"uuids": [...], "memory_mib": n}} from the dcgm fixture pages the rig serves."""
+    import re
+
+    out = {}
+    for n in ("a", "b", "c"):
+        with open(os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{n}.prom")) as f:
+            text = f.read()
+        uu = {}
+        for m in re.finditer(r'gpu="(\d+)",UUID="([^"]+)"', text):
+            uu[int(m.group(1))] = m.group(2)
+        out[f"gpu-node-{n}"] = [uu[i] for i in sorted(uu)]
+    return out
+
+
+def check_assignment(c, chk, p, want_shared, per_node=False):
+    """The annotations and label docs/sharing.md section 3 promises, naming cards of the node
+    the pod is bound to. @per_node: a device-plugin time slice, admitted per node (the device
+    plugin picks the card), so naming a card is optional."""
+    md = p["metadata"]
+    name = md["name"]
+    ann = md.get("annotations", {})
+    node = p["spec"].get("nodeName")
+    lim = {}
+    for ctr in p["spec"]["containers"]:
+        lim.update(ctr.get("resources", {}).get("limits", {}))
+    labels = c.kjson("get", "node", node)["metadata"]["labels"] if node else {}
+    if "nvidia.com/gpu.shared" in lim or ("nvidia.com/gpu" in lim and labels.get(
+            "nvidia.com/gpu.sharing-strategy") == "time-slicing"):
+        per_node = True
+    chk.eq(md.get("labels", {}).get(ANN + "managed"), "true", f"{name}: managed label")
+    uuids = [u for u in ann.get(ANN + "gpu-uuids", "").split(",") if u]
+    idx = [i for i in ann.get(ANN + "gpu-index", "").split(",") if i]
+    chk.ok((per_node or uuids) and len(uuids) == len(idx),
+           f"{name}: gpu-uuids {uuids} and gpu-index {idx}")
+    cards = node_cards(c).get(node)
+    if cards is not None:
+        for u, i in zip(uuids, idx):
+            chk.ok(i.isdigit() and int(i) < len(cards) and cards[int(i)] == u,
+                   f"{name}: card {i}={u} is a card of its node {node}")
+    if want_shared:
+        chk.ok(ANN + "time-slices" in ann, f"{name}: time-slices annotation")
+    return node, uuids, idx
+
+
+def check_ledger(c, chk, slots=None):
+    """The ledger Leases hold exactly the bound managed pods, every card within its slots and
+    memory, exclusive cards never shared. Returns the Leases."""
+    leases = c.leases()
+    pods = [p for p in c.kjson("get", "pods", "-A", "-l", ANN + "managed=true")["items"]
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") not in ("Succeeded", "Failed")]
+    want = {}
+    for p in pods:
+        want.setdefault(p["spec"]["nodeName"], set()).add(p["metadata"]["uid"])
+    got = {}
+    for node, tenants in leases.items():
+        for t in tenants:
+            got.setdefault(node, set()).add(t["uid"])
+    got = {k: v for k, v in got.items() if v}
+    chk.eq(got, want, "ledger tenants == bound managed pods, per node")
+    slots = slots or {}
+    nodes = {n["metadata"]["name"]: n for n in c.kjson("get", "nodes")["items"]}
+    for node, tenants in leases.items():
+        by_card = {}
+        for t in tenants:
+            by_card.setdefault(t["card"], []).append(t)
+        lab = nodes.get(node, {}).get("metadata", {}).get("labels", {})
+        mem = int(lab.get("nvidia.com/gpu.memory", "0") or 0)
+        rep = int(lab.get("nvidia.com/gpu.replicas", "1") or 1)
+        nslots = slots.get(node, rep if rep > 1 else 4)
+        for card, ts in by_card.items():
+            if card < 0:  # device-plugin time slices, booked per node
+                continue
+            ex = [t for t in ts if t["exclusive"]]
+            if ex:
+                chk.eq(len(ts), 1, f"{node} card {card}: an exclusive holder is alone ({ts})")
+                continue
+            chk.ok(sum(t["slices"] for t in ts) <= nslots,
+                   f"{node} card {card}: {sum(t['slices'] for t in ts)} slices <= {nslots} slots")
+            if mem:
+                chk.ok(sum(t["memory_mib"] for t in ts) <= mem - RESERVE_MIB,
+                       f"{node} card {card}: booked memory within {mem} - {RESERVE_MIB} MiB")
+    return leases
+
+
+def check_no_403(c, chk):
+    bad = c.forbidden()
+    chk.ok(c.audit_events(), "the audit log saw the extender's ServiceAccount")
+    chk.eq(bad, [], "no request of the extender's ServiceAccount was refused (403)")
+    bad = c.forbidden("system:serviceaccount:kube-system:gpu-scheduler")
+    chk.eq(bad, [], "no request of the gpu-scheduler ServiceAccount was refused (403)")
+
+
+def rig(extender_bin, **kw):
+    kw.setdefault("extender_bin", extender_bin)
+    return Cluster(**kw).up()
