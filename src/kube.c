@@ -41,6 +41,7 @@
 #define KUBE_SHORT_WATCH_MS 1000    /* an empty watch shorter than this backs off */
 #define KUBE_EVENT_CHUNK 8192       /* arena chunk of one watch event */
 #define KUBE_URL_MAX (64u << 10)
+#define KUBE_ABSENT_RETRY_MS 60000 /* a resource the server does not serve: look again */
 
 /* Entries of one node list share its arena; it dies with the last of them. */
 struct list_arena {
@@ -64,8 +65,10 @@ enum verdict { V_OK, V_GONE, V_PARSE, V_ERROR_EVENT, V_NOMEM };
 
 struct stream {
     struct gx_kube *k;
+    struct gx_kube_watch *w; /* the owner's watch, NULL for nodes and pods */
     enum gx_kind kind;
-    const char *name; /* "nodes" / "pods": log text and URL path segment */
+    const char *name; /* "nodes", "pods", ...: log text */
+    char *path;       /* of the collection: "/api/v1/nodes" */
     enum stream_state state;
     bool relist;      /* the next start is a list (else a watch) */
     bool want_relist; /* relist once the current transfer is out of the way */
@@ -81,6 +84,17 @@ struct stream {
     int64_t watch_start_ms;
     uint64_t watch_events;
     bool changed; /* nodes changed while processing the inbox */
+};
+
+/* A watch of another kind for an owner (gx_kube_watch_new). */
+struct gx_kube_watch {
+    struct stream s;
+    char *name;
+    char *selector; /* fixed label selector, NULL: none */
+    struct gx_kube_watch_cbs cbs;
+    void *ctx;
+    bool absent; /* the last list answered 404 (logged once) */
+    LIST_ENTRY(gx_kube_watch) link;
 };
 
 /* A one-shot request started by gx_kube_request. */
@@ -99,6 +113,7 @@ struct gx_kube {
     struct gx_metrics *m;
     struct gx_kube_cbs cbs;
     void *ctx;
+    LIST_HEAD(watch_list, gx_kube_watch) watches;
     char *base_url;
     bool in_cluster;
 
@@ -534,6 +549,13 @@ current_selector(const struct stream *s, char **out)
     struct gx_buf b;
 
     *out = NULL;
+    if (s->w != NULL) {
+        if (s->w->selector != NULL) {
+            *out = gx_strndup(s->w->selector, strlen(s->w->selector));
+            return *out != NULL ? GX_OK : GX_ENOMEM;
+        }
+        return GX_OK;
+    }
     if (s->kind == GX_KIND_NODE) {
         if (cfg->kube_node_selector == NULL || cfg->kube_node_selector[0] == '\0') {
             return GX_OK;
@@ -561,7 +583,7 @@ stream_url(const struct stream *s, bool watch, struct gx_buf *b)
     enum gx_err rc;
     char sep = '?';
 
-    rc = gx_buf_addf(b, "%s/api/v1/%s", k->base_url, s->name);
+    rc = gx_buf_addf(b, "%s%s", k->base_url, s->path);
     if (rc == GX_OK && watch) {
         rc = gx_buf_addf(b, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d",
                          watch_timeout_s(k));
@@ -694,6 +716,7 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
     struct gx_why why = {{0}};
     struct gx_arena pod_arena;
     struct gx_pod *pods = NULL;
+    void *items = NULL;
     size_t n_pods = 0;
     enum gx_upkind kind = GX_UPERR_OTHER;
     char *rv = NULL;
@@ -708,12 +731,34 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
         (void)snprintf(detail, sizeof(detail), "%s", res->error ? res->error : "");
         goto out;
     }
+    if (res->status == 404 && s->w != NULL) {
+        /* Not served (e.g. no DRA API on this server): not an error; look again later. */
+        if (!s->w->absent && s->w->cbs.absent != NULL) {
+            s->w->cbs.absent(s->w->ctx); /* the owner says what it means, once */
+        } else if (!s->w->absent) {
+            gx_info("kubernetes resource not served, looking again later", "resource=%s retry_s=%d",
+                    s->name, KUBE_ABSENT_RETRY_MS / 1000);
+        }
+        s->w->absent = true;
+        gx_arena_release(&pod_arena);
+        s->relist = true;
+        stream_schedule(s, KUBE_ABSENT_RETRY_MS);
+        return;
+    }
     if (res->status < 200 || res->status >= 300) {
         kind = res->status == 410 ? GX_UPERR_GONE : GX_UPERR_HTTP;
         (void)snprintf(detail, sizeof(detail), "HTTP %ld: %.200s", res->status, res->body);
         goto out;
     }
-    if (s->kind == GX_KIND_NODE) {
+    if (s->w != NULL) {
+        const char *list_rv = NULL;
+        rc = gx_kobj_decode_list(res->body, res->body_len, s->kind, max_depth(k), &pod_arena,
+                                 &items, &n_pods, &list_rv, &why);
+        if (rc == GX_OK && (rv = gx_strndup(list_rv != NULL ? list_rv : "",
+                                            list_rv != NULL ? strlen(list_rv) : 0)) == NULL) {
+            rc = GX_ENOMEM;
+        }
+    } else if (s->kind == GX_KIND_NODE) {
         rc = apply_node_list(k, res->body, res->body_len, &rv, &why);
     } else {
         rc = decode_pod_list(k, res->body, res->body_len, &pod_arena, &pods, &n_pods, &rv, &why);
@@ -732,7 +777,15 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
     k->lists++;
     k->m->up_syncs[GX_UP_KUBERNETES]++;
     mark_success(k);
-    if (s->kind == GX_KIND_NODE) {
+    if (s->w != NULL) {
+        if (s->w->absent) {
+            gx_info("kubernetes resource served again", "resource=%s", s->name);
+        }
+        s->w->absent = false;
+        gx_debug("kubernetes objects listed", "resource=%s items=%zu resource_version=%s", s->name,
+                 n_pods, s->rv);
+        s->w->cbs.listed(s->w->ctx, items, n_pods);
+    } else if (s->kind == GX_KIND_NODE) {
         k->synced = true;
         gx_info("kubernetes nodes listed", "nodes=%zu resource_version=%s", k->store.count, s->rv);
         if (k->cbs.nodes_changed != NULL) {
@@ -852,7 +905,11 @@ line_cb(void *arg, const char *line, size_t len)
         break;
     default:
         set_rv(s, ev.resource_version);
-        if (s->kind == GX_KIND_NODE) {
+        if (s->w != NULL) {
+            s->w->cbs.event(s->w->ctx, &ev);
+            gx_arena_release(a);
+            free(a);
+        } else if (s->kind == GX_KIND_NODE) {
             rc = apply_node_event(k, &ev, a); /* takes the arena */
             if (rc == GX_ENOMEM) {
                 lc->verdict = V_NOMEM;
@@ -1100,18 +1157,20 @@ stream_request_relist(struct stream *s)
 }
 
 static bool
-stream_init(struct gx_kube *k, struct stream *s, enum gx_kind kind, const char *name)
+stream_init(struct gx_kube *k, struct stream *s, enum gx_kind kind, const char *name,
+            const char *path)
 {
     s->k = k;
     s->kind = kind;
     s->name = name;
+    s->path = gx_strndup(path, strlen(path));
     s->relist = true;
     s->backoff_ms = GX_KUBE_BACKOFF_START_MS;
     gx_buf_init(&s->inbox, max_event_bytes(k) + KUBE_INBOX_SLACK);
     gx_lines_init(&s->lines, max_event_bytes(k));
     s->timer = evtimer_new(k->base, timer_cb, s);
     s->defer = event_new(k->base, -1, 0, defer_cb, s);
-    return s->timer != NULL && s->defer != NULL;
+    return s->path != NULL && s->timer != NULL && s->defer != NULL;
 }
 
 static void
@@ -1134,6 +1193,7 @@ stream_release(struct stream *s)
     free(s->rv);
     free(s->selector);
     free(s->list_selector);
+    free(s->path);
 }
 
 /* ---- public API ---- */
@@ -1172,8 +1232,10 @@ gx_kube_new(struct event_base *base, struct gx_httpc *http, const struct gx_conf
         }
         (void)close(fd);
     }
-    if (!stream_init(k, &k->nodes, GX_KIND_NODE, "nodes") ||
-        !stream_init(k, &k->pods, GX_KIND_POD, "pods")) {
+    LIST_INIT(&k->watches);
+    LIST_INIT(&k->reqs);
+    if (!stream_init(k, &k->nodes, GX_KIND_NODE, "nodes", "/api/v1/nodes") ||
+        !stream_init(k, &k->pods, GX_KIND_POD, "pods", "/api/v1/pods")) {
         gx_why_set(why, "out of memory");
         goto fail;
     }
@@ -1199,6 +1261,9 @@ gx_kube_free(struct gx_kube *k)
 
     if (k == NULL) {
         return;
+    }
+    while (!LIST_EMPTY(&k->watches)) {
+        gx_kube_watch_free(LIST_FIRST(&k->watches));
     }
     stream_release(&k->nodes);
     stream_release(&k->pods);
@@ -1382,5 +1447,59 @@ gx_kube_cancel(struct gx_kube *k, struct gx_httpc_xfer *x)
             free(r);
             return;
         }
+    }
+}
+
+struct gx_kube_watch *
+gx_kube_watch_new(struct gx_kube *k, enum gx_kind kind, const char *name, const char *path,
+                  const char *label_selector, const struct gx_kube_watch_cbs *cbs, void *ctx)
+{
+    struct gx_kube_watch *w;
+
+    if (path == NULL || path[0] != '/' || cbs == NULL || cbs->listed == NULL ||
+        cbs->event == NULL) {
+        return NULL;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return NULL;
+    }
+    w->name = gx_strndup(name, strlen(name));
+    w->cbs = *cbs;
+    w->ctx = ctx;
+    w->s.w = w;
+    if (w->name == NULL ||
+        (label_selector != NULL && label_selector[0] != '\0' &&
+         (w->selector = gx_strndup(label_selector, strlen(label_selector))) == NULL) ||
+        !stream_init(k, &w->s, kind, w->name, path)) {
+        stream_release(&w->s);
+        free(w->selector);
+        free(w->name);
+        free(w);
+        return NULL;
+    }
+    LIST_INSERT_HEAD(&k->watches, w, link);
+    stream_schedule(&w->s, 0);
+    return w;
+}
+
+void
+gx_kube_watch_free(struct gx_kube_watch *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    LIST_REMOVE(w, link);
+    stream_release(&w->s);
+    free(w->selector);
+    free(w->name);
+    free(w);
+}
+
+void
+gx_kube_watch_relist(struct gx_kube_watch *w)
+{
+    if (w != NULL && !w->absent) {
+        stream_request_relist(&w->s);
     }
 }
