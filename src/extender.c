@@ -184,6 +184,10 @@ ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_
         }
         while (gx_json_next_element(j, &rc)) {
             struct gx_ext_node node;
+            if (idx >= GX_EXT_MAX_NODES) {
+                gx_why_set(why, "Nodes.items holds more than %u nodes", GX_EXT_MAX_NODES);
+                return GX_ETOOBIG;
+            }
             if ((rc = ext_node_item(j, a, idx, &node, why)) != GX_OK) {
                 return rc;
             }
@@ -232,7 +236,10 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, 
             gx_why_set(why, "NodeNames[%zu] is empty", n);
             return GX_EINVAL;
         }
-        n++;
+        if (++n > GX_EXT_MAX_NODES) {
+            gx_why_set(why, "NodeNames holds more than %u names", GX_EXT_MAX_NODES);
+            return GX_ETOOBIG;
+        }
         total += rawlen + 1;
     }
     if (rc == GX_EINVAL) {

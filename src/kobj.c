@@ -767,23 +767,31 @@ check_shape(const char *json, size_t len, int max_depth, size_t max_values, stru
         } else if (c == '"') {
             in_string = true;
         } else if (c == '{' || c == '[') {
+            values++;
             if (++depth > max_depth) {
                 gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
                 return GX_ETOOBIG;
             }
         } else if (c == '}' || c == ']') {
             depth--;
+        } else if (c == ',') {
+            values++;
         }
+    }
+    if (max_values > 0 && values > max_values) {
+        gx_why_set(why, "holds more than %zu JSON values", max_values);
+        return GX_ETOOBIG;
     }
     return GX_OK;
 }
 
 /*
- * Parse @len bytes (not NUL-terminated) into a cJSON tree after the depth
+ * Parse @len bytes (not NUL-terminated) into a cJSON tree after the shape
  * check. Anything but whitespace after the value is an error. You own *out.
  */
 static enum gx_err
-parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
+parse_doc_capped(const char *json, size_t len, int max_depth, size_t max_values, cJSON **out,
+                 struct gx_why *why)
 {
     const char *end = NULL;
     cJSON *root;
@@ -793,7 +801,7 @@ parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_wh
         gx_why_set(why, "empty JSON document");
         return GX_EPARSE;
     }
-    if ((rc = check_depth(json, len, max_depth, why)) != GX_OK) {
+    if ((rc = check_shape(json, len, max_depth, max_values, why)) != GX_OK) {
         return rc;
     }
     root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
@@ -812,6 +820,13 @@ parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_wh
     }
     *out = root;
     return GX_OK;
+}
+
+/* parse_doc_capped without a cap on values (documents from the API server). */
+static enum gx_err
+parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
+{
+    return parse_doc_capped(json, len, max_depth, 0, out, why);
 }
 
 /* Linear scan of @kv for @key. */
@@ -836,8 +851,19 @@ gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena 
 {
     struct dec d = {a, why, NULL};
     cJSON *root = NULL;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    enum gx_err rc;
 
+    /*
+     * A Pod comes from a peer (the scheduler's request) and is decoded into
+     * a tree: cap what it may hold, so a body of 100,000 containers cannot
+     * cost many times its size. The API server stores no object over 1.5
+     * MiB (etcd's request limit), so no real Pod comes near either cap.
+     */
+    if (len > GX_POD_MAX_BYTES) {
+        gx_why_set(why, "is %zu bytes, more than the %u a Pod may have", len, GX_POD_MAX_BYTES);
+        return GX_ETOOBIG;
+    }
+    rc = parse_doc_capped(json, len, max_depth, GX_POD_MAX_VALUES, &root, why);
     if (rc != GX_OK) {
         return rc;
     }

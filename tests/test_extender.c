@@ -647,3 +647,64 @@ Test(extender, filter_reply_fits_its_reservation)
     gx_ext_args_release(&args);
     free(body);
 }
+
+/* Build {"Pod":<pod>,"NodeNames":[n names]} or the Nodes form; caller frees. */
+static char *
+many_nodes_body(size_t n, bool items, const char *pod)
+{
+    size_t cap = n * 40 + strlen(pod) + 64, o = 0;
+    char *b = malloc(cap);
+
+    cr_assert_not_null(b);
+    o += (size_t)snprintf(b + o, cap - o, "{\"Pod\":%s,%s", pod,
+                          items ? "\"Nodes\":{\"items\":[" : "\"NodeNames\":[");
+    for (size_t i = 0; i < n; i++) {
+        o += (size_t)snprintf(b + o, cap - o,
+                              items ? "%s{\"metadata\":{\"name\":\"n%zu\"}}" : "%s\"n%zu\"",
+                              i ? "," : "", i);
+    }
+    (void)snprintf(b + o, cap - o, "]%s}", items ? "}" : "");
+    return b;
+}
+
+Test(extender, caps_the_nodes_of_one_call)
+{
+    struct gx_ext_args args;
+    struct gx_why why = {""};
+    char *ok = many_nodes_body(GX_EXT_MAX_NODES, false, "{}");
+    char *names = many_nodes_body(GX_EXT_MAX_NODES + 1, false, "{}");
+    char *items = many_nodes_body(GX_EXT_MAX_NODES + 1, true, "{}");
+
+    cr_assert_eq(decode(ok, &args, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(args.n_nodes, GX_EXT_MAX_NODES);
+    gx_ext_args_release(&args);
+    cr_assert_eq(decode(names, &args, &why), GX_ETOOBIG);
+    cr_assert(strstr(why.text, "NodeNames holds more than 100000 names") != NULL, "%s", why.text);
+    cr_assert_eq(decode(items, &args, &why), GX_ETOOBIG);
+    cr_assert(strstr(why.text, "Nodes.items holds more than 100000 nodes") != NULL, "%s", why.text);
+    free(ok);
+    free(names);
+    free(items);
+}
+
+Test(extender, caps_what_the_pod_may_hold)
+{
+    struct gx_ext_args args;
+    struct gx_why why = {""};
+    size_t n = GX_POD_MAX_VALUES, cap = n * 16 + 256, o = 0;
+    char *pod = malloc(cap), *body;
+
+    /* 100,000 containers: a tree of many times the body before the cap */
+    cr_assert_not_null(pod);
+    o += (size_t)snprintf(pod + o, cap - o, "{\"spec\":{\"containers\":[");
+    for (size_t i = 0; i < n; i++) {
+        o += (size_t)snprintf(pod + o, cap - o, "%s{\"name\":\"c\"}", i ? "," : "");
+    }
+    (void)snprintf(pod + o, cap - o, "]}}");
+    body = many_nodes_body(1, false, pod);
+    cr_assert_eq(decode(body, &args, &why), GX_ETOOBIG);
+    cr_assert(strstr(why.text, "Pod") != NULL && strstr(why.text, "100000 JSON values") != NULL,
+              "%s", why.text);
+    free(body);
+    free(pod);
+}

@@ -18,6 +18,13 @@
 
 enum gx_args_mode { GX_ARGS_NAMES, GX_ARGS_NODES };
 
+/*
+ * Most nodes one call may carry (NodeNames or Nodes.items): 20 times the
+ * 5,000 nodes Kubernetes supports in one cluster. It bounds what decoding
+ * and the reply cost per call (~100 bytes a node) whatever the body cap.
+ */
+#define GX_EXT_MAX_NODES 100000u
+
 struct gx_ext_node {
     const char *name; /* decoded, NUL-terminated */
     size_t name_len;
@@ -38,7 +45,8 @@ struct gx_ext_args {
  * Decode ExtenderArgs from @body (not NUL-terminated, borrowed: keep it alive
  * while you use the spans). Errors (GX_EPARSE, GX_EINVAL, GX_ETOOBIG) fill
  * @why: malformed JSON, wrong types, missing Pod, both or neither of
- * Nodes/NodeNames non-null, a node item without metadata.name.
+ * Nodes/NodeNames non-null, a node item without metadata.name, more than
+ * GX_EXT_MAX_NODES nodes, a Pod over the caps of gx_kobj_decode_pod.
  * On success release with gx_ext_args_release even if you fail later.
  */
 enum gx_err gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_args *out,

@@ -65,7 +65,15 @@ struct gx_node_info {
     bool unschedulable; /* spec.unschedulable */
 };
 
-/** Decode one Pod object. */
+/* Largest Pod JSON accepted from a request (the API server's own limit is 1.5 MiB). */
+#define GX_POD_MAX_BYTES 3145728u
+/* Most JSON values a Pod may hold (each costs a tree node while decoding). */
+#define GX_POD_MAX_VALUES 100000u
+
+/**
+ * Decode one Pod object. GX_ETOOBIG over GX_POD_MAX_BYTES or
+ * GX_POD_MAX_VALUES values, or nested deeper than @max_depth.
+ */
 enum gx_err gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena *a,
                                struct gx_pod *out, struct gx_why *why) GX_WUR;
 
