@@ -229,6 +229,8 @@ static const struct kspec keys_table[] = {
     {.path = "kubernetes.insecure_skip_verify", .type = K_BOOL, .off = OFF(kube_insecure),
      .def = 0, .flags = F_RESTART},
     STR("kubernetes.node_selector", kube_node_selector, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
+    {.path = "kubernetes.watch_dra", .type = K_BOOL, .off = OFF(kube_watch_dra), .def = 1,
+     .flags = F_RESTART},
     STR("kubernetes.namespace", kube_namespace, "gpu-extender", F_RESTART | F_NONEMPTY),
     INT("kubernetes.timeout_s", kube_timeout_s, 1, 60, 10, 0),
     INT("kubernetes.watch_timeout_s", kube_watch_timeout_s, 10, 3600, 300, 0),

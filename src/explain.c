@@ -194,6 +194,9 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         if (gx_score_card_state(ctx, node, c) != GX_CARD_OK) {
             putf(b, rc, " [unusable: %s]", gx_card_state_text(gx_score_card_state(ctx, node, c)));
         }
+        if (c->claim != NULL) {
+            putf(b, rc, " [DRA claim %s]", c->claim);
+        }
         if (c->pod != NULL && c->pod[0] != '\0' && u.tenants == 0) {
             putf(b, rc, " [in use by %s]", c->pod);
         }
@@ -292,6 +295,8 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
              gx_card_state_text(gx_score_card_state(ctx, node, c)),
              chosen(v, c->index) ? "true" : "false");
         put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
+        put(b, rc, ",\"dra_claim\":");
+        put_json_str(b, rc, c->claim);
         put(b, rc, "}");
     }
     put(b, rc, "]");

@@ -274,10 +274,10 @@ xid_ignored(const struct gx_config *cfg, int xid)
 }
 
 /*
- * State of @card (freshness mask @f), the one health rule: HOT, then XID (a
- * fresh non-ignored XID), then BUSY (fresh utilization over the limit, only
- * when @check_busy), then STALE (a util/temp/xid sample missing or old under
- * on_stale=reject), else OK.
+ * State of @card (freshness mask @f), the one health rule: CLAIMED (held
+ * through DRA), then HOT, then XID (a fresh non-ignored XID), then BUSY
+ * (fresh utilization over the limit, only when @check_busy), then STALE (a
+ * util/temp/xid sample missing or old under on_stale=reject), else OK.
  */
 static enum gx_card_state
 card_state(const struct dctx *d, const struct gx_card *card, unsigned f, bool check_busy)
@@ -287,6 +287,10 @@ card_state(const struct dctx *d, const struct gx_card *card, unsigned f, bool ch
     bool tf = (f & FRESH(GX_SIG_TEMP)) != 0;
     bool xf = (f & FRESH(GX_SIG_XID)) != 0;
 
+    /* Held through DRA: taken as if booked whole, whatever its health. */
+    if (card->claim != NULL) {
+        return GX_CARD_CLAIMED;
+    }
     if (tf && card->v[GX_SIG_TEMP] > cfg->max_temperature_c) {
         return GX_CARD_HOT;
     }
@@ -309,7 +313,7 @@ card_health(const struct dctx *d, const struct gx_card *card, unsigned f, bool c
     static const enum gx_reason reason[GX_CARD_COUNT] = {
         [GX_CARD_OK] = GX_REASON_NONE,       [GX_CARD_HOT] = GX_REASON_UNHEALTHY,
         [GX_CARD_XID] = GX_REASON_UNHEALTHY, [GX_CARD_BUSY] = GX_REASON_BUSY,
-        [GX_CARD_STALE] = GX_REASON_STALE,
+        [GX_CARD_STALE] = GX_REASON_STALE,   [GX_CARD_CLAIMED] = GX_REASON_NO_SLOT,
     };
 
     return reason[card_state(d, card, f, check_busy)];
@@ -330,7 +334,7 @@ gx_card_state_text(enum gx_card_state s)
 {
     static const char *const text[GX_CARD_COUNT] = {
         [GX_CARD_OK] = "ok",     [GX_CARD_HOT] = "hot",     [GX_CARD_XID] = "xid",
-        [GX_CARD_BUSY] = "busy", [GX_CARD_STALE] = "stale",
+        [GX_CARD_BUSY] = "busy", [GX_CARD_STALE] = "stale", [GX_CARD_CLAIMED] = "claimed",
     };
 
     return (unsigned)s < GX_CARD_COUNT ? text[s] : "ok";

@@ -34,6 +34,7 @@ struct event;
 struct gx_httpc;
 struct gx_promsrc;
 struct gx_kube;
+struct gx_dra;
 struct gx_seen;
 struct gx_vcache;
 struct bind_op;
@@ -52,6 +53,7 @@ struct gx_sync {
     struct gx_httpc *httpc; /* live sources */
     struct gx_promsrc *prom;
     struct gx_kube *kube;
+    struct gx_dra *dra; /* cards held through DRA claims, with kube_watch_dra */
     struct event *rebuild_timer;
     bool rebuild_pending;
     struct event *refresh_timer; /* file sources */

@@ -447,6 +447,24 @@ gx_snapshot_find(const struct gx_snapshot *snap, const char *name, size_t len)
     return gx_strmap_get(&snap->by_name, name, len);
 }
 
+enum gx_err
+gx_snapshot_mark_claimed(struct gx_snapshot *snap, gx_snapshot_claim_fn claim_of, void *ctx)
+{
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        struct gx_node *node = &snap->nodes[i];
+
+        for (size_t c = 0; c < node->n_cards; c++) {
+            struct gx_card *card = &node->cards[c];
+            const char *claim = card->uuid != NULL ? claim_of(ctx, node->name, card->uuid) : NULL;
+
+            if (claim != NULL && (card->claim = gx_arena_strdup(&snap->arena, claim)) == NULL) {
+                return GX_ENOMEM;
+            }
+        }
+    }
+    return GX_OK;
+}
+
 /* Value of label @key on @node, or NULL (labels are sorted by key). */
 const char *
 gx_node_label(const struct gx_node *node, const char *key)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gx/dra.h"
 #include "gx/httpc.h"
 #include "gx/log.h"
 #include "gx/promsrc.h"
@@ -124,6 +125,14 @@ trim_heap(int64_t now_ms)
 #endif
 }
 
+/* gx_snapshot_claim_fn over the DRA store. */
+static const char *
+claim_of(void *ctx, const char *node, const char *uuid)
+{
+    (void)node; /* UUIDs are unique cluster-wide */
+    return gx_dra_claim_of(ctx, uuid);
+}
+
 enum gx_err
 gx_sync_rebuild(struct gx_app *app)
 {
@@ -139,6 +148,11 @@ gx_sync_rebuild(struct gx_app *app)
         nodes = gx_kube_nodes(s->kube, &n_nodes);
     }
     rc = gx_snapshot_build(app->cfg, nodes, n_nodes, s->mstore, now, &snap);
+    if (rc == GX_OK && s->dra != NULL &&
+        (rc = gx_snapshot_mark_claimed(snap, claim_of, s->dra)) != GX_OK) {
+        gx_snapshot_free(snap);
+        snap = NULL;
+    }
     if (rc != GX_OK) {
         gx_error("snapshot build failed, keeping the previous one", "error=\"%s\"",
                  gx_strerror(rc));
@@ -278,6 +292,10 @@ gx_sync_start(struct gx_app *app, const struct gx_kube_cbs *cbs, struct gx_why *
         if (s->kube == NULL) {
             return GX_EINVAL;
         }
+        if (cfg->kube_watch_dra && ((s->dra = gx_dra_new(gx_sync_schedule_rebuild, app)) == NULL ||
+                                    gx_dra_watch(s->dra, s->kube) != GX_OK)) {
+            return GX_ENOMEM;
+        }
     }
     return GX_OK;
 }
@@ -304,7 +322,7 @@ gx_sync_ready(const struct gx_app *app)
     }
     /* The snapshot itself must hold the API server's nodes, not just the node store. */
     return app->sync.snap_has_api_nodes && gx_recon_synced(app) && app->leases != NULL &&
-           gx_leases_synced(app->leases);
+           gx_leases_synced(app->leases) && (app->sync.dra == NULL || gx_dra_synced(app->sync.dra));
 }
 
 void
@@ -325,6 +343,7 @@ gx_sync_free(struct gx_app *app)
         event_free(s->refresh_timer);
     }
     gx_promsrc_free(s->prom);
+    gx_dra_free(s->dra); /* its watches before the kube they run on */
     gx_kube_free(s->kube);
     gx_httpc_free(s->httpc);
     if (s->rebuild_timer != NULL) {

@@ -144,6 +144,7 @@ struct gx_config {
     char *kube_token_file; /* re-read when it changes; NULL: none */
     char *kube_ca_file;
     bool kube_insecure;
+    bool kube_watch_dra; /* watch ResourceSlices/ResourceClaims: DRA-held cards are taken */
     char *kube_node_selector;    /* label selector for nodes, NULL: all */
     char *kube_namespace;        /* where the ledger Leases live */
     int kube_timeout_s;          /* lists and writes, 10 */

@@ -84,6 +84,7 @@ enum gx_card_state {
     GX_CARD_XID,   /* a fresh XID error not in metrics.ignored_xids */
     GX_CARD_BUSY,  /* utilization over score.max_utilization_pct */
     GX_CARD_STALE, /* metrics missing or old under on_stale=reject */
+    GX_CARD_CLAIMED, /* allocated to a DRA ResourceClaim (card->claim) */
     GX_CARD_COUNT
 };
 
@@ -91,7 +92,7 @@ enum gx_card_state {
 enum gx_card_state gx_score_card_state(const struct gx_decide_ctx *ctx, const struct gx_node *node,
                                        const struct gx_card *card);
 
-/** "ok", "hot", "xid", "busy" or "stale". Static. */
+/** "ok", "hot", "xid", "busy", "stale" or "claimed". Static. */
 const char *gx_card_state_text(enum gx_card_state s);
 
 /** True when signal @sig of @card is known and younger than its max age at ctx->now_ms. */

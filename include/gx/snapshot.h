@@ -21,6 +21,7 @@ struct gx_card {
     int index;
     const char *uuid;            /* NULL when metrics never named it */
     const char *pod;             /* workload pod seen on it by dcgm-exporter, or NULL */
+    const char *claim;           /* DRA ResourceClaim ("namespace/name") holding it, or NULL */
     int numa;                    /* -1 unknown; derived from the PCI bus on memory-numa nodes */
     double v[GX_SIG_COUNT];      /* NaN = unknown */
     int64_t at_ms[GX_SIG_COUNT]; /* sample time, 0 = never */
@@ -71,6 +72,18 @@ struct gx_snapshot {
 enum gx_err gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
                               size_t n_nodes, const struct gx_mstore *ms, int64_t now_ms,
                               struct gx_snapshot **out) GX_WUR;
+
+/** The claim holding the card @uuid (never NULL) of @node, or NULL; see gx_snapshot_mark_claimed. */
+typedef const char *(*gx_snapshot_claim_fn)(void *ctx, const char *node, const char *uuid);
+
+/**
+ * Part of building, before the snapshot is shared: set card->claim of
+ * every card with a UUID that @claim_of names a claim for (copied into
+ * the snapshot's arena). Decisions treat such a card as taken. GX_ENOMEM
+ * leaves some cards unmarked.
+ */
+enum gx_err gx_snapshot_mark_claimed(struct gx_snapshot *snap, gx_snapshot_claim_fn claim_of,
+                                     void *ctx) GX_WUR;
 
 /** Free a snapshot; NULL is a no-op. */
 void gx_snapshot_free(struct gx_snapshot *snap);
