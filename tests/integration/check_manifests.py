@@ -45,6 +45,8 @@ EXTENDER_CLUSTER_RULES = {
     ("", "nodes"): {"get", "list", "watch"},
     ("", "pods"): {"get", "list", "watch", "patch"},
     ("", "pods/binding"): {"create"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
 }
 EXTENDER_LEDGER_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 READ_VERBS = {"get", "list", "watch"}
