@@ -122,11 +122,33 @@ shared_str(struct dec *d, const char *s)
  * null gives *out = NULL and GX_OK; a wrong type is GX_EINVAL naming
  * "path.key" and @what ("an object").
  */
+/*
+ * Member @key of @obj, the last one when the key repeats: every peer writes
+ * and reads JSON with Go's decoders, where the last duplicate wins, and so
+ * does extender.c for the rest of an ExtenderArgs (json.h). NULL if absent.
+ */
+static const cJSON *
+last_member(const cJSON *obj, const char *key)
+{
+    const cJSON *c, *found = NULL;
+
+    if (obj == NULL) {
+        return NULL;
+    }
+    cJSON_ArrayForEach(c, obj)
+    {
+        if (c->string != NULL && strcmp(c->string, key) == 0) {
+            found = c;
+        }
+    }
+    return found;
+}
+
 static enum gx_err
 get_field(struct dec *d, const cJSON *obj, const char *path, const char *key, type_pred is,
           const char *what, const cJSON **out)
 {
-    const cJSON *v = obj != NULL ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    const cJSON *v = last_member(obj, key);
 
     if (v == NULL || cJSON_IsNull(v)) {
         *out = NULL;
@@ -924,7 +946,7 @@ raw_key_eq(const char *key, size_t klen, const char *name)
 
 /*
  * Validate a whole list document without building a tree (syntax, nesting
- * under @max_depth, nothing but whitespace after it) and locate the first
+ * under @max_depth, nothing but whitespace after it) and locate the last
  * "items" and "metadata" members of its root object, counting the items.
  * GX_EPARSE, GX_ETOOBIG, GX_EINVAL (root not an object, items not an array).
  */
@@ -965,8 +987,12 @@ list_scan(const char *json, size_t len, int max_depth, struct list_doc *ld, stru
     }
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         size_t at = j.pos;
-        bool items = ld->items_len == 0 && raw_key_eq(key, klen, "items");
+        /* a repeated key: the last one wins (last_member) */
+        bool items = raw_key_eq(key, klen, "items");
 
+        if (items) {
+            ld->n_items = 0;
+        }
         if (items && gx_json_peek(&j) == '[') {
             if ((rc = gx_json_enter_array(&j)) != GX_OK) {
                 return rc;
@@ -986,7 +1012,7 @@ list_scan(const char *json, size_t len, int max_depth, struct list_doc *ld, stru
         if (items) {
             ld->items_at = at;
             ld->items_len = j.pos - at;
-        } else if (ld->meta_len == 0 && raw_key_eq(key, klen, "metadata")) {
+        } else if (raw_key_eq(key, klen, "metadata")) {
             ld->meta_at = at;
             ld->meta_len = j.pos - at;
         }

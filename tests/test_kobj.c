@@ -687,10 +687,11 @@ Test(kobj, list_errors_name_the_failure, .init = setup, .fini = teardown)
     }
 }
 
-Test(kobj, list_takes_first_items_member_and_decodes_escaped_key, .init = setup, .fini = teardown)
+/* A repeated key: the last wins, as with Go's decoders and in extender.c (json.h). */
+Test(kobj, list_takes_last_items_member_and_decodes_escaped_key, .init = setup, .fini = teardown)
 {
-    const char *json = "{\"\\u0069tems\":[{\"metadata\":{\"name\":\"x\"}}],"
-                       "\"items\":[{},{}],\"metadata\":null}";
+    const char *json = "{\"items\":[{},{}],\"metadata\":{\"resourceVersion\":\"7\"},"
+                       "\"\\u0069tems\":[{\"metadata\":{\"name\":\"x\"}}],\"metadata\":null}";
     size_t len = strlen(json), n = 0;
     char *buf = unterminated(json, len);
     struct gx_node_info *nodes = NULL;
@@ -720,4 +721,17 @@ Test(kobj, failure_text_says_what_the_server_said)
     gx_kobj_failure_text(GX_ETIMEDOUT, 0, NULL, 0, out, sizeof(out));
     cr_assert_str_eq(out, gx_strerror(GX_ETIMEDOUT));
     cr_assert_null(strstr(out, "ok"));
+}
+
+Test(kobj, repeated_pod_fields_take_the_last_value, .init = setup, .fini = teardown)
+{
+    const char *json = "{\"metadata\":{\"name\":\"first\",\"namespace\":\"ml\",\"name\":\"last\"},"
+                       "\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}";
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_pod(json, strlen(json), DEPTH, &arena, &pod, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_str_eq(pod.name, "last");
+    cr_assert_str_eq(pod.node_name, "b");
 }

@@ -5,6 +5,19 @@
  * skip a value and know where it ended, walk object members and array
  * elements, decode a string. It never allocates except in gx_json_string.
  * Strict RFC 8259 syntax, nesting capped by @max_depth.
+ *
+ * Which parser reads which document:
+ *   this scanner   ExtenderArgs and the bind/preempt args (extender.c), the
+ *                  NodeList/PodList envelopes (kobj.c list_scan), Prometheus
+ *                  query answers (prom.c): large, hot, never a whole tree;
+ *   cJSON          one object at a time below those: a Pod, a Node, a list
+ *                  item, a watch event, a Lease, a Status (kobj.c), the
+ *                  config file (config.c), the Lease ledger annotation
+ *                  (ledger.c).
+ * Repeated keys: in documents from peers (all of them written by Go) the
+ * last one wins, as with Go's decoders, whichever parser reads them; the
+ * operator's config and the extender's own Lease annotation reject a
+ * duplicate as an error (a typo or corruption, not a peer's choice).
  */
 #ifndef GX_JSON_H
 #define GX_JSON_H
