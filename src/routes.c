@@ -48,6 +48,40 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
     return true;
 }
 
+/*
+ * decode_scheduling_call, then a zeroed array of one @elem-sized entry per
+ * node; NULL once @r is answered (bad body, or out of memory).
+ */
+static void *
+decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb,
+            struct gx_ext_args *args, struct gx_podreq *req, bool *bad, size_t elem)
+{
+    void *per_node;
+
+    if (!decode_scheduling_call(app, r, verb, args, req, bad)) {
+        return NULL;
+    }
+    per_node = calloc(args->n_nodes ? args->n_nodes : 1, elem);
+    if (per_node == NULL) {
+        gx_ext_args_release(args);
+        gx_reply_error(&app->metrics, r, verb, 500, "out of memory");
+    }
+    return per_node;
+}
+
+/* Answer with the encoded @out, or a 500 saying @what when encoding (@rc) failed. */
+static void
+reply_encoded(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, enum gx_err rc,
+              struct gx_buf *out, const char *what)
+{
+    if (rc != GX_OK) {
+        gx_buf_release(out);
+        gx_reply_error(&app->metrics, r, verb, 500, what);
+        return;
+    }
+    gx_reply_json(&app->metrics, r, verb, 200, out);
+}
+
 static void
 log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
              const struct gx_ext_node *n, const struct gx_vshort *v)
@@ -99,13 +133,8 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     const char *body = gx_http_body(r, &len);
     bool bad = false;
 
-    if (!decode_scheduling_call(app, r, GX_VERB_FILTER, &args, &req, &bad)) {
-        return;
-    }
-    fv = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*fv));
+    fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv));
     if (fv == NULL) {
-        gx_ext_args_release(&args);
-        gx_reply_error(&app->metrics, r, GX_VERB_FILTER, 500, "out of memory");
         return;
     }
     if (!bad) {
@@ -127,12 +156,8 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
     }
     gx_buf_init(&out, (size_t)1 << 30);
-    if (gx_ext_encode_filter(&out, body, &args, fv) != GX_OK) {
-        gx_buf_release(&out);
-        gx_reply_error(&app->metrics, r, GX_VERB_FILTER, 500, "cannot encode the filter result");
-    } else {
-        gx_reply_json(&app->metrics, r, GX_VERB_FILTER, 200, &out);
-    }
+    reply_encoded(app, r, GX_VERB_FILTER, gx_ext_encode_filter(&out, body, &args, fv), &out,
+                  "cannot encode the filter result");
     free(fv);
     gx_ext_args_release(&args);
 }
@@ -147,13 +172,8 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     int *scores;
     bool bad = false;
 
-    if (!decode_scheduling_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad)) {
-        return;
-    }
-    scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
+    scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores));
     if (scores == NULL) {
-        gx_ext_args_release(&args);
-        gx_reply_error(&app->metrics, r, GX_VERB_PRIORITIZE, 500, "out of memory");
         return;
     }
     gx_sync_decide_ctx(app, &ctx);
@@ -165,13 +185,8 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
     }
     gx_buf_init(&out, (size_t)64 << 20);
-    if (gx_ext_encode_prioritize(&out, &args, scores) != GX_OK) {
-        gx_buf_release(&out);
-        gx_reply_error(&app->metrics, r, GX_VERB_PRIORITIZE, 500,
-                       "cannot encode the priority list");
-    } else {
-        gx_reply_json(&app->metrics, r, GX_VERB_PRIORITIZE, 200, &out);
-    }
+    reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, &args, scores), &out,
+                  "cannot encode the priority list");
     free(scores);
     gx_ext_args_release(&args);
 }
