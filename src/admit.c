@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gx/quota.h"
+
 /*
  * Slots a share holds: its slices, or for a milli share the slots that
  * cover it on a card of @slots slots, so readers that predate milli still
@@ -70,6 +72,16 @@ held_cards(const struct gx_ledger_node *held, const char *uid, struct gx_admit_p
     }
 }
 
+/* The namespace quota against @ctx's ledger (the Lease's truth for this node, the cache for others). */
+static bool
+quota_fits(const struct gx_decide_ctx *ctx, const struct gx_admit_pod *pod, const struct gx_node *sn)
+{
+    struct gx_quota_check q;
+
+    gx_quota_check_begin(ctx, pod->ns, pod->uid, pod->req, &q);
+    return gx_quota_check_node(&q, ctx, pod->req, sn);
+}
+
 enum gx_err
 gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
                  const struct gx_admit_pod *pod, struct gx_admit_plan *out, struct gx_why *why)
@@ -104,6 +116,10 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
     n = tenants_for(ctx->cfg, pod, &v, ctx->now_ms, n_slots > 0 ? slots[0] : 1, t);
     if (n == 0) {
         return GX_OK;
+    }
+    if (!quota_fits(&here, pod, sn)) {
+        gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(GX_REASON_QUOTA));
+        return GX_ECONFLICT;
     }
     rc = gx_ledger_add(l, node, t, n, slots, n_slots);
     if (rc != GX_OK) {

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gx/quota.h"
+
 /* Append @s to @b, keeping the first error in @rc. */
 static void
 put(struct gx_buf *b, enum gx_err *rc, const char *s)
@@ -141,6 +143,124 @@ cards_list(const struct gx_verdict *v, char *s, size_t n)
     }
 }
 
+/* The quota check of the pod named "namespace/name" @pod_name. */
+static void
+quota_begin(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
+            char *ns, size_t n, struct gx_quota_check *q)
+{
+    const char *slash = pod_name != NULL ? strchr(pod_name, '/') : NULL;
+
+    (void)snprintf(ns, n, "%.*s", slash != NULL ? (int)(slash - pod_name) : 0,
+                   slash != NULL ? pod_name : "");
+    gx_quota_check_begin(ctx, ns, NULL, req, q);
+}
+
+/* gx_score_node, then the namespace quota as filter applies it. */
+static void
+decide(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+       const struct gx_quota_check *q, const struct gx_node *node, struct gx_verdict *v)
+{
+    gx_score_node(ctx, req, node, v);
+    if (v->keep && !gx_quota_check_node(q, ctx, req, node)) {
+        v->keep = false;
+        v->reason = GX_REASON_QUOTA;
+    }
+}
+
+/* "    pod ns/a: 2 slices, 4096 MiB, bound" lines: who holds card @idx of @node. */
+static void
+put_tenants_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
+                 const struct gx_node *node, int idx)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(ctx->ledger, node->name);
+
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        const struct gx_tenant *t = &e->tenants[i];
+        if (t->card != idx) {
+            continue;
+        }
+        putf(b, rc, "    pod %s:", t->pod);
+        if (t->exclusive) {
+            put(b, rc, " whole card");
+        } else if (t->milli > 0) {
+            putf(b, rc, " %d milli-GPU", t->milli);
+        } else {
+            putf(b, rc, " %d slice%s", t->slices, t->slices == 1 ? "" : "s");
+        }
+        if (t->memory_mib > 0) {
+            putf(b, rc, ", %lld MiB", (long long)t->memory_mib);
+        }
+        put(b, rc, t->state == GX_TENANT_BOUND ? ", bound\n" : ", reserved\n");
+    }
+}
+
+/* "tenants":[{..}] of card @idx of @node for JSON. */
+static void
+put_tenants_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
+                 const struct gx_node *node, int idx)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(ctx->ledger, node->name);
+    bool first = true;
+
+    put(b, rc, ",\"tenants\":[");
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        const struct gx_tenant *t = &e->tenants[i];
+        if (t->card != idx) {
+            continue;
+        }
+        put(b, rc, first ? "{\"pod\":" : ",{\"pod\":");
+        put_json_str(b, rc, t->pod);
+        put(b, rc, ",\"uid\":");
+        put_json_str(b, rc, t->uid);
+        putf(b, rc,
+             ",\"exclusive\":%s,\"slices\":%d,\"milli\":%d,\"memory_mib\":%lld,"
+             "\"state\":\"%s\",\"since_ms\":%lld}",
+             t->exclusive ? "true" : "false", t->slices, t->milli, (long long)t->memory_mib,
+             t->state == GX_TENANT_BOUND ? "bound" : "reserved", (long long)t->since_ms);
+        first = false;
+    }
+    put(b, rc, "]");
+}
+
+/* The namespace line: what it holds of its limits ("-": none). */
+static void
+put_quota_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx, const char *ns)
+{
+    struct gx_quota_limit lim;
+    struct gx_quota_use use;
+
+    gx_quota_limits(ctx->cfg, ns, &lim);
+    gx_quota_usage(ctx->cfg, ctx->snap, ctx->ledger, ns, NULL, &use);
+    putf(b, rc, "namespace %s: %lld", ns[0] != '\0' ? ns : "-", (long long)use.milli);
+    if (lim.milli >= 0) {
+        putf(b, rc, "/%lld", (long long)lim.milli);
+    }
+    putf(b, rc, " milli-GPU, %lld", (long long)use.memory_mib);
+    if (lim.memory_mib >= 0) {
+        putf(b, rc, "/%lld", (long long)lim.memory_mib);
+    }
+    putf(b, rc, " MiB declared, %d tenant%s%s\n", use.tenants, use.tenants == 1 ? "" : "s",
+         gx_quota_limited(&lim) ? "" : " (no quota)");
+}
+
+/* "namespace":{..} for JSON. */
+static void
+put_quota_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx, const char *ns)
+{
+    struct gx_quota_limit lim;
+    struct gx_quota_use use;
+
+    gx_quota_limits(ctx->cfg, ns, &lim);
+    gx_quota_usage(ctx->cfg, ctx->snap, ctx->ledger, ns, NULL, &use);
+    put(b, rc, ",\"namespace\":{\"name\":");
+    put_json_str(b, rc, ns);
+    putf(b, rc,
+         ",\"milli_gpus\":%lld,\"memory_mib\":%lld,\"tenants\":%d,\"quota_milli_gpus\":%lld,"
+         "\"quota_memory_mib\":%lld}",
+         (long long)use.milli, (long long)use.memory_mib, use.tenants, (long long)lim.milli,
+         (long long)lim.memory_mib);
+}
+
 /* True when card @idx is among the cards chosen in @v. */
 static bool
 chosen(const struct gx_verdict *v, int idx)
@@ -204,6 +324,7 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
             put(b, rc, " [chosen]");
         }
         put(b, rc, "\n");
+        put_tenants_text(b, rc, ctx, node, c->index);
     }
 }
 
@@ -219,14 +340,17 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
     struct widths w = {(int)strlen("NODE"), (int)strlen("VERDICT"), (int)strlen("REASON")};
+    struct gx_quota_check q;
+    char ns[256];
     enum gx_err rc = GX_OK;
 
+    quota_begin(ctx, req, pod_name, ns, sizeof(ns), &q);
     for (size_t i = 0; i < snap->n_nodes; i++) {
         struct gx_verdict v;
         int nl = (int)strlen(snap->nodes[i].name);
         int rl;
 
-        gx_score_node(ctx, req, &snap->nodes[i], &v);
+        decide(ctx, req, &q, &snap->nodes[i], &v);
         rl = v.keep ? 1 : (int)strlen(gx_reason_text(v.reason));
         if (nl > w.node) {
             w.node = nl;
@@ -238,6 +362,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
     put(out, &rc, "\n");
+    put_quota_text(out, &rc, ctx, ns);
     putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE", w.verdict,
          "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS", "FIT", "CARDS");
     for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
@@ -245,7 +370,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         struct gx_verdict v;
         char cards[GX_MAX_PICK * 12];
 
-        gx_score_node(ctx, req, node, &v);
+        decide(ctx, req, &q, node, &v);
         cards_list(&v, cards, sizeof(cards));
         if (v.keep) {
             putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %4.2f %4.2f %4.2f %6.2f %4.2f  %s%s\n", w.node,
@@ -297,6 +422,7 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
         put(b, rc, ",\"dra_claim\":");
         put_json_str(b, rc, c->claim);
+        put_tenants_json(b, rc, ctx, node, c->index);
         put(b, rc, "}");
     }
     put(b, rc, "]");
@@ -309,8 +435,11 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
     struct gx_buf desc;
+    struct gx_quota_check q;
+    char ns[256];
     enum gx_err rc = GX_OK;
 
+    quota_begin(ctx, req, pod_name, ns, sizeof(ns), &q);
     gx_buf_init(&desc, 1024);
     put_request(&desc, &rc, req);
     put(out, &rc, "{\"pod\":");
@@ -327,12 +456,14 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
              req->device_plugin ? "true" : "false");
         put_json_num(out, &rc, req->util_pct);
     }
-    put(out, &rc, "},\"nodes\":[");
+    put(out, &rc, "}");
+    put_quota_json(out, &rc, ctx, ns);
+    put(out, &rc, ",\"nodes\":[");
     for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
         struct gx_verdict v;
 
-        gx_score_node(ctx, req, node, &v);
+        decide(ctx, req, &q, node, &v);
         put(out, &rc, i ? ",{\"node\":" : "{\"node\":");
         put_json_str(out, &rc, node->name);
         putf(out, &rc, ",\"verdict\":\"%s\",\"reason\":", v.keep ? "fit" : "reject");

@@ -12,7 +12,9 @@
 #include "bind.h"
 #include "gx/explain.h"
 #include "gx/extender.h"
+#include "gx/cards.h"
 #include "gx/log.h"
+#include "gx/quota.h"
 #include "gx/vcache.h"
 #include "reply.h"
 #include "seen.h"
@@ -128,6 +130,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_podreq req;
     struct gx_ext_filter_verdict *fv;
     struct gx_decide_ctx ctx;
+    struct gx_quota_check qc;
     struct gx_buf out;
     size_t len;
     const char *body = gx_http_body(r, &len);
@@ -141,10 +144,19 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         gx_seen_put(app->seen, &args.pod, &req, gx_mono_ms());
     }
     gx_sync_decide_ctx(app, &ctx);
+    gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad ? NULL : &req, &qc);
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v;
 
         verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
+        /* after the cached verdict: quota depends on every node's bookings, not this one's */
+        if (v.keep &&
+            !gx_quota_check_node(&qc, &ctx, &req,
+                                 gx_snapshot_find(ctx.snap, args.nodes[i].name,
+                                                  args.nodes[i].name_len))) {
+            v.keep = false;
+            v.reason = GX_REASON_QUOTA;
+        }
         fv[i].keep = v.keep;
         fv[i].reason = gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
@@ -278,10 +290,26 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200,
                        (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0);
     gx_buf_init(&b, (size_t)16 << 20);
-    if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK) {
+    if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK ||
+        gx_cards_metrics(app->cfg, app->sync.snap, app->ledger, &b) != GX_OK) {
         gx_buf_reset(&b);
     }
     gx_http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+/* GET /debug/cards: which pod holds which card, booked against measured. */
+static void
+handle_cards(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_buf out;
+
+    gx_buf_init(&out, (size_t)64 << 20);
+    if (gx_cards_json(app->cfg, app->sync.snap, app->ledger, gx_wall_ms(), &out) != GX_OK) {
+        gx_buf_release(&out);
+        gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 500, "cannot render the cards");
+        return;
+    }
+    gx_reply_json(&app->metrics, r, GX_VERB_OTHER, 200, &out);
 }
 
 static void
@@ -325,6 +353,7 @@ static const struct route routes[] = {
     {AT_ROOT, "/version", false, false, GX_VERB_OTHER, handle_version},
     {AT_ROOT, "/metrics", false, false, GX_VERB_OTHER, handle_metrics},
     {AT_ROOT, "/debug/explain", true, true, GX_VERB_OTHER, handle_explain},
+    {AT_ROOT, "/debug/cards", false, true, GX_VERB_OTHER, handle_cards},
 };
 
 /* True when @path is route @rt's under @prefix. */

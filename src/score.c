@@ -48,6 +48,8 @@ static const struct {
     [GX_REASON_SHARING_MISMATCH] = {"GPU sharing mode does not match the request",
                                     "sharing_mismatch", true},
     [GX_REASON_BAD_REQUEST] = {"invalid GPU request", "bad_request", true},
+    /* preemption can free quota only with victims of the same namespace: the preempt verb's call */
+    [GX_REASON_QUOTA] = {"namespace GPU share quota exceeded", "quota", false},
 };
 
 const char *

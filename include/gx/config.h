@@ -145,6 +145,14 @@ struct gx_config {
     char *kube_ca_file;
     bool kube_insecure;
     bool kube_watch_dra; /* watch ResourceSlices/ResourceClaims: DRA-held cards are taken */
+    /* quotas: per-namespace limits on what the ledger books, see quota.h */
+    int quota_default_milli; /* milli-GPU a namespace not listed may hold, 0: no limit */
+    int quota_default_mib;   /* declared GPU memory (MiB) one not listed may hold, 0: no limit */
+    struct gx_product_slots *quota_milli; /* namespace -> milli-GPU ("product" = namespace) */
+    size_t n_quota_milli;
+    struct gx_product_slots *quota_mib; /* namespace -> MiB */
+    size_t n_quota_mib;
+    int metrics_max_cards; /* per-card series in /metrics at most (booked or claimed cards) */
     char *kube_node_selector;    /* label selector for nodes, NULL: all */
     char *kube_namespace;        /* where the ledger Leases live */
     int kube_timeout_s;          /* lists and writes, 10 */

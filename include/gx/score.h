@@ -27,6 +27,7 @@ enum gx_reason {
     GX_REASON_STALE,            /* "GPU metrics stale" */
     GX_REASON_SHARING_MISMATCH, /* "GPU sharing mode does not match the request" */
     GX_REASON_BAD_REQUEST,      /* "invalid GPU request" */
+    GX_REASON_QUOTA,            /* "namespace GPU share quota exceeded" (quota.h) */
     GX_REASON_COUNT
 };
 
