@@ -431,9 +431,8 @@ gx_bind_handle(struct gx_app *app, struct gx_http_req *r)
 void
 gx_bind_cancel_all(struct gx_app *app)
 {
-    struct bind_op *op;
-
-    while ((op = LIST_FIRST(&app->binds)) != NULL) {
+    for (struct bind_op *op = LIST_FIRST(&app->binds), *next; op != NULL; op = next) {
+        next = LIST_NEXT(op, link);
         op_free(op);
     }
 }

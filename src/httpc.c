@@ -20,7 +20,7 @@ struct gx_httpc {
     CURLM *multi;
     struct event *timer;
     size_t active;
-    LIST_HEAD(, gx_httpc_xfer) xfers; /* transfers in progress */
+    LIST_HEAD(xfer_list, gx_httpc_xfer) xfers; /* transfers in progress */
 };
 
 struct gx_httpc_xfer {
@@ -281,8 +281,9 @@ gx_httpc_free(struct gx_httpc *c)
     if (c == NULL) {
         return;
     }
-    while (!LIST_EMPTY(&c->xfers)) {
-        gx_httpc_cancel(LIST_FIRST(&c->xfers));
+    for (struct gx_httpc_xfer *x = LIST_FIRST(&c->xfers), *next; x != NULL; x = next) {
+        next = LIST_NEXT(x, link);
+        gx_httpc_cancel(x);
     }
     if (c->multi != NULL) {
         (void)curl_multi_cleanup(c->multi);

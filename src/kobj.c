@@ -1276,9 +1276,10 @@ gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, 
         return;
     }
     if (body != NULL && len > 0 && parse_doc(body, len, 8, &root, NULL) == GX_OK) {
-        msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+        msg = last_member(root, "message");
     }
-    if (cJSON_IsString(msg) && msg->valuestring[0] != '\0') {
+    if (msg != NULL && cJSON_IsString(msg) && msg->valuestring != NULL &&
+        msg->valuestring[0] != '\0') {
         (void)snprintf(out, n, "HTTP %ld: %s", status, msg->valuestring);
     } else {
         (void)snprintf(out, n, "HTTP %ld", status);

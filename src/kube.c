@@ -131,7 +131,7 @@ struct gx_kube {
     bool synced;
     uint64_t lists;
     uint64_t rng;
-    LIST_HEAD(, req_rec) reqs;
+    LIST_HEAD(req_list, req_rec) reqs;
 };
 
 static void stream_next(struct stream *s, enum next_step step);
@@ -1262,8 +1262,9 @@ gx_kube_free(struct gx_kube *k)
     if (k == NULL) {
         return;
     }
-    while (!LIST_EMPTY(&k->watches)) {
-        gx_kube_watch_free(LIST_FIRST(&k->watches));
+    for (struct gx_kube_watch *w = LIST_FIRST(&k->watches), *next; w != NULL; w = next) {
+        next = LIST_NEXT(w, link);
+        gx_kube_watch_free(w);
     }
     stream_release(&k->nodes);
     stream_release(&k->pods);
@@ -1440,7 +1441,7 @@ gx_kube_cancel(struct gx_kube *k, struct gx_httpc_xfer *x)
     if (k == NULL || x == NULL) {
         return;
     }
-    LIST_FOREACH(r, &k->reqs, link) {
+    for (r = LIST_FIRST(&k->reqs); r != NULL; r = LIST_NEXT(r, link)) {
         if (r->xfer == x) {
             req_unlink(k, r);
             gx_httpc_cancel(x);

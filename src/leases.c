@@ -612,8 +612,9 @@ gx_leases_free(struct gx_leases *ls)
     if (ls == NULL) {
         return;
     }
-    while (!LIST_EMPTY(&ls->ops)) {
-        op_free(LIST_FIRST(&ls->ops));
+    for (struct op *o = LIST_FIRST(&ls->ops), *next; o != NULL; o = next) {
+        next = LIST_NEXT(o, link);
+        op_free(o);
     }
     gx_kube_watch_free(ls->watch);
     if (ls->sync_timer != NULL) {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define SLOTS 16384
-#define TTL_MS (15 * 60 * 1000)
+#define TTL_MS (INT64_C(15) * 60 * 1000)
 
 struct gx_seen {
     struct gx_seen_pod slot[SLOTS];
