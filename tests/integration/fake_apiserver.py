@@ -31,6 +31,10 @@ Control API (never needs auth), all JSON:
   DELETE /control/pods/{ns}/{name}
   POST   /control/leases           Lease or LeaseList body
   DELETE /control/leases/{ns}/{name}
+  POST   /control/resourceslices   ResourceSlice(List) body (served under /apis with --dra only)
+  DELETE /control/resourceslices/{name}
+  POST   /control/resourceclaims   ResourceClaim(List) body, status included
+  DELETE /control/resourceclaims/{ns}/{name}
   POST   /control/fault            {"kind": "gone|drop|slow|500|garbage|truncate|<http code>",
                                     "path_prefix": "/api/v1/nodes", "count": 1, "delay_s": 2,
                                     "watch": true|false (optional: only watches / only non-watches),
@@ -109,6 +113,13 @@ NODES = Resource("nodes", "Node", "v1", False, "")
 PODS = Resource("pods", "Pod", "v1", True, "")
 LEASES = Resource("leases", "Lease", "coordination.k8s.io/v1", True, "coordination.k8s.io")
 RESOURCES = {r.plural: r for r in (NODES, PODS, LEASES)}
+# DRA (resource.k8s.io/v1), served only with --dra: without it this is a server that predates
+# DRA and answers 404, as older clusters do. Control endpoints /control/resourceslices and
+# /control/resourceclaims (claims: {ns}/{name}) work either way.
+RESOURCESLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1", False, "resource.k8s.io")
+RESOURCECLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", True, "resource.k8s.io")
+DRA_RESOURCES = (RESOURCESLICES, RESOURCECLAIMS)
+RESOURCES.update({r.plural: r for r in DRA_RESOURCES})
 
 FIELD_LABELS = {
     "nodes": {"metadata.name", "spec.unschedulable"},
@@ -124,6 +135,8 @@ FIELD_LABELS = {
         "status.nominatedNodeName",
     },
     "leases": {"metadata.name", "metadata.namespace"},
+    "resourceslices": {"metadata.name", "spec.driver", "spec.nodeName", "spec.pool.name"},
+    "resourceclaims": {"metadata.name", "metadata.namespace"},
 }
 
 REASONS = {
@@ -765,6 +778,14 @@ class Handler(BaseHTTPRequestHandler):
          lambda m: (LEASES, m.group(1))),
         (re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases/([^/]+)$"), "item",
          lambda m: (LEASES, m.group(1), m.group(2))),
+        (re.compile(r"^/apis/resource\.k8s\.io/v1/resourceslices$"), "collection", lambda m: (RESOURCESLICES, None)),
+        (re.compile(r"^/apis/resource\.k8s\.io/v1/resourceslices/([^/]+)$"), "item",
+         lambda m: (RESOURCESLICES, None, m.group(1))),
+        (re.compile(r"^/apis/resource\.k8s\.io/v1/resourceclaims$"), "collection", lambda m: (RESOURCECLAIMS, None)),
+        (re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaims$"), "collection",
+         lambda m: (RESOURCECLAIMS, m.group(1))),
+        (re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaims/([^/]+)$"), "item",
+         lambda m: (RESOURCECLAIMS, m.group(1), m.group(2))),
         (re.compile(r"^/api/?$"), "api", lambda m: ()),
         (re.compile(r"^/apis/?$"), "apis", lambda m: ()),
         (re.compile(r"^/version/?$"), "version", lambda m: ()),
@@ -774,6 +795,9 @@ class Handler(BaseHTTPRequestHandler):
         for rx, name, fn in self._ROUTES:
             m = rx.match(path)
             if m:
+                if name in ("collection", "item") and fn(m)[0] in DRA_RESOURCES and not getattr(
+                        self.server, "dra", False):
+                    return None, None
                 return name, fn(m)
         return None, None
 
@@ -1576,6 +1600,7 @@ def main(argv=None):
     ap.add_argument("--bookmark-interval", type=float, default=1.0, help="seconds between bookmarks")
     ap.add_argument("--watch-timeout", type=float, default=1800.0, help="watch length without timeoutSeconds")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--dra", action="store_true", help="serve resource.k8s.io/v1 (else 404, a pre-DRA server)")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
         ap.error("--tls-cert and --tls-key go together")
@@ -1591,6 +1616,7 @@ def main(argv=None):
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(args.tls_cert, args.tls_key)
     srv = Server((args.host, args.port), store, ctx, args.bookmark_interval, args.watch_timeout, args.verbose)
+    srv.dra = args.dra
     port = srv.server_address[1]
 
     def on_signal(signum, frame):
