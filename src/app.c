@@ -17,6 +17,7 @@
 #include "gx/explain.h"
 #include "gx/log.h"
 #include "gx/vcache.h"
+#include "preempt_verb.h"
 #include "reconcile.h"
 #include "routes.h"
 #include "seen.h"
@@ -329,6 +330,7 @@ gx_app_free(struct gx_app *app)
     gx_http_free(app->http);
     gx_sync_free(app);
     gx_vcache_free(app->vcache);
+    gx_preempt_holds_free(app);
     gx_ledger_free(app->ledger);
     gx_config_free(app->cfg);
     gx_seen_free(app->seen);

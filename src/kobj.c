@@ -424,12 +424,41 @@ object_parts(struct dec *d, const cJSON *o, const char *path, const char *kind,
     return GX_OK;
 }
 
+/*
+ * True when status.conditions holds DisruptionTarget=True with reason
+ * PreemptionByScheduler: kube-scheduler marks its victims so before it
+ * deletes them. Read leniently (a malformed condition is not one), as
+ * nothing but the preempt verb's holds depends on it.
+ */
+static bool
+pod_preempted(const cJSON *status)
+{
+    const cJSON *arr = status != NULL ? last_member(status, "conditions") : NULL;
+    const cJSON *c;
+
+    if (!cJSON_IsArray(arr)) {
+        return false;
+    }
+    cJSON_ArrayForEach(c, arr)
+    {
+        const cJSON *type = last_member(c, "type");
+        const cJSON *st = last_member(c, "status");
+        const cJSON *reason = last_member(c, "reason");
+        if (cJSON_IsString(type) && strcmp(type->valuestring, "DisruptionTarget") == 0 &&
+            cJSON_IsString(st) && strcmp(st->valuestring, "True") == 0 && cJSON_IsString(reason) &&
+            strcmp(reason->valuestring, "PreemptionByScheduler") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Decode a Pod object @o whose own path is @path ("" at the root). */
 static enum gx_err
 decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out)
 {
     char pp[3][PATH_MAX_LEN];
-    const cJSON *parts[3], *meta, *spec, *status, *del;
+    const cJSON *parts[3], *meta, *spec, *status, *del, *prio;
     const char *mp = pp[0], *sp = pp[1], *tp = pp[2];
     struct gx_pod p;
     enum gx_err rc;
@@ -453,6 +482,7 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
     p.deleting = del != NULL;
 
     if ((rc = get_string(d, spec, sp, "nodeName", NULL, &p.node_name)) != GX_OK ||
+        (rc = get_field(d, spec, sp, "priority", cJSON_IsNumber, "a number", &prio)) != GX_OK ||
         (rc = decode_containers(d, spec, sp, "containers", false, &p.containers,
                                 &p.n_containers)) != GX_OK ||
         (rc = decode_containers(d, spec, sp, "initContainers", true, &p.init_containers,
@@ -460,6 +490,12 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
         (rc = get_map(d, spec, sp, "overhead", MAP_QUANTITIES | MAP_SHARE_VALUES, &p.overhead,
                       &p.n_overhead)) != GX_OK) {
         return rc;
+    }
+    /* spec.priority is an int32; anything else is clamped, never wrapped */
+    if (prio != NULL) {
+        double v = cJSON_GetNumberValue(prio);
+        p.has_priority = true;
+        p.priority = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
     }
     /* An empty nodeName is what a pending pod may carry: treat it as unset. */
     if (p.node_name != NULL && p.node_name[0] == '\0') {
@@ -469,6 +505,7 @@ decode_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *o
     if ((rc = get_shared_string(d, status, tp, "phase", "", &p.phase)) != GX_OK) {
         return rc;
     }
+    p.preempted = pod_preempted(status);
     *out = p;
     return GX_OK;
 }

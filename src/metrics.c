@@ -7,7 +7,8 @@
 const double gx_histo_bounds[GX_HISTO_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 10.0};
 
-static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "other"};
+static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "preempt",
+                                                          "other"};
 static const char *const upstream_names[GX_UP_COUNT] = {"prometheus", "kubernetes", "files"};
 static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http",  "parse",
                                                          "gone",    "conflict", "query", "other"};
@@ -126,6 +127,47 @@ render_requests(const struct gx_metrics *m, struct gx_buf *b)
     return rc;
 }
 
+/* The preempt verb's counters. */
+static enum gx_err
+render_preempt(const struct gx_metrics *m, struct gx_buf *b)
+{
+    const struct {
+        const char *name, *help;
+        uint64_t v;
+    } one[] = {
+        {"gpu_extender_preempt_calls_total", "Preempt calls decided.", m->preempt_calls},
+        {"gpu_extender_preempt_nodes_kept_total",
+         "Candidate nodes answered with a victim set.", m->preempt_nodes_kept},
+        {"gpu_extender_preempt_victims_total", "Victim pods named in preempt answers.",
+         m->preempt_victims},
+        {"gpu_extender_preempt_holds_activated_total",
+         "Preemptions the scheduler carried out, whose freed GPU share is now held for the "
+         "preemptor.",
+         m->preempt_holds_activated},
+        {"gpu_extender_preempt_hold_rejections_total",
+         "Filter verdicts that rejected a node because a preemptor holds its freed share.",
+         m->preempt_hold_rejections},
+    };
+    enum gx_err rc = GX_OK;
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(one) && rc == GX_OK; i++) {
+        rc = header(b, one[i].name, "counter", one[i].help);
+        if (rc == GX_OK) {
+            rc = gx_buf_addf(b, "%s %llu\n", one[i].name, (unsigned long long)one[i].v);
+        }
+    }
+    if (rc == GX_OK) {
+        rc = header(b, "gpu_extender_preempt_nodes_dropped_total", "counter",
+                    "Candidate nodes left out of preempt answers, by reason.");
+    }
+    for (int d = 1; d < GX_PDROP_COUNT && rc == GX_OK; d++) {
+        rc = gx_buf_addf(b, "gpu_extender_preempt_nodes_dropped_total{reason=\"%s\"} %llu\n",
+                         gx_preempt_drop_name((enum gx_preempt_drop)d),
+                         (unsigned long long)m->preempt_dropped[d]);
+    }
+    return rc;
+}
+
 static enum gx_err
 render_decisions(const struct gx_metrics *m, struct gx_buf *b)
 {
@@ -159,6 +201,9 @@ render_decisions(const struct gx_metrics *m, struct gx_buf *b)
     if (rc == GX_OK) {
         rc = gx_buf_addf(b, "gpu_extender_ledger_cas_conflicts_total %llu\n",
                          (unsigned long long)m->cas_conflicts);
+    }
+    if (rc == GX_OK) {
+        rc = render_preempt(m, b);
     }
     return rc;
 }

@@ -13,12 +13,15 @@
 #include "bgwrite.h"
 #include "gx/admit.h"
 #include "gx/log.h"
+#include "preempt_verb.h"
 
 /* A managed pod as the watch last showed it. */
 struct pod_state {
     char uid[GX_UID_MAX];
     char node[256]; /* spec.nodeName, "" while pending */
     bool finished;  /* Succeeded, Failed or being deleted */
+    bool has_priority; /* spec.priority, for the preempt verb */
+    int32_t priority;
 };
 
 static bool
@@ -51,6 +54,20 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
     }
     (void)snprintf(ps->node, sizeof(ps->node), "%s", pod->node_name ? pod->node_name : "");
     ps->finished = pod_finished(pod);
+    ps->has_priority = pod->has_priority;
+    ps->priority = pod->priority;
+}
+
+bool
+gx_recon_priority(const struct gx_app *app, const char *uid, int32_t *prio)
+{
+    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+
+    if (ps == NULL || !ps->has_priority) {
+        return false;
+    }
+    *prio = ps->priority;
+    return true;
 }
 
 static void
@@ -82,6 +99,8 @@ gx_recon_pod_event(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
 {
     struct gx_app *app = ctx;
 
+    /* before a victim's share is released, so the hold takes over from it */
+    gx_preempt_pod_event(app, pod, type == GX_WATCH_DELETED || pod_finished(pod));
     if (type == GX_WATCH_DELETED) {
         free(gx_strmap_del(&app->recon.pods, pod->uid, strlen(pod->uid)));
         release_now(app, pod->uid);

@@ -16,6 +16,7 @@
 #include "gx/log.h"
 #include "gx/quota.h"
 #include "gx/vcache.h"
+#include "preempt_verb.h"
 #include "reply.h"
 #include "seen.h"
 #include "sync.h"
@@ -148,7 +149,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v;
 
-        verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
+        if (bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, &v)) {
+            verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
+        }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
         if (v.keep &&
             !gx_quota_check_node(&qc, &ctx, &req,
@@ -207,6 +210,12 @@ static void
 handle_bind(struct gx_app *app, struct gx_http_req *r)
 {
     gx_bind_handle(app, r);
+}
+
+static void
+handle_preempt(struct gx_app *app, struct gx_http_req *r)
+{
+    gx_preempt_handle(app, r);
 }
 
 static void
@@ -332,6 +341,26 @@ handle_explain(struct gx_app *app, struct gx_http_req *r)
                   json ? "application/json" : "text/plain; charset=utf-8", &out);
 }
 
+static void
+handle_preempt_explain(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    size_t len;
+    const char *body = gx_http_body(r, &len);
+    const char *fmt = gx_http_query(r, "format");
+    bool json = fmt == NULL || strcmp(fmt, "text") != 0;
+
+    gx_buf_init(&out, (size_t)64 << 20);
+    if (gx_preempt_explain(app, body, len, json, &out, &why) != GX_OK) {
+        gx_buf_release(&out);
+        gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 400, why.text);
+        return;
+    }
+    gx_reply_body(&app->metrics, r, GX_VERB_OTHER, 200,
+                  json ? "application/json" : "text/plain; charset=utf-8", &out);
+}
+
 enum where { AT_ROOT, UNDER_PREFIX };
 
 /* One route: where its path is, what it answers, how it is counted and who may call it. */
@@ -348,11 +377,13 @@ static const struct route routes[] = {
     {UNDER_PREFIX, "/filter", true, false, GX_VERB_FILTER, handle_filter},
     {UNDER_PREFIX, "/prioritize", true, false, GX_VERB_PRIORITIZE, handle_prioritize},
     {UNDER_PREFIX, "/bind", true, false, GX_VERB_BIND, handle_bind},
+    {UNDER_PREFIX, "/preempt", true, false, GX_VERB_PREEMPT, handle_preempt},
     {AT_ROOT, "/healthz", false, false, GX_VERB_OTHER, handle_healthz},
     {AT_ROOT, "/readyz", false, false, GX_VERB_OTHER, handle_readyz},
     {AT_ROOT, "/version", false, false, GX_VERB_OTHER, handle_version},
     {AT_ROOT, "/metrics", false, false, GX_VERB_OTHER, handle_metrics},
     {AT_ROOT, "/debug/explain", true, true, GX_VERB_OTHER, handle_explain},
+    {AT_ROOT, "/debug/preempt", true, true, GX_VERB_OTHER, handle_preempt_explain},
     {AT_ROOT, "/debug/cards", false, true, GX_VERB_OTHER, handle_cards},
 };
 

@@ -10,6 +10,7 @@
  *   bind.c       the bind chain (reservation -> label -> Binding)
  *   bgwrite.c    background Lease writes (mark bound, release)
  *   reconcile.c  the managed-pod view and the periodic reconcile
+ *   preempt_verb.c the preempt verb and the shares held for preemptors
  *
  * Pure decisions live outside the shell: score, admit, ledger, explain.
  * Other modules only read a section they do not own.
@@ -39,6 +40,7 @@ struct gx_seen;
 struct gx_vcache;
 struct bind_op;
 struct bgwrite;
+struct gx_holds;
 
 /* sync.c: where the snapshot comes from. */
 struct gx_sync {
@@ -96,6 +98,9 @@ struct gx_app {
     LIST_HEAD(bg_list, bgwrite) bgs;
 
     struct gx_recon recon;
+
+    /* preempt_verb.c: shares held for preemptors, created on first use */
+    struct gx_holds *holds;
 };
 
 #endif

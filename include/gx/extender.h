@@ -101,4 +101,66 @@ enum gx_err gx_ext_encode_bind_result(struct gx_buf *out, const char *error) GX_
 /** Encode an HTTP error body: {"error":"msg","status":code}. */
 enum gx_err gx_ext_encode_http_error(struct gx_buf *out, int status, const char *msg) GX_WUR;
 
+/* ---- preempt: ExtenderPreemptionArgs / ExtenderPreemptionResult ---- */
+
+/* Most candidate nodes one preempt call may carry, and victims per node. */
+#define GX_EXT_MAX_PREEMPT_NODES 100000u
+#define GX_EXT_MAX_VICTIMS 10000u
+
+/** One victim the scheduler named: its UID and, with full Pods, its priority. */
+struct gx_ext_victim {
+    const char *uid;   /* "" when a full Pod had no metadata.uid */
+    bool has_priority; /* full Pods only: spec.priority was present */
+    int32_t priority;
+};
+
+/** The victims of one candidate node. */
+struct gx_ext_node_victims {
+    const char *node; /* decoded, NUL-terminated, non-empty */
+    struct gx_ext_victim *pods;
+    size_t n_pods;
+    int64_t pdb; /* NumPDBViolations */
+};
+
+/** Decoded ExtenderPreemptionArgs. All memory lives in .arena. */
+struct gx_ext_preempt_args {
+    struct gx_arena arena;
+    struct gx_pod pod;
+    bool meta; /* NodeNameToMetaVictims (nodeCacheCapable); else NodeNameToVictims */
+    struct gx_ext_node_victims *nodes;
+    size_t n_nodes;
+};
+
+/**
+ * Decode ExtenderPreemptionArgs: Pod, and exactly one of NodeNameToVictims
+ * (Victims{Pods: full Pods, NumPDBViolations}) or NodeNameToMetaVictims
+ * (MetaVictims{Pods: [{UID}], NumPDBViolations}) non-null. A node whose
+ * victims are null has none. Errors fill @why (the 400 body): malformed
+ * JSON, wrong types, missing or null Pod, both or neither map set, an empty
+ * node name, a MetaPod without a UID string, more than GX_EXT_MAX_PREEMPT_NODES
+ * nodes or GX_EXT_MAX_VICTIMS victims on one node. On success release with
+ * gx_ext_preempt_args_release.
+ */
+enum gx_err gx_ext_decode_preempt(const char *body, size_t len, int max_depth,
+                                  struct gx_ext_preempt_args *out, struct gx_why *why) GX_WUR;
+
+/** Free decoded preempt args. */
+void gx_ext_preempt_args_release(struct gx_ext_preempt_args *args);
+
+/** One node of a preempt answer (borrowed strings). */
+struct gx_ext_meta_victims {
+    const char *node;
+    const char *const *uids;
+    size_t n_uids;
+    int64_t pdb;
+};
+
+/**
+ * Encode ExtenderPreemptionResult:
+ * {"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u"}],"NumPDBViolations":0}}}
+ * ({} for no node: nothing to preempt).
+ */
+enum gx_err gx_ext_encode_preempt(struct gx_buf *out, const struct gx_ext_meta_victims *v,
+                                  size_t n) GX_WUR;
+
 #endif

@@ -34,6 +34,7 @@ struct gx_pod {
     bool deleting; /* metadata.deletionTimestamp set */
     bool has_priority; /* spec.priority present (the Priority admission plugin sets it) */
     int32_t priority;  /* spec.priority, 0 when absent */
+    bool preempted;    /* a DisruptionTarget=True/PreemptionByScheduler condition: a victim */
     struct gx_kv *labels;
     size_t n_labels;
     struct gx_kv *annotations;

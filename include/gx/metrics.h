@@ -10,9 +10,17 @@
 
 #include "gx/buf.h"
 #include "gx/common.h"
+#include "gx/preempt.h"
 #include "gx/score.h"
 
-enum gx_verb { GX_VERB_FILTER, GX_VERB_PRIORITIZE, GX_VERB_BIND, GX_VERB_OTHER, GX_VERB_COUNT };
+enum gx_verb {
+    GX_VERB_FILTER,
+    GX_VERB_PRIORITIZE,
+    GX_VERB_BIND,
+    GX_VERB_PREEMPT,
+    GX_VERB_OTHER,
+    GX_VERB_COUNT
+};
 
 /** Lowercase verb name ("filter"). */
 const char *gx_verb_name(enum gx_verb v);
@@ -62,6 +70,13 @@ struct gx_metrics {
     uint64_t rejections[GX_REASON_COUNT];
     uint64_t binds[GX_BIND_COUNT];
     uint64_t cas_conflicts;
+    /* preempt verb: calls decided, nodes answered and dropped, victims named, holds */
+    uint64_t preempt_calls;
+    uint64_t preempt_nodes_kept;
+    uint64_t preempt_dropped[GX_PDROP_COUNT];
+    uint64_t preempt_victims;
+    uint64_t preempt_holds_activated;
+    uint64_t preempt_hold_rejections; /* filter verdicts turned by a preemptor's hold */
     uint64_t up_requests[GX_UP_COUNT];
     uint64_t up_errors[GX_UP_COUNT][GX_UPERR_COUNT];
     struct gx_histo up_duration[GX_UP_COUNT];
