@@ -36,6 +36,10 @@ extenders:
     filterVerb: filter
     prioritizeVerb: prioritize
     bindVerb: bind
+    # Victims on one card for a higher-priority GPU pod (docs/sharing.md,
+    # Preemption): replaces the scheduler's GPU victims, drops nodes where no
+    # single card can be freed.
+    preemptVerb: preempt
     # Extender score 0..10 x weight x 10 is added to the in-tree scores.
     weight: {{ int $s.extender.weight }}
     # Only node names are sent; the extender watches nodes itself.
