@@ -1,0 +1,262 @@
+"""Preemption for GPU time slices with the real kube-scheduler v1.37.2, API server and extender.
+
+    test_preempt.py GPU_EXTENDER visible|hidden
+
+Two fresh 2-card nodes (copies of gpu-node-a: 4 slots a card, no dcgm series) hold the pods;
+PriorityClasses gx-low (100), gx-mid (200), gx-high (1000), gx-top (2000).
+
+visible: the scheduler sees the shared resource. gpu-extender.io/time-slice is not
+    ignoredByScheduler and gpu-node-p advertises 8 of it (2 cards x 4 slots); pods ask
+    gpu-extender.io/time-slice: N. kube-scheduler's own preemption then finds victims by count,
+    and calls our preempt verb, which replaces them with victims on ONE card:
+    1. a full node and a high-priority 2-slot pod: exactly the extender's victim (one 2-slot
+       pod, where the scheduler alone would take two 1-slot pods of the other card) is evicted,
+       the preemptor binds to that card, no pod of the other card is touched;
+    2. no single card can be freed (each card keeps a pod of higher priority than the
+       preemptor): the verb drops the node, nobody is evicted;
+    3. an exclusive high-priority pod on the node of shared pods.
+hidden: the shipped configuration (gpu-extender.io/time-slice ignoredByScheduler, annotations).
+    The same three cases on gpu-node-q.
+
+In the pinned release the scheduler calls the verb only for nodes where its own dry run found
+victims (callExtenders after DryRunPreemption, which refuses a candidate with none), so with the
+GPU share hidden from it (hidden 1-3, and visible 3: nvidia.com/gpu is free in its view) it never
+gets there and evicts nobody: that is asserted. For those cases the verb is also called directly,
+with the pod from the API server and the node as releases after kubernetes PR #135486 send it
+(no in-tree victims), to show what it answers on the real ledger.
+"""
+import copy
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from e2e import (ANN, NS, Checks, check_no_403, create, delete_pods, events, get_pod, get_pods,
+                 log, pod, rig, wait_bound, wait_for)
+import rig as rigmod  # noqa: E402 - on the path once e2e is imported
+from rig import DEMO_NODES
+
+MODE = sys.argv[2] if len(sys.argv) > 2 else "visible"
+VISIBLE = MODE == "visible"
+NODE = "gpu-node-p" if VISIBLE else "gpu-node-q"
+chk = Checks(f"e2e_preempt_{MODE}")
+CLASSES = {"gx-low": 100, "gx-mid": 200, "gx-high": 1000, "gx-top": 2000}
+
+
+def extra_node():
+    with open(DEMO_NODES) as f:
+        src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
+    n = copy.deepcopy(src)
+    n["metadata"]["name"] = NODE
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = NODE
+    if VISIBLE:
+        for k in ("capacity", "allocatable"):
+            n["status"][k]["gpu-extender.io/time-slice"] = "8"
+    return n
+
+
+if VISIBLE:
+    _shipped = rigmod.shipped_scheduler_config
+
+    def _visible_config(name="kube-scheduler-config.yaml"):
+        cfg = _shipped(name)
+        for r in cfg["extenders"][0]["managedResources"]:
+            if r["name"] == "gpu-extender.io/time-slice":
+                r["ignoredByScheduler"] = False
+        return cfg
+    rigmod.shipped_scheduler_config = _visible_config
+
+
+def gpod(name, prio, slices=1, exclusive=False):
+    """A GPU pod pinned to NODE with PriorityClass @prio."""
+    sel = {"kubernetes.io/hostname": NODE}
+    if exclusive:
+        p = pod(name, {"nvidia.com/gpu": "1"}, node_selector=sel)
+    elif VISIBLE:
+        p = pod(name, {"gpu-extender.io/time-slice": str(slices)}, node_selector=sel)
+    else:
+        p = pod(name, {"gpu-extender.io/time-slice": "1"},
+                annotations={ANN + "time-slices": str(slices)}, node_selector=sel)
+    p["spec"]["priorityClassName"] = prio
+    return p
+
+
+def place(c, specs):
+    """Create pods one at a time (binpack fills card 0 first); returns {name: (uid, card)}."""
+    out = {}
+    for spec in specs:
+        create(c, gpod(*spec))
+        got = wait_bound(c, [spec[0]], timeout=60)
+        p = got.get(spec[0])
+        if not chk.ok(p is not None, f"{spec[0]} bound"):
+            continue
+        out[spec[0]] = (p["metadata"]["uid"],
+                        p["metadata"].get("annotations", {}).get(ANN + "gpu-index"))
+    return out
+
+
+def alive(c):
+    """{name: uid} of pods bound and not being deleted."""
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in get_pods(c)
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")}
+
+
+def metric(c, name, **labels):
+    m = c.extender_metrics("a")
+    return m.get((name, frozenset(labels.items())), 0.0)
+
+
+def post_preempt(c, name, victims):
+    """The preempt verb called as newer schedulers call it: {NODE: victims UIDs}."""
+    body = {"Pod": get_pod(c, name), "NodeNameToVictims": None,
+            "NodeNameToMetaVictims": {NODE: {"Pods": [{"UID": u} for u in victims],
+                                             "NumPDBViolations": 0}}}
+    req = urllib.request.Request(c.extender_url("a", "/gpu-extender/preempt"),
+                                 data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, json.loads(r.read())
+
+
+def debug_preempt(c, name):
+    """POST /debug/preempt?format=text with the pod from the API server."""
+    req = urllib.request.Request(c.extender_url("a", "/debug/preempt?format=text"),
+                                 data=json.dumps(get_pod(c, name)).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read().decode()
+
+
+def answer_uids(ans):
+    node = (ans.get("NodeNameToMetaVictims") or {}).get(NODE)
+    return None if node is None else sorted(p["UID"] for p in node["Pods"])
+
+
+def reset(c):
+    delete_pods(c)
+    wait_for(lambda: not any(c.leases().values()), 30, interval=0.5)
+
+
+def stays_pending(c, name, secs=12):
+    """@name stays unbound for @secs; returns its FailedScheduling messages."""
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        if get_pod(c, name)["spec"].get("nodeName"):
+            return None
+        time.sleep(1)
+    return [m for r, m in events(c, name) if r == "FailedScheduling"]
+
+
+c = rig(sys.argv[1], extra_nodes=[extra_node()])
+try:
+    for k, v in CLASSES.items():
+        c.kubectl("apply", "-f", "-", input=json.dumps(
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": {"name": k}, "value": v, "preemptionPolicy": "PreemptLowerPriority"}))
+
+    # ---- 1. a full node, a high-priority 2-slot pod: one card's victims only ----------------
+    log(f"case 1 ({MODE}): a full node, a high-priority 2-slot pod")
+    layout = place(c, [("a1", "gx-low", 2), ("a2", "gx-low", 1), ("a3", "gx-mid", 1),
+                       ("b1", "gx-low", 1), ("b2", "gx-low", 1), ("b3", "gx-low", 1),
+                       ("b4", "gx-low", 1)])
+    cards = {n: card for n, (_, card) in layout.items()}
+    chk.eq({n: cards.get(n) for n in ("a1", "a2", "a3")}, {"a1": "0", "a2": "0", "a3": "0"},
+           "card 0 holds a1 (2 slots), a2, a3")
+    chk.eq({n: cards.get(n) for n in ("b1", "b2", "b3", "b4")},
+           {"b1": "1", "b2": "1", "b3": "1", "b4": "1"}, "card 1 holds b1..b4")
+    before = alive(c)
+    calls0 = metric(c, "gpu_extender_preempt_calls_total")
+    create(c, gpod("hi", "gx-high", 2))
+    if VISIBLE:
+        got = wait_bound(c, ["hi"], timeout=90)
+        hi = got.get("hi")
+        if chk.ok(hi is not None, "the preemptor binds"):
+            chk.eq(hi["spec"]["nodeName"], NODE, "on the node of its victims")
+            chk.eq(hi["metadata"].get("annotations", {}).get(ANN + "gpu-index"), "0",
+                   "to the card its victim freed")
+        now = alive(c)
+        chk.ok("a1" not in now, "a1 (one 2-slot pod of card 0, the cheapest set) was evicted")
+        for n in ("a2", "a3", "b1", "b2", "b3", "b4"):
+            chk.eq(now.get(n), before.get(n), f"{n} untouched (same pod, not deleted)")
+        chk.ok(metric(c, "gpu_extender_preempt_calls_total") > calls0, "the preempt verb was called")
+        chk.ok(metric(c, "gpu_extender_preempt_victims_total") >= 1, "victims counted")
+        chk.ok(metric(c, "gpu_extender_preempt_holds_activated_total") >= 1,
+               "the freed share was held for the preemptor")
+    else:
+        msgs = stays_pending(c, "hi")
+        chk.ok(msgs is not None, "the preemptor stays Pending: v1.37.2 finds no in-tree victim")
+        log(f"FailedScheduling of hi: {msgs[-1:] if msgs else msgs}")
+        chk.eq(alive(c), before, "nobody evicted")
+        chk.eq(metric(c, "gpu_extender_preempt_calls_total"), calls0,
+               "the scheduler never reached the preempt verb")
+        st, ans = post_preempt(c, "hi", [])
+        chk.eq(st, 200, "preempt verb answers")
+        chk.eq(answer_uids(ans), [layout["a1"][0]] if "a1" in layout else None,
+               f"the verb names a1 only, on one card ({ans})")
+        chk.eq(alive(c), before, "answering a preempt call evicts nobody by itself")
+        text = debug_preempt(c, "hi")
+        chk.ok(f"{NODE}" in text and "evict e2e/a1 (card 0)" in text,
+               f"/debug/preempt explains the choice: {text!r}")
+    reset(c)
+
+    # ---- 2. no single card can be freed: nobody is evicted -------------------------------------
+    log(f"case 2 ({MODE}): no single card can be freed")
+    layout = place(c, [("t0", "gx-top", 1), ("l1", "gx-low", 1), ("l2", "gx-low", 1),
+                       ("l3", "gx-low", 1), ("t1", "gx-top", 1), ("m1", "gx-low", 1),
+                       ("m2", "gx-low", 1), ("m3", "gx-low", 1)])
+    chk.ok(layout.get("t0", (0, "x"))[1] != layout.get("t1", (0, "y"))[1],
+           "a top-priority pod on each card")
+    before = alive(c)
+    dropped0 = metric(c, "gpu_extender_preempt_nodes_dropped_total", reason="no_victims")
+    create(c, gpod("hi4", "gx-high", 4))
+    msgs = stays_pending(c, "hi4", secs=15)
+    chk.ok(msgs is not None, "the 4-slot preemptor stays Pending")
+    chk.eq(alive(c), before, "nobody evicted")
+    if VISIBLE:
+        chk.ok(metric(c, "gpu_extender_preempt_nodes_dropped_total", reason="no_victims") > dropped0,
+               "the verb dropped the node: no card can be freed")
+    st, ans = post_preempt(c, "hi4", [])
+    chk.eq((st, answer_uids(ans)), (200, None), f"the verb leaves the node out ({ans})")
+    text = debug_preempt(c, "hi4")
+    chk.ok(any(NODE in ln and "no victims: no_victims" in ln for ln in text.splitlines()),
+           f"/debug/preempt says why: {text!r}")
+    reset(c)
+
+    # ---- 3. an exclusive high-priority pod on a node of shared pods: whole cards -------------
+    log(f"case 3 ({MODE}): an exclusive high-priority pod on a node of shared pods")
+    layout = place(c, [("s1", "gx-low", 2), ("s2", "gx-low", 1), ("s3", "gx-low", 1),
+                       ("s4", "gx-low", 1), ("s5", "gx-low", 1)])
+    by_card = {}
+    for n, (uid, card) in layout.items():
+        by_card.setdefault(card, []).append(uid)
+    chk.eq(sorted(len(v) for v in by_card.values()), [2, 3], "3 pods on card 0, 2 on card 1")
+    before = alive(c)
+    create(c, gpod("ex", "gx-high", exclusive=True))
+    msgs = stays_pending(c, "ex", secs=12)
+    chk.ok(msgs is not None, "the exclusive preemptor stays Pending: nvidia.com/gpu is free "
+           "in the scheduler's view, so its dry run finds no victim")
+    chk.eq(alive(c), before, "nobody evicted by the scheduler")
+    st, ans = post_preempt(c, "ex", [])
+    got = answer_uids(ans)
+    smallest = sorted(min(by_card.values(), key=len)) if by_card else None
+    chk.eq(got, smallest, f"the verb frees the whole card with fewer pods ({ans})")
+    reset(c)
+
+    # ---- bad input is a 400 with a JSON error ----------------------------------------------
+    req = urllib.request.Request(c.extender_url("a", "/gpu-extender/preempt"), data=b"{\"Pod\":",
+                                 method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=5)
+        chk.ok(False, "bad JSON accepted")
+    except urllib.error.HTTPError as e:
+        body = json.loads(e.read())
+        chk.ok(e.code == 400 and "error" in body, f"bad JSON: 400 with a JSON error ({body})")
+
+    check_no_403(c, chk)
+    chk.ok(c.alive("extender-a"), "extender still running (no sanitizer abort)")
+finally:
+    if chk.failed:
+        for n in ("extender-a", "scheduler-gpu-scheduler"):
+            log(f"--- {n} log tail ---\n" + c.logs(n, 4000))
+    c.down()
+chk.done()
