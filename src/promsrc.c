@@ -41,6 +41,7 @@ struct gx_promsrc {
     int round_failed; /* queries of the current round that failed */
     int round_ok;
     unsigned failures; /* consecutive failed rounds */
+    int interval_s;    /* prometheus.interval_s of the config in use */
     uint64_t rounds_ok;
     uint64_t rng;
 };
@@ -328,6 +329,7 @@ gx_promsrc_new(struct event_base *base, struct gx_httpc *http, const struct gx_c
     p->base = base;
     p->http = http;
     p->cfg = cfg;
+    p->interval_s = cfg->prom_interval_s;
     p->ms = ms;
     p->m = m;
     p->cb = cb;
@@ -346,7 +348,19 @@ gx_promsrc_new(struct event_base *base, struct gx_httpc *http, const struct gx_c
 void
 gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg)
 {
+    int old_interval = p->interval_s; /* the old config may be freed already */
+
     p->cfg = cfg;
+    p->interval_s = cfg->prom_interval_s;
+    /*
+     * The wait for the next round was armed with the old interval: a change
+     * from 3600 s to 5 s would otherwise apply only an hour later. Re-arm
+     * with the new one (a round in flight arms its successor itself).
+     */
+    if (cfg->prom_interval_s != old_interval && !p->in_round) {
+        (void)evtimer_del(p->timer);
+        arm(p, next_delay_ms(p));
+    }
 }
 
 /* Start a round now unless one is running. */

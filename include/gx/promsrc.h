@@ -32,7 +32,11 @@ struct gx_promsrc *gx_promsrc_new(struct event_base *base, struct gx_httpc *http
                                   const struct gx_config *cfg, struct gx_mstore *ms,
                                   struct gx_metrics *m, gx_promsrc_update_cb cb, void *ctx);
 
-/** Use a new config from the next round on. */
+/**
+ * Use @cfg from the next round on (the previous config may already be
+ * freed). A changed prometheus.interval_s re-arms the wait for the next
+ * round at once.
+ */
 void gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg);
 
 /** Start a round now (unless one is running). */
