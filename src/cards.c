@@ -202,7 +202,7 @@ ns_cb(void *arg, const char *ns, const struct gx_quota_use *use, const struct gx
                               "gpu_extender_namespace_booked_memory_mib",
                               "gpu_extender_namespace_quota_milli_gpus",
                               "gpu_extender_namespace_quota_memory_mib"}[c->pass]);
-    put(c->b, c->rc, "{namespace=\"");
+    put(c->b, c->rc, "{tenant_namespace=\"");
     put_label(c->b, c->rc, ns);
     putf(c->b, c->rc, "\"} %lld\n", (long long)v);
 }

@@ -111,9 +111,9 @@ Test(cards, only_booked_or_claimed_cards_have_series)
     cr_assert_not_null(strstr(m, "gpu_extender_dra_claimed_cards 1\n"));
     cr_assert_not_null(strstr(m, "gpu_extender_card_series_dropped 0\n"));
     cr_assert_not_null(
-        strstr(m, "gpu_extender_namespace_booked_milli_gpus{namespace=\"ml\"} 250\n"));
+        strstr(m, "gpu_extender_namespace_booked_milli_gpus{tenant_namespace=\"ml\"} 250\n"));
     cr_assert_not_null(
-        strstr(m, "gpu_extender_namespace_booked_memory_mib{namespace=\"ml\"} 4096\n"));
+        strstr(m, "gpu_extender_namespace_booked_memory_mib{tenant_namespace=\"ml\"} 4096\n"));
     cr_assert_null(strstr(m, "gpu_extender_namespace_quota_milli_gpus{"), "no quota, no series");
     free(m);
     world_free(&w);

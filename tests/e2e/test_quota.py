@@ -91,9 +91,9 @@ try:
     got = wait_bound(c, names)
     chk.eq(sorted(got), names, f"four 1-slice pods bind within {LIMIT} milli-GPU")
     m = metrics(c)
-    chk.ok(re.search(r'^gpu_extender_namespace_booked_milli_gpus\{namespace="%s"\} %d$' % (NS, LIMIT),
+    chk.ok(re.search(r'^gpu_extender_namespace_booked_milli_gpus\{tenant_namespace="%s"\} %d$' % (NS, LIMIT),
                      m, re.M), "/metrics: the namespace holds its whole quota")
-    chk.ok(re.search(r'^gpu_extender_namespace_quota_milli_gpus\{namespace="%s"\} %d$' % (NS, LIMIT),
+    chk.ok(re.search(r'^gpu_extender_namespace_quota_milli_gpus\{tenant_namespace="%s"\} %d$' % (NS, LIMIT),
                      m, re.M), "/metrics: and shows the limit")
     create(c, shared("q-over"))
     time.sleep(6)
@@ -104,7 +104,7 @@ try:
     text = post(c, "a", "/debug/explain?format=text", get_pod(c, "q-over"))
     chk.ok(f"namespace {NS}: {LIMIT}/{LIMIT} milli-GPU" in text, "explain shows usage and limit")
     set_quota(c, LIMIT + 250)
-    chk.ok(wait_for(lambda: re.search(r'^gpu_extender_namespace_quota_milli_gpus\{namespace="%s"\} %d$'
+    chk.ok(wait_for(lambda: re.search(r'^gpu_extender_namespace_quota_milli_gpus\{tenant_namespace="%s"\} %d$'
                                       % (NS, LIMIT + 250), metrics(c), re.M), 15),
            "the raised quota is live after a reload")
     c.kubectl("label", "node", "gpu-node-a", "e2e-quota=raised", "--overwrite")
