@@ -53,6 +53,9 @@ tenants_for(const struct gx_config *cfg, const struct gx_admit_pod *pod, const s
                       : v->device_plugin         ? (int)req->gpus
                                                  : 0;
         t[n].milli = milli;
+        /* the pod's host requests once per pod, so node sums count it once */
+        t[n].cpu_milli = i == 0 ? req->cpu_milli : 0;
+        t[n].host_mem_mib = i == 0 ? req->mem_mib : 0;
         t[n].memory_mib = req->kind == GX_REQ_SHARED ? req->memory_mib : 0;
         t[n].util_pct = req->kind == GX_REQ_SHARED ? req->util_pct : -1;
         t[n].state = GX_TENANT_RESERVED;
@@ -72,9 +75,11 @@ held_cards(const struct gx_ledger_node *held, const char *uid, struct gx_admit_p
     }
 }
 
-/* The namespace quota against @ctx's ledger (the Lease's truth for this node, the cache for others). */
+/* The namespace quota against @ctx's ledger (the Lease's truth for this node, the cache for
+ * others). */
 static bool
-quota_fits(const struct gx_decide_ctx *ctx, const struct gx_admit_pod *pod, const struct gx_node *sn)
+quota_fits(const struct gx_decide_ctx *ctx, const struct gx_admit_pod *pod,
+           const struct gx_node *sn)
 {
     struct gx_quota_check q;
 

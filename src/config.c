@@ -75,7 +75,7 @@ struct kspec {
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
-static const char *const policy_names[] = {"binpack", "spread", NULL};
+static const char *const policy_names[] = {"binpack", "spread", "fgd", NULL};
 static const char *const stale_names[] = {"ignore", "reject", NULL};
 static const char *const strategy_names[] = {"LeastAllocated", "MostAllocated", NULL};
 static const char *const op_names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", NULL};
@@ -183,7 +183,8 @@ static const struct kspec keys_table[] = {
     LIST("sharing.product_slots", K_SLOTS, product_slots, 1, 64, NULL, 0),
     INT("sharing.reservation_ttl_s", reservation_ttl_s, 1, 86400, 300, 0),
 
-    ENUM("score.policy", policy, policy_names, GX_POLICY_BINPACK),
+    ENUM("score.policy", policy, policy_names, GX_POLICY_FGD),
+    INT("score.fgd_half_life", fgd_half_life, 10, 10000000, 5000, 0),
     INT("score.weights.utilization", w_util, 0, 100, 4, 0),
     INT("score.weights.memory", w_memory, 0, 100, 3, 0),
     INT("score.weights.temperature", w_temp, 0, 100, 1, 0),

@@ -6,9 +6,11 @@
  * n that m cannot use: all of it when m's CPU or memory does not fit; for a
  * share of g milli, the free part of every card with less than g free; for
  * k whole cards, the free part of partly used cards, or all of it when fewer
- * than k cards are wholly free. The node's fragmentation is the weighted
- * mean over the model. Decay is done by growing the weight of each new
- * observation rather than shrinking all old ones (same ratios, O(1)).
+ * than k cards are wholly free; for a CPU-only pod that fits, nothing (as
+ * the FGD simulator counts CPU pods among the typical ones: a GPU pod that
+ * takes the last CPU of a node with free cards strands them). The node's fragmentation is the
+ * weighted mean over the model. Decay is done by growing the weight of each new observation rather
+ * than shrinking all old ones (same ratios, O(1)).
  */
 #include "gx/fgd.h"
 
@@ -22,7 +24,16 @@ void
 gx_fgd_model_init(struct gx_fgd_model *m, double half_life)
 {
     memset(m, 0, sizeof(*m));
-    m->inc = 1.0;
+    gx_fgd_model_tune(m, half_life);
+}
+
+void
+gx_fgd_model_tune(struct gx_fgd_model *m, double half_life)
+{
+    if (m->inc <= 0.0) {
+        m->inc = 1.0;
+    }
+    m->half_life = half_life;
     m->decay = half_life >= 1.0 ? pow(2.0, -1.0 / half_life) : 0.5;
 }
 
@@ -63,9 +74,6 @@ gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s)
     bool fresh;
     size_t i;
 
-    if (s->gpus <= 0 || s->milli <= 0) {
-        return;
-    }
     i = slot_for(m, s, &fresh);
     if (fresh) {
         m->shape[i] = *s;
@@ -127,6 +135,9 @@ shape_frag(const struct gx_fgd_shape *s, const int *free, int n, const struct ag
 
     if (!fit) {
         return (double)a->free;
+    }
+    if (s->gpus <= 0) {
+        return 0.0; /* a CPU pod that fits strands nothing */
     }
     if (s->gpus == 1 && s->milli < GX_FGD_CARD) {
         for (int c = 0; c < n; c++) {

@@ -33,6 +33,8 @@
 #define LEDGER_MAX_SLICES 1024
 /* Largest annotation decode accepts. */
 #define LEDGER_MAX_JSON (1u << 20)
+/* Largest CPU request of one pod, milli-CPU (a million cores). */
+#define LEDGER_MAX_CPU (INT64_C(1) << 30)
 /* Largest memory reservation (1 PiB in MiB). */
 #define LEDGER_MAX_MIB (INT64_C(1) << 30)
 
@@ -322,6 +324,38 @@ entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage 
     }
 }
 
+void
+gx_ledger_entry_host(const struct gx_ledger_node *e, int64_t *cpu_milli, int64_t *mem_mib)
+{
+    int64_t c = e != NULL ? e->untracked_cpu_milli : 0, m = e != NULL ? e->untracked_mem_mib : 0;
+
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        c += e->tenants[i].cpu_milli;
+        m += e->tenants[i].host_mem_mib;
+    }
+    *cpu_milli = c;
+    *mem_mib = m;
+}
+
+enum gx_err
+gx_ledger_set_untracked(struct gx_ledger *l, const char *node, int64_t cpu_milli, int64_t mem_mib)
+{
+    struct gx_ledger_node *e;
+
+    if (l == NULL || node == NULL || node[0] == '\0' || cpu_milli < 0 || mem_mib < 0) {
+        return GX_EINVAL;
+    }
+    if ((e = entry_get_or_create(l, node)) == NULL) {
+        return GX_ENOMEM;
+    }
+    if (e->untracked_cpu_milli != cpu_milli || e->untracked_mem_mib != mem_mib) {
+        e->untracked_cpu_milli = cpu_milli;
+        e->untracked_mem_mib = mem_mib;
+        entry_touch(l, e);
+    }
+    return GX_OK;
+}
+
 int
 gx_ledger_share_used(const struct gx_card_usage *u, int slots)
 {
@@ -406,7 +440,8 @@ tenant_valid(const struct gx_tenant *t)
     if (!t->exclusive && t->slices < 1 && t->milli < 1) {
         return false;
     }
-    if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB) {
+    if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB || t->host_mem_mib < 0 ||
+        t->host_mem_mib > LEDGER_MAX_MIB || t->cpu_milli < 0 || t->cpu_milli > LEDGER_MAX_CPU) {
         return false;
     }
     if (!(t->util_pct == -1.0 || (t->util_pct >= 0.0 && t->util_pct <= 100.0))) {
@@ -775,6 +810,10 @@ encode_tenant(cJSON *arr, const struct gx_tenant *t)
         cJSON_AddBoolToObject(o, "exclusive", t->exclusive) == NULL ||
         cJSON_AddNumberToObject(o, "slices", t->slices) == NULL ||
         (t->milli > 0 && cJSON_AddNumberToObject(o, "milli", t->milli) == NULL) ||
+        (t->cpu_milli > 0 &&
+         cJSON_AddNumberToObject(o, "cpu_milli", (double)t->cpu_milli) == NULL) ||
+        (t->host_mem_mib > 0 &&
+         cJSON_AddNumberToObject(o, "host_mem_mib", (double)t->host_mem_mib) == NULL) ||
         cJSON_AddNumberToObject(o, "memory_mib", (double)t->memory_mib) == NULL ||
         cJSON_AddNumberToObject(o, "util_pct", t->util_pct) == NULL ||
         cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
@@ -844,7 +883,21 @@ json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
 static enum gx_err
 decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
 {
-    enum { F_UID, F_POD, F_CARD, F_EXCL, F_SLICES, F_MEM, F_UTIL, F_STATE, F_SINCE, F_MILLI, F_N };
+    enum {
+        F_UID,
+        F_POD,
+        F_CARD,
+        F_EXCL,
+        F_SLICES,
+        F_MEM,
+        F_UTIL,
+        F_STATE,
+        F_SINCE,
+        F_MILLI,
+        F_CPU,
+        F_HMEM,
+        F_N
+    };
     static const char *const names[F_N] = {"uid",        "pod",      "card",  "exclusive", "slices",
                                            "memory_mib", "util_pct", "state", "since_ms",  "milli"};
     bool seen[F_N] = {false};
@@ -922,6 +975,14 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             ok = json_int(c, 1, GX_CARD_MILLI, &v);
             t->milli = (int)v;
             break;
+        case F_CPU:
+            ok = json_int(c, 0, LEDGER_MAX_CPU, &v);
+            t->cpu_milli = v;
+            break;
+        case F_HMEM:
+            ok = json_int(c, 0, LEDGER_MAX_MIB, &v);
+            t->host_mem_mib = v;
+            break;
         default:
             break;
         }
@@ -930,7 +991,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             return GX_EPARSE;
         }
     }
-    /* milli is optional: Leases written before it hold slice tenants only */
+    /* milli and the host requests are optional: older Leases lack them */
     for (int f = 0; f < F_MILLI; f++) {
         if (!seen[f]) {
             gx_why_set(why, "%s: missing", names[f]);

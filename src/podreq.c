@@ -42,7 +42,7 @@ add_i64(int64_t a, int64_t b, int64_t *out)
  */
 static enum gx_err
 container_request(const struct gx_container *c, const char *kind, size_t idx, const char *resource,
-                  int64_t *out, struct gx_why *why)
+                  bool milli, int64_t *out, struct gx_why *why)
 {
     const char *q = gx_kv_get(c->requests, c->n_requests, resource);
     const char *field = "requests";
@@ -57,7 +57,7 @@ container_request(const struct gx_container *c, const char *kind, size_t idx, co
         *out = 0;
         return GX_OK;
     }
-    rc = gx_quantity_parse(q, &v);
+    rc = milli ? gx_quantity_parse_milli(q, &v) : gx_quantity_parse(q, &v);
     if (rc != GX_OK) {
         gx_why_set(why, "%s[%zu] \"%.64s\": resources.%s[\"%.64s\"]: %s quantity \"%.32s\"", kind,
                    idx, c->name != NULL ? c->name : "", field, resource,
@@ -77,13 +77,14 @@ container_request(const struct gx_container *c, const char *kind, size_t idx, co
  * is GX_ETOOBIG.
  */
 static enum gx_err
-effective(const struct gx_pod *pod, const char *resource, int64_t *out, struct gx_why *why)
+effective(const struct gx_pod *pod, const char *resource, bool milli, int64_t *out,
+          struct gx_why *why)
 {
     int64_t app = 0, init_peak = 0, sidecars = 0, v, peak;
     enum gx_err rc;
 
     for (size_t i = 0; i < pod->n_containers; i++) {
-        rc = container_request(&pod->containers[i], "containers", i, resource, &v, why);
+        rc = container_request(&pod->containers[i], "containers", i, resource, milli, &v, why);
         if (rc != GX_OK) {
             return rc;
         }
@@ -94,7 +95,7 @@ effective(const struct gx_pod *pod, const char *resource, int64_t *out, struct g
     for (size_t i = 0; i < pod->n_init_containers; i++) {
         const struct gx_container *c = &pod->init_containers[i];
 
-        rc = container_request(c, "initContainers", i, resource, &v, why);
+        rc = container_request(c, "initContainers", i, resource, milli, &v, why);
         if (rc != GX_OK) {
             return rc;
         }
@@ -127,7 +128,7 @@ gx_podreq_effective(const struct gx_pod *pod, const char *resource, int64_t *out
     if (pod == NULL || resource == NULL) {
         return GX_EINVAL;
     }
-    if (effective(pod, resource, &v, NULL) != GX_OK) {
+    if (effective(pod, resource, false, &v, NULL) != GX_OK) {
         return GX_EPARSE;
     }
     *out = v;
@@ -142,7 +143,7 @@ effective_named(const struct gx_pod *pod, const char *resource, int64_t *out, st
         *out = 0;
         return GX_OK;
     }
-    return effective(pod, resource, out, why) == GX_OK ? GX_OK : GX_EINVAL;
+    return effective(pod, resource, false, out, why) == GX_OK ? GX_OK : GX_EINVAL;
 }
 
 /* Annotation value of a configured name, NULL when absent or the name is unset. */
@@ -267,6 +268,24 @@ shared_annotations(const struct gx_config *cfg, const struct gx_pod *pod, struct
     return GX_OK;
 }
 
+/*
+ * CPU (milli) and memory (MiB) the pod asks of the node, for scores that
+ * weigh the whole node. The API server has validated these quantities; one
+ * that does not parse counts as 0 rather than rejecting a GPU request.
+ */
+static void
+host_requests(const struct gx_pod *pod, struct gx_podreq *r)
+{
+    int64_t v = 0;
+
+    r->cpu_milli = effective(pod, "cpu", true, &v, NULL) == GX_OK ? v : 0;
+    v = 0;
+    if (effective(pod, "memory", false, &v, NULL) != GX_OK) {
+        v = 0;
+    }
+    r->mem_mib = v / (1024 * 1024) + (v % (1024 * 1024) != 0);
+}
+
 /* Classify @pod per podreq.h; GX_EINVAL with @why when it cannot be honoured. */
 enum gx_err
 gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx_podreq *out,
@@ -345,6 +364,7 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
         r.kind = GX_REQ_EXCLUSIVE;
         r.gpus = gpu;
     }
+    host_requests(pod, &r);
     *out = r;
     return GX_OK;
 }

@@ -121,9 +121,9 @@ digits_to_i64(const unsigned char *d, size_t n, int64_t *out)
     return true;
 }
 
-/* Parse @s exactly and round up; see quantity.h for the result codes. */
-enum gx_err
-gx_quantity_parse(const char *s, int64_t *out)
+/* Parse @s exactly, times 10^@shift, and round up; see quantity.h for the result codes. */
+static enum gx_err
+parse_scaled(const char *s, long shift, int64_t *out)
 {
     unsigned char d[QTY_DIGITS] = {0};
     size_t n = 0, frac = 0, len;
@@ -165,6 +165,7 @@ gx_quantity_parse(const char *s, int64_t *out)
     if (!any || !parse_suffix(p, &exp10, &exp2)) {
         return GX_EPARSE;
     }
+    exp10 += shift;
 
     if (n == 0) {
         *out = 0; /* "-0" is zero too */
@@ -208,6 +209,18 @@ gx_quantity_parse(const char *s, int64_t *out)
     }
     *out = v + 1;
     return GX_OK;
+}
+
+enum gx_err
+gx_quantity_parse(const char *s, int64_t *out)
+{
+    return parse_scaled(s, 0, out);
+}
+
+enum gx_err
+gx_quantity_parse_milli(const char *s, int64_t *out)
+{
+    return parse_scaled(s, 3, out);
 }
 
 /* Parse a byte quantity and round it up to MiB; fails as gx_quantity_parse does. */

@@ -143,6 +143,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     }
     if (!bad) {
         gx_seen_put(app->seen, &args.pod, &req, gx_mono_ms());
+        gx_score_learn(app->cfg, &app->fgd, &req);
     }
     gx_sync_decide_ctx(app, &ctx);
     gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad ? NULL : &req, &qc);

@@ -240,7 +240,8 @@ dctx_init(struct dctx *d, const struct gx_decide_ctx *ctx, const struct gx_node 
     d->ctx = ctx;
     d->cfg = ctx->cfg;
     d->ln = gx_ledger_node(ctx->ledger, node->name);
-    if (d->ln != NULL && d->ln->n_tenants == 0) {
+    if (d->ln != NULL && d->ln->n_tenants == 0 && d->ln->untracked_cpu_milli == 0 &&
+        d->ln->untracked_mem_mib == 0) {
         d->ln = NULL;
     }
     /* now - at <= max_age  <=>  at >= now - max_age: one compare per sample */
@@ -523,7 +524,7 @@ pick_numa(const struct gx_config *cfg, const struct gx_node *node, const struct 
         if (x->count < want) {
             continue;
         }
-        if (cfg->policy == GX_POLICY_BINPACK) {
+        if (cfg->policy != GX_POLICY_SPREAD) {
             better = x->count < best_count || (x->count == best_count && x->numa < best);
         } else {
             better = x->count > best_count || (x->count == best_count && x->numa < best);
@@ -538,6 +539,93 @@ pick_numa(const struct gx_config *cfg, const struct gx_node *node, const struct 
         *group = best;
     }
     return have;
+}
+
+void
+gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int slots,
+                   struct gx_fgd_shape *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->cpu_milli = req->cpu_milli;
+    out->mem_mib = req->mem_mib;
+    if (req->kind == GX_REQ_EXCLUSIVE) {
+        out->gpus = (int)(req->gpus > GX_FGD_MAX_CARDS ? GX_FGD_MAX_CARDS : req->gpus);
+        out->milli = GX_FGD_CARD;
+    } else if (req->kind == GX_REQ_SHARED) {
+        struct gx_card_usage u = {.slices = req->slices};
+        out->gpus = 1;
+        out->milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli)
+                                    : gx_ledger_share_used(&u, slots);
+        if (out->milli > GX_FGD_CARD) {
+            out->milli = GX_FGD_CARD;
+        }
+    }
+}
+
+void
+gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m, const struct gx_podreq *req)
+{
+    struct gx_fgd_shape sh;
+
+    if (m->inc <= 0.0 || m->half_life != cfg->fgd_half_life) {
+        gx_fgd_model_tune(m, cfg->fgd_half_life);
+    }
+    gx_score_fgd_shape(cfg, req, gx_config_card_slots(cfg, "", 1), &sh);
+    gx_fgd_observe(m, &sh);
+}
+
+/* True when the fgd policy can judge: configured and typical pods learned. */
+static bool
+fgd_on(const struct dctx *d)
+{
+    return d->cfg->policy == GX_POLICY_FGD && d->ctx->fgd != NULL && d->ctx->fgd->total > 0.0;
+}
+
+/* FGD's view of @node: CPU and memory left after the booked pods, each card's free milli. */
+static void
+fgd_node(const struct dctx *d, const struct gx_node *node, int slots, struct gx_fgd_node *f)
+{
+    int64_t cpu = 0, mem = 0;
+    size_t n = node_cards(node);
+
+    gx_ledger_entry_host(d->ln, &cpu, &mem);
+    /* unknown (or no) allocatable: the host side is not judged, only the cards */
+    f->cpu_milli = node->alloc_cpu_milli <= 0 ? -1 : node->alloc_cpu_milli - cpu;
+    f->mem_mib = node->alloc_mem_mib <= 0 ? -1 : node->alloc_mem_mib - mem;
+    f->n_cards = (int)(n < GX_FGD_MAX_CARDS ? n : GX_FGD_MAX_CARDS);
+    for (int c = 0; c < f->n_cards; c++) {
+        struct gx_card_usage u;
+        int used;
+
+        usage_of(d, &node->cards[c], &u);
+        used = u.exclusive ? GX_CARD_MILLI : gx_ledger_share_used(&u, slots);
+        f->free[c] = used >= GX_CARD_MILLI ? 0 : GX_CARD_MILLI - used;
+    }
+}
+
+/*
+ * Fit part of a fragmentation change @delta (milli-GPU, negative = less
+ * fragmentation): 0.5 for no change, one card's worth either way spans the
+ * whole 0..1, so one score point is 100 milli of expected lost capacity.
+ */
+static double
+fgd_fit(double delta)
+{
+    return clamp01(0.5 - delta / (2.0 * GX_FGD_CARD));
+}
+
+/* FGD change of placing @req on cards at positions @pos[0..) of @node. */
+static double
+fgd_delta(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
+          const int *pos)
+{
+    int slots = gx_config_card_slots(d->cfg, node->product, node->replicas);
+    struct gx_fgd_node f;
+    struct gx_fgd_shape sh;
+
+    fgd_node(d, node, slots, &f);
+    gx_score_fgd_shape(d->cfg, req, slots, &sh);
+    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos);
 }
 
 /* Exclusive request on a node whose cards are not time-sliced: pick whole cards. */
@@ -619,6 +707,12 @@ decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct
     p.fit = 1.0 - (double)(usable - picked) / (double)node->gpu_count;
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
+    } else if (fgd_on(d)) {
+        int pos[GX_MAX_PICK];
+        for (size_t i = 0; i < picked; i++) {
+            pos[i] = sel[i]->pos;
+        }
+        p.fit = fgd_fit(fgd_delta(d, req, node, pos));
     }
     if (mixed_numa) {
         p.fit *= 0.5;
@@ -717,6 +811,15 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
     unsigned best_fresh = 0;
     struct gx_score_parts p = {0};
     struct gx_card_usage bu = {0};
+    bool fgd = fgd_on(d);
+    struct gx_fgd_node fn;
+    struct gx_fgd_shape sh;
+    double delta = 0.0, best_delta = 0.0;
+
+    if (fgd) {
+        fgd_node(d, node, slots, &fn);
+        gx_score_fgd_shape(cfg, req, slots, &sh);
+    }
 
     for (size_t i = 0; i < n; i++) {
         const struct gx_card *c = &node->cards[i];
@@ -751,9 +854,15 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
         candidates++;
         used = gx_ledger_share_used(&u, slots);
         mem_free = card_memory(node, c, f) - card_booked(c, f, &u);
+        if (fgd) {
+            int pos = (int)i;
+            delta = gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
+        }
         if (best < 0) {
             better = true;
-        } else if (cfg->policy == GX_POLICY_BINPACK) {
+        } else if (fgd && fabs(delta - best_delta) > 1e-9) {
+            better = delta < best_delta; /* least fragmentation, then as binpack */
+        } else if (cfg->policy != GX_POLICY_SPREAD) {
             better = used > best_used || (used == best_used && mem_free < best_free);
         } else {
             better = used < best_used || (used == best_used && mem_free > best_free);
@@ -761,6 +870,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
         if (better) {
             best = (int)i;
             best_used = used;
+            best_delta = delta;
             best_free = mem_free;
             best_fresh = f;
             bu = u;
@@ -775,6 +885,8 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
     p.fit = (double)best_used / (double)GX_CARD_MILLI;
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
+    } else if (fgd) {
+        p.fit = fgd_fit(best_delta);
     }
     out->parts = p;
     out->cards[0] = node->cards[best].index;
@@ -846,7 +958,7 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
     if (total - used < need) {
         /* blame the sick cards only when they would have made room */
         out->reason = healthy < (int)n && all - used >= need ? deciding_reason(sick, 0, 1)
-                                                              : GX_REASON_NO_SLOT;
+                                                             : GX_REASON_NO_SLOT;
         return;
     }
     if (req->kind == GX_REQ_SHARED) {
@@ -868,6 +980,36 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
     out->keep = true;
 }
 
+/*
+ * A pod asking no GPU. Under fgd on a GPU node it scores by the GPU capacity
+ * its CPU and memory would strand (a node whose cards are all taken loses
+ * nothing); otherwise CPU nodes are preferred as configured.
+ */
+static void
+decide_cpu_pod(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+               const struct gx_node *node, struct gx_verdict *out)
+{
+    const struct gx_config *cfg = ctx->cfg;
+    bool cpu = node == NULL || node->gpu_count <= 0 || node_cards(node) == 0;
+    struct dctx d;
+
+    out->keep = true;
+    out->parts.util = out->parts.memory = out->parts.temp = out->parts.fit = NEUTRAL;
+    out->parts.labels = node != NULL ? labels_part(cfg, node) : NEUTRAL;
+    out->score = cfg->prefer_cpu_nodes_for_cpu_pods ? (cpu ? 10 : 0) : 5;
+    out->score_exact = out->score;
+    if (cpu) {
+        return;
+    }
+    dctx_init(&d, ctx, node);
+    if (!fgd_on(&d)) {
+        return;
+    }
+    out->parts.fit = fgd_fit(fgd_delta(&d, req, node, NULL));
+    out->score_exact = 10.0 * out->parts.fit;
+    out->score = weighted_score(out->score_exact);
+}
+
 /* True when @req is well formed for its kind. */
 static bool
 request_valid(const struct gx_podreq *req)
@@ -878,8 +1020,8 @@ request_valid(const struct gx_podreq *req)
     case GX_REQ_EXCLUSIVE:
         return req->gpus >= 1;
     case GX_REQ_SHARED:
-        return req->slices >= 1 && req->milli >= 0 && req->milli <= 1000 && req->memory_mib >= 0 && !isnan(req->util_pct) &&
-               req->util_pct <= 100.0;
+        return req->slices >= 1 && req->milli >= 0 && req->milli <= 1000 && req->memory_mib >= 0 &&
+               !isnan(req->util_pct) && req->util_pct <= 100.0;
     }
     return false;
 }
@@ -898,12 +1040,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         return;
     }
     if (req->kind == GX_REQ_NONE) {
-        bool cpu = node == NULL || node->gpu_count <= 0;
-        out->keep = true;
-        out->parts.util = out->parts.memory = out->parts.temp = out->parts.fit = NEUTRAL;
-        out->parts.labels = node != NULL ? labels_part(cfg, node) : NEUTRAL;
-        out->score = cfg->prefer_cpu_nodes_for_cpu_pods ? (cpu ? 10 : 0) : 5;
-        out->score_exact = out->score;
+        decide_cpu_pod(ctx, req, node, out);
         return;
     }
     if (node == NULL) {

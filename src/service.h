@@ -23,6 +23,7 @@
 #include "gx/app.h"
 #include "gx/arena.h"
 #include "gx/dcgm.h"
+#include "gx/fgd.h"
 #include "gx/http.h"
 #include "gx/kobj.h"
 #include "gx/leases.h"
@@ -84,6 +85,9 @@ struct gx_app {
     struct gx_metrics metrics; /* every module counts here */
 
     struct gx_sync sync;
+
+    /* fgd: the typical pods filter has seen (score.c learns, decisions read) */
+    struct gx_fgd_model fgd;
 
     /* the ledger; live mode keeps it in Leases through @leases */
     struct gx_ledger *ledger;

@@ -41,7 +41,6 @@ gx_sim_opts_default(struct gx_sim_opts *o, const struct gx_config *cfg)
     o->tune = 1.3;
     o->shuffle = true;
     o->replicas = 4;
-    o->half_life = 2000;
 }
 
 /* splitmix64: small, fast, and the same stream on every platform. */
@@ -75,6 +74,7 @@ struct snode {
     int free[SIM_MAX_CARDS];       /* milli-GPU not requested yet */
     int64_t booked[SIM_MAX_CARDS]; /* milli booked, may pass 1000 under count-only */
     int replicas[SIM_MAX_CARDS];   /* count-only: time-slicing replicas in use */
+    int64_t other_cpu, other_mem;  /* CPU-only pods' requests */
 };
 
 /* Everything one seed owns. */
@@ -366,8 +366,11 @@ static enum gx_err
 book(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_podreq *req,
      struct gx_admit_plan *plan)
 {
-    const struct gx_decide_ctx ctx = {
-        .cfg = r->o->cfg, .snap = r->snap, .ledger = r->ledger, .now_ms = SIM_NOW_MS};
+    const struct gx_decide_ctx ctx = {.cfg = r->o->cfg,
+                                      .snap = r->snap,
+                                      .ledger = r->ledger,
+                                      .now_ms = SIM_NOW_MS,
+                                      .fgd = &r->seen};
     char uid[32];
     const struct gx_admit_pod pod = {.uid = uid, .ns = "sim", .name = p->name, .req = req};
     struct gx_why why = {{0}};
@@ -381,8 +384,11 @@ static bool
 extender_total(struct run *r, size_t i, const struct gx_podreq *req, const struct gx_trace_pod *p,
                const struct gx_ksched_res *q, struct gx_verdict *v, double *total)
 {
-    const struct gx_decide_ctx ctx = {
-        .cfg = r->o->cfg, .snap = r->snap, .ledger = r->ledger, .now_ms = SIM_NOW_MS};
+    const struct gx_decide_ctx ctx = {.cfg = r->o->cfg,
+                                      .snap = r->snap,
+                                      .ledger = r->ledger,
+                                      .now_ms = SIM_NOW_MS,
+                                      .fgd = &r->seen};
     double ext;
 
     gx_score_node(&ctx, req, r->nodes[i].node, v);
@@ -409,7 +415,7 @@ choose(struct run *r, size_t n_feasible, const struct gx_podreq *req, const stru
     for (size_t k = 0; k < n_feasible; k++) {
         size_t i = r->feasible[k];
 
-        if (req->kind == GX_REQ_NONE) {
+        if (req->kind == GX_REQ_NONE && !r->o->cpu_pods_too) {
             memset(&v, 0, sizeof(v));
             total = (double)gx_ksched_plugins_score(&r->o->profile, &r->nodes[i].ks, q);
         } else if (!extender_total(r, i, req, p, q, &v, &total)) {
@@ -486,6 +492,17 @@ plugin_cards(struct snode *s, const struct gx_trace_pod *p, int *cards)
     return k <= s->n_cards ? k : 0;
 }
 
+/* Tell the ledger what CPU-only pods now ask on node @i, as a pod watch of all pods would. */
+static enum gx_err
+untracked(struct run *r, size_t i, const struct gx_trace_pod *p)
+{
+    struct snode *s = &r->nodes[i];
+
+    s->other_cpu += p->cpu_milli;
+    s->other_mem += p->memory_mib;
+    return gx_ledger_set_untracked(r->ledger, s->node->name, s->other_cpu, s->other_mem);
+}
+
 /* Schedule one pod; false when it fits nowhere. */
 static bool
 schedule_one(struct run *r, const struct gx_trace_pod *p)
@@ -493,16 +510,17 @@ schedule_one(struct run *r, const struct gx_trace_pod *p)
     struct gx_ksched_res q = ks_request(r, p);
     struct gx_podreq req = {.kind = GX_REQ_NONE, .util_pct = -1};
     struct gx_verdict v;
-    struct gx_fgd_shape sh = shape_of(p);
     size_t nf;
     long i;
     int cards[GX_MAX_PICK], k = 0;
 
-    if (r->o->mode != GX_SIM_COUNT_ONLY && p->num_gpu > 0) {
+    if (r->o->mode != GX_SIM_COUNT_ONLY && (p->num_gpu > 0 || r->o->cpu_pods_too)) {
         if (classify(r, p, &req) != GX_OK) {
             return false;
         }
-        gx_fgd_observe(&r->seen, &sh); /* filter is where the extender sees the pod */
+    }
+    if (req.kind != GX_REQ_NONE || r->o->cpu_pods_too) {
+        gx_score_learn(r->o->cfg, &r->seen, &req); /* as filter does */
     }
     nf = find_feasible(r, p, &q);
     memset(&v, 0, sizeof(v));
@@ -525,6 +543,9 @@ schedule_one(struct run *r, const struct gx_trace_pod *p)
         memcpy(cards, plan.cards, sizeof(int) * (size_t)k);
     }
     place(r, (size_t)i, p, &q, cards, k);
+    if (r->o->sees_all_pods && req.kind == GX_REQ_NONE && untracked(r, (size_t)i, p) != GX_OK) {
+        r->ledger_errs++;
+    }
     return true;
 }
 
@@ -597,7 +618,7 @@ gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t s
     enum gx_err rc;
 
     memset(out, 0, sizeof(*out));
-    gx_fgd_model_init(&r.seen, o->half_life);
+    gx_fgd_model_init(&r.seen, o->cfg->fgd_half_life);
     gx_fgd_model_init(&r.truth, 1e30);
     if ((rc = build_snapshot(&r, why)) != GX_OK || (rc = build_nodes(&r, why)) != GX_OK ||
         (rc = build_order(&r)) != GX_OK) {

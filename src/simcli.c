@@ -30,7 +30,7 @@ struct cli {
     size_t n_seeds;
     double tune;
     int threads;
-    bool exact, no_shuffle, slices;
+    bool exact, no_shuffle, slices, all_pods, cpu_pods;
     int replicas;
     const char *strategy;
     int ext_weight, pct_nodes;
@@ -56,7 +56,7 @@ sim_usage(FILE *f)
         f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
            "         [--policy NAME[,NAME...]] [--tune 1.3] [--seeds 42-51] [--json OUT.json]\n"
            "         [--svg OUT.svg] [--threads N] [--exact-score] [--no-shuffle] [--replicas R]\n"
-           "         [--share-slices]\n"
+           "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
            "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
            "         [--percentage-of-nodes-to-score P]\n"
            "policies: binpack, spread, fgd (the extender under that score.policy), count-only\n"
@@ -132,7 +132,8 @@ parse_args(int argc, char **argv, struct cli *c)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
-                    strcmp(a, "--share-slices") == 0;
+                    strcmp(a, "--share-slices") == 0 || strcmp(a, "--sees-all-pods") == 0 ||
+                    strcmp(a, "--cpu-pods-too") == 0;
 
         if (!flag && (v = arg_value(argc, argv, &i)) == NULL) {
             return false;
@@ -171,6 +172,10 @@ parse_args(int argc, char **argv, struct cli *c)
             c->no_shuffle = true;
         } else if (strcmp(a, "--share-slices") == 0) {
             c->slices = true;
+        } else if (strcmp(a, "--sees-all-pods") == 0) {
+            c->all_pods = true;
+        } else if (strcmp(a, "--cpu-pods-too") == 0) {
+            c->cpu_pods = true;
         } else {
             return false;
         }
@@ -266,6 +271,8 @@ policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
         cfg->policy = GX_POLICY_BINPACK;
     } else if (strcmp(name, "spread") == 0) {
         cfg->policy = GX_POLICY_SPREAD;
+    } else if (strcmp(name, "fgd") == 0) {
+        cfg->policy = GX_POLICY_FGD;
     } else if (strcmp(name, "count-only") == 0) {
         o->mode = GX_SIM_COUNT_ONLY;
     } else if (strcmp(name, "random") == 0) {
@@ -293,6 +300,8 @@ policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
     o->shuffle = !c->no_shuffle;
     o->exact_score = c->exact;
     o->share_slices = c->slices;
+    o->sees_all_pods = c->all_pods;
+    o->cpu_pods_too = c->cpu_pods;
     o->replicas = c->replicas > 0 ? c->replicas : gx_config_card_slots(cfg, "", 1);
     return true;
 }

@@ -314,6 +314,27 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
     return GX_OK;
 }
 
+/* Allocatable CPU (milli) and memory (MiB) of @ni, -1 when absent or not a quantity. */
+static void
+node_host(const struct gx_node_info *ni, struct gx_node *node)
+{
+    int64_t v;
+
+    node->alloc_cpu_milli = -1;
+    node->alloc_mem_mib = -1;
+    for (size_t i = 0; i < ni->n_allocatable; i++) {
+        const char *k = ni->allocatable[i].key, *q = ni->allocatable[i].value;
+        if (k == NULL || q == NULL) {
+            continue;
+        }
+        if (strcmp(k, "cpu") == 0 && gx_quantity_parse_milli(q, &v) == GX_OK) {
+            node->alloc_cpu_milli = v;
+        } else if (strcmp(k, "memory") == 0 && gx_quantity_parse_mib(q, &v) == GX_OK) {
+            node->alloc_mem_mib = v;
+        }
+    }
+}
+
 /* Fill @node from @ni: the labels decisions read and the GPU facts derived from them. */
 static enum gx_err
 build_node(struct build *b, const struct gx_node_info *ni, const struct gx_mstore *ms,
@@ -362,6 +383,7 @@ build_node(struct build *b, const struct gx_node_info *ni, const struct gx_mstor
         q_shared = 0;
     }
     node->alloc_gpu = has_gpu || has_shared ? q_gpu + q_shared : -1;
+    node_host(ni, node);
 
     /* Physical cards: a time-sliced node advertises cards x replicas. */
     if (parse_count(gx_node_label(node, LABEL_COUNT), &n) && n > 0) {

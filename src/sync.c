@@ -332,6 +332,7 @@ gx_sync_decide_ctx(const struct gx_app *app, struct gx_decide_ctx *ctx)
     ctx->snap = app->sync.snap;
     ctx->ledger = app->ledger;
     ctx->now_ms = gx_wall_ms();
+    ctx->fgd = &app->fgd;
 }
 
 void

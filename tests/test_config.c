@@ -91,7 +91,8 @@ assert_defaults(const struct gx_config *c)
     cr_assert_eq(c->default_slices, 1);
     cr_assert_eq(c->n_product_slots, 0);
     cr_assert_eq(c->reservation_ttl_s, 300);
-    cr_assert_eq(c->policy, GX_POLICY_BINPACK);
+    cr_assert_eq(c->policy, GX_POLICY_FGD);
+    cr_assert_eq(c->fgd_half_life, 5000);
     cr_assert_eq(c->w_util, 4);
     cr_assert_eq(c->w_memory, 3);
     cr_assert_eq(c->w_temp, 1);
@@ -322,7 +323,7 @@ Test(config, enums_list_allowed_values)
     expect_error("{\"log\":{\"level\":\"verbose\"}}", GX_EINVAL,
                  "log.level: must be one of debug, info, warn, error");
     expect_error("{\"score\":{\"policy\":\"pack\"}}", GX_EINVAL,
-                 "score.policy: must be one of binpack, spread");
+                 "score.policy: must be one of binpack, spread, fgd");
     expect_error("{\"metrics\":{\"on_stale\":\"drop\"}}", GX_EINVAL,
                  "metrics.on_stale: must be one of ignore, reject");
 }

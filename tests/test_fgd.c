@@ -115,15 +115,20 @@ Test(fgd, old_shapes_decay_and_the_table_is_bounded)
     cr_assert(m.total > 0 && isfinite(m.total));
 }
 
-Test(fgd, cpu_only_requests_are_not_typical_gpu_pods)
+Test(fgd, cpu_pods_count_only_when_their_cpu_is_gone)
 {
     struct gx_fgd_model m;
-    const struct gx_fgd_shape cpu = {.cpu_milli = 1000, .mem_mib = 1024};
-    const int free[1] = {1000};
-    struct gx_fgd_node n = node(1, free);
+    const struct gx_fgd_shape cpu = {.cpu_milli = 8000, .mem_mib = 1024};
+    const struct gx_fgd_shape gpu = {.cpu_milli = 4000, .mem_mib = 1024, .gpus = 1, .milli = 1000};
+    const int free[2] = {1000, 1000};
+    struct gx_fgd_node n = node(2, free);
+    int card = 0;
 
     gx_fgd_model_init(&m, 10);
     gx_fgd_observe(&m, &cpu);
-    cr_assert_eq(m.n, 0);
-    cr_assert_float_eq(gx_fgd_frag(&m, &n), 0.0, 1e-9);
+    cr_assert_eq(m.n, 1);
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 0.0, 1e-9, "a CPU pod that fits strands nothing");
+    n.cpu_milli = 10000;
+    /* taking 4 of the last 10 CPUs leaves 6: the CPU pod no longer fits, the last card is lost */
+    cr_assert_float_eq(gx_fgd_delta(&m, &n, &gpu, &card), 1000.0, 1e-9);
 }

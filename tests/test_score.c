@@ -940,3 +940,75 @@ Test(score, milli_share_fits_by_milli_and_packs_under_binpack)
     cr_assert_eq(decide(&w, r).reason, GX_REASON_BAD_REQUEST);
     world_free(&w);
 }
+
+/* Book @milli of card @card for pod @uid as a milli tenant. */
+static void
+book_milli(struct world *w, const char *uid, int card, int milli)
+{
+    int slots[MAX_CARDS];
+    struct gx_tenant t;
+
+    for (int i = 0; i < MAX_CARDS; i++) {
+        slots[i] = gx_config_card_slots(&w->cfg, w->node.product, w->node.replicas);
+    }
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    t.card = card;
+    t.slices = 1;
+    t.milli = milli;
+    t.util_pct = -1;
+    t.since_ms = NOW;
+    cr_assert_eq(gx_ledger_add(w->ledger, w->node.name, &t, 1, slots, MAX_CARDS), GX_OK);
+}
+
+/* fgd keeps room for the typical 300-milli pod where binpack fills the fuller card. */
+Test(score, fgd_picks_the_card_that_strands_least)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 300};
+    struct gx_podreq r = req_shared(1, 0, -1);
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    book_milli(&w, "a", 0, 300); /* 700 free */
+    book_milli(&w, "b", 1, 550); /* 450 free */
+    r.milli = 400;
+    cr_assert_eq(decide(&w, r).cards[0], 1, "binpack: the fuller card");
+    w.cfg.policy = GX_POLICY_FGD;
+    cr_assert_eq(decide(&w, r).cards[0], 1, "no typical pods learned yet: as binpack");
+    gx_fgd_model_init(&m, 100);
+    gx_fgd_observe(&m, &typical);
+    w.ctx.fgd = &m;
+    v = decide(&w, r);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 0, "700 -> 300 still takes a typical pod, 450 -> 50 does not");
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9, "no fragmentation change scores neutral");
+    world_free(&w);
+}
+
+/* Under fgd a CPU pod that would strand free cards scores below one that strands none. */
+Test(score, fgd_scores_cpu_pods_by_the_gpus_they_strand)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.cpu_milli = 8000, .gpus = 1, .milli = 1000};
+    struct gx_podreq cpu = req_none();
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    w.cfg.policy = GX_POLICY_FGD;
+    w.node.alloc_cpu_milli = 16000;
+    w.node.alloc_mem_mib = -1;
+    gx_fgd_model_init(&m, 100);
+    gx_fgd_observe(&m, &typical);
+    w.ctx.fgd = &m;
+    cpu.cpu_milli = 4000; /* leaves 12 CPUs: the typical pod still fits */
+    v = decide(&w, cpu);
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9);
+    cpu.cpu_milli = 10000; /* leaves 6: both free cards are stranded */
+    v = decide(&w, cpu);
+    cr_assert_lt(v.parts.fit, 0.5);
+    cr_assert_lt(v.score, 5);
+    world_free(&w);
+}

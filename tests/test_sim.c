@@ -118,7 +118,8 @@ Test(sim, seeds_are_reproducible_and_differ)
 
 Test(sim, binpack_places_better_than_spread)
 {
-    struct gx_config *bin = config("{\"sharing\":{\"default_slots\":4}}");
+    struct gx_config *bin =
+        config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"binpack\"}}");
     struct gx_config *spr =
         config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"spread\"}}");
     struct gx_sim_result r;
@@ -128,6 +129,21 @@ Test(sim, binpack_places_better_than_spread)
     cr_assert_gt(b, s, "binpack %.2f spread %.2f", b, s);
     gx_config_free(bin);
     gx_config_free(spr);
+}
+
+Test(sim, fgd_places_better_than_count_only_and_random)
+{
+    struct gx_config *cfg = config("{\"score\":{\"policy\":\"fgd\",\"weights\":{"
+                                   "\"utilization\":0,\"memory\":0,\"temperature\":0,"
+                                   "\"labels\":0,\"fit\":1}}}");
+    struct gx_sim_result r;
+    double f = alloc_at_100(cfg, GX_SIM_EXTENDER, &r);
+    double c = alloc_at_100(cfg, GX_SIM_COUNT_ONLY, &r);
+    double x = alloc_at_100(cfg, GX_SIM_RANDOM, &r);
+
+    cr_assert_geq(f, c, "fgd %.2f count-only %.2f", f, c);
+    cr_assert_geq(f, x, "fgd %.2f random %.2f", f, x);
+    gx_config_free(cfg);
 }
 
 Test(sim, count_only_over_admits_shared_cards)

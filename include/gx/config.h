@@ -15,7 +15,7 @@
 
 #include "gx/common.h"
 
-enum gx_policy { GX_POLICY_BINPACK, GX_POLICY_SPREAD };
+enum gx_policy { GX_POLICY_BINPACK, GX_POLICY_SPREAD, GX_POLICY_FGD };
 enum gx_on_stale { GX_STALE_IGNORE, GX_STALE_REJECT };
 
 /** The live GPU signals, one Prometheus query / dcgm family each. */
@@ -113,6 +113,7 @@ struct gx_config {
 
     /* score */
     enum gx_policy policy;
+    int fgd_half_life; /* fgd: typical pods forget with this half-life, in GPU pods seen */
     int w_util, w_memory, w_temp, w_labels, w_fit; /* 0..100 each */
     struct gx_label_rule *label_rules;
     size_t n_label_rules;

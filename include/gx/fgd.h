@@ -35,6 +35,7 @@ struct gx_fgd_model {
     size_t n;
     double inc;   /* weight of the next observation (grows instead of decaying the old) */
     double decay; /* per observation, e.g. 2^(-1/half_life) */
+    double half_life;
     double total; /* sum of weights */
     uint64_t observed;
 };
@@ -51,7 +52,10 @@ struct gx_fgd_node {
 /** Empty model whose weights halve every @half_life observations (>= 1). */
 void gx_fgd_model_init(struct gx_fgd_model *m, double half_life);
 
-/** Learn one request (CPU-only shapes are ignored: they use no GPU). Cannot fail. */
+/** Set @m's half-life, keeping what it learned (a zeroed @m becomes an empty model). */
+void gx_fgd_model_tune(struct gx_fgd_model *m, double half_life);
+
+/** Learn one request (CPU-only ones too: they need CPU a GPU pod may take). Cannot fail. */
 void gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s);
 
 /** Expected milli-GPU of @n that a typical pod of @m could not use; 0 for an empty model. */

@@ -30,6 +30,8 @@ struct gx_tenant {
     int slices;           /* shared: slots held (for a milli tenant: the slot equivalent, for
                              readers that predate milli; never counted next to milli) */
     int milli;            /* shared: milli-GPU held, 0 = the share is @slices slots */
+    int64_t cpu_milli;    /* the pod's CPU request, on its first tenant only (0 none) */
+    int64_t host_mem_mib; /* the pod's memory request, MiB, on its first tenant only */
     int64_t memory_mib;   /* shared: declared reservation, 0 none */
     double util_pct;      /* shared: declared expectation, -1 none */
     enum gx_tenant_state state;
@@ -41,8 +43,10 @@ struct gx_ledger_node {
     struct gx_tenant *tenants;
     size_t n_tenants;
     size_t cap;
-    char *resource_version; /* of the Lease this came from, NULL if none */
-    uint64_t version;       /* ledger-wide counter value at this entry's last change */
+    char *resource_version;      /* of the Lease this came from, NULL if none */
+    int64_t untracked_cpu_milli; /* requests of pods the ledger does not hold (not in Leases) */
+    int64_t untracked_mem_mib;
+    uint64_t version; /* ledger-wide counter value at this entry's last change */
 };
 
 struct gx_ledger;
@@ -98,6 +102,21 @@ int gx_ledger_share_used(const struct gx_card_usage *u, int slots);
  * is slices + @slices <= @slots. Cannot fail.
  */
 bool gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli);
+
+/**
+ * Record what pods the ledger does not hold (CPU-only pods) request on
+ * @node: CPU milli and memory MiB, as a pod source that sees them reports
+ * it. Not part of the Lease. A change counts as a mutation (version).
+ * GX_EINVAL for negative amounts, GX_ENOMEM.
+ */
+enum gx_err gx_ledger_set_untracked(struct gx_ledger *l, const char *node, int64_t cpu_milli,
+                                    int64_t mem_mib) GX_WUR;
+
+/**
+ * CPU (milli) and memory (MiB) requested on the node of entry @e: its
+ * tenants' pods plus the untracked amounts (zero for NULL).
+ */
+void gx_ledger_entry_host(const struct gx_ledger_node *e, int64_t *cpu_milli, int64_t *mem_mib);
 
 /** Find the tenants of pod @uid: returns its node entry (or NULL). */
 const struct gx_ledger_node *gx_ledger_find_pod(const struct gx_ledger *l, const char *uid);

@@ -33,6 +33,8 @@ struct gx_podreq {
     int64_t memory_mib; /* shared: declared GPU memory, 0 = none */
     double util_pct;    /* shared: expected utilization, -1 = none */
     bool device_plugin; /* shared via res_shared: the device plugin picks the card */
+    int64_t cpu_milli;  /* effective CPU request, milli-CPU (0 = none) */
+    int64_t mem_mib;    /* effective memory request, MiB rounded up */
 };
 
 /**

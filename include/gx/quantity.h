@@ -15,6 +15,9 @@
  */
 enum gx_err gx_quantity_parse(const char *s, int64_t *out) GX_WUR;
 
+/** Parse @s in thousandths ("500m" -> 500, "2" -> 2000, "0.1" -> 100), rounded up. */
+enum gx_err gx_quantity_parse_milli(const char *s, int64_t *out) GX_WUR;
+
 /** Parse a byte quantity and convert to MiB rounded up ("6Gi" -> 6144, "1G" -> 954). */
 enum gx_err gx_quantity_parse_mib(const char *s, int64_t *out) GX_WUR;
 

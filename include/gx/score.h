@@ -9,6 +9,7 @@
 #define GX_SCORE_H
 
 #include "gx/config.h"
+#include "gx/fgd.h"
 #include "gx/ledger.h"
 #include "gx/podreq.h"
 #include "gx/snapshot.h"
@@ -69,7 +70,23 @@ struct gx_decide_ctx {
     const struct gx_snapshot *snap;
     const struct gx_ledger *ledger; /* may be NULL: nothing booked */
     int64_t now_ms;                 /* wall ms, for staleness */
+    const struct gx_fgd_model *fgd; /* fgd policy: typical pods; NULL or empty: binpack */
 };
+
+/**
+ * Learn @req into @m, the typical pods of the fgd policy (filter calls
+ * this once per pod it sees). A zeroed @m is set up on first use; the
+ * half-life follows cfg->fgd_half_life across reloads. Cannot fail.
+ */
+void gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m,
+                    const struct gx_podreq *req);
+
+/**
+ * The shape FGD sees of @req: its CPU and memory, whole cards, or its share
+ * of one card in milli (slices of a card of @slots slots). Cannot fail.
+ */
+void gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int slots,
+                        struct gx_fgd_shape *out);
 
 /**
  * Decide for one node: filter verdict, score and card choice. @node may be
@@ -81,10 +98,10 @@ void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
 /** Why a card cannot take work, as explain shows it per card. */
 enum gx_card_state {
     GX_CARD_OK,
-    GX_CARD_HOT,   /* temperature over score.max_temperature_c */
-    GX_CARD_XID,   /* a fresh XID error not in metrics.ignored_xids */
-    GX_CARD_BUSY,  /* utilization over score.max_utilization_pct */
-    GX_CARD_STALE, /* metrics missing or old under on_stale=reject */
+    GX_CARD_HOT,     /* temperature over score.max_temperature_c */
+    GX_CARD_XID,     /* a fresh XID error not in metrics.ignored_xids */
+    GX_CARD_BUSY,    /* utilization over score.max_utilization_pct */
+    GX_CARD_STALE,   /* metrics missing or old under on_stale=reject */
     GX_CARD_CLAIMED, /* allocated to a DRA ResourceClaim (card->claim) */
     GX_CARD_COUNT
 };

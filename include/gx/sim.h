@@ -31,15 +31,16 @@ struct gx_sim_opts {
     const struct gx_config *cfg;      /* extender config (borrowed) */
     struct gx_ksched_profile profile; /* the scheduler around it */
     enum gx_sim_mode mode;
-    double tune;       /* append random pods up to tune x GPU capacity; <= 0: as is */
-    bool shuffle;      /* shuffle the pods (the published runs do) */
-    bool exact_score;  /* add the unrounded extender score (measures the 0..10 cost) */
-    bool share_slices; /* ask shares as time slices (rounded up) instead of gpu-milli */
-    int replicas;      /* count-only: time-slicing replicas per card */
-    double half_life;  /* fgd: typical-pod memory in observed requests */
+    double tune;        /* append random pods up to tune x GPU capacity; <= 0: as is */
+    bool shuffle;       /* shuffle the pods (the published runs do) */
+    bool exact_score;   /* add the unrounded extender score (measures the 0..10 cost) */
+    bool share_slices;  /* ask shares as time slices (rounded up) instead of gpu-milli */
+    bool sees_all_pods; /* the extender learns CPU-only pods' requests (gx_ledger_set_untracked) */
+    bool cpu_pods_too;  /* CPU-only pods go through the extender as well (empty managedResources) */
+    int replicas;       /* count-only: time-slicing replicas per card */
 };
 
-/** Defaults: extender, default profile, tune 1.3, shuffled, 4 replicas, half-life 2000. */
+/** Defaults: extender, default profile, tune 1.3, shuffled, 4 replicas. */
 void gx_sim_opts_default(struct gx_sim_opts *o, const struct gx_config *cfg);
 
 /** Result of one seed. */

@@ -43,7 +43,9 @@ struct gx_node {
     int64_t gpu_memory_mib; /* per card: nvidia.com/gpu.memory, 0 unknown */
     int replicas;           /* nvidia.com/gpu.replicas, >= 1 */
     enum gx_sharing sharing;
-    int64_t alloc_gpu; /* allocatable res_gpu (+ res_shared), -1 if absent */
+    int64_t alloc_gpu;       /* allocatable res_gpu (+ res_shared), -1 if absent */
+    int64_t alloc_cpu_milli; /* allocatable cpu in milli-CPU, -1 if absent */
+    int64_t alloc_mem_mib;   /* allocatable memory in MiB, -1 if absent */
     bool ready;
     bool unschedulable;
     struct gx_card *cards; /* gpu_count entries */
@@ -73,7 +75,8 @@ enum gx_err gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_
                               size_t n_nodes, const struct gx_mstore *ms, int64_t now_ms,
                               struct gx_snapshot **out) GX_WUR;
 
-/** The claim holding the card @uuid (never NULL) of @node, or NULL; see gx_snapshot_mark_claimed. */
+/** The claim holding the card @uuid (never NULL) of @node, or NULL; see gx_snapshot_mark_claimed.
+ */
 typedef const char *(*gx_snapshot_claim_fn)(void *ctx, const char *node, const char *uuid);
 
 /**
