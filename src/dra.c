@@ -452,11 +452,15 @@ claim_event(void *ctx, const struct gx_watch_event *ev)
 }
 
 static void
-absent_cb(void *ctx)
+absent_cb(void *ctx, long status)
 {
     struct gx_dra *d = ctx;
 
-    if (!d->absent) {
+    if (!d->absent && status == 403) {
+        gx_warn("not allowed to read DRA ResourceSlices/ResourceClaims, cards claims hold are not "
+                "seen (grant get/list/watch, see manifests/02-rbac.yaml)",
+                NULL);
+    } else if (!d->absent) {
         gx_info("the API server has no DRA API (resource.k8s.io/v1), no card is held by claims",
                 NULL);
     }

@@ -731,10 +731,10 @@ list_done_cb(void *ctx, const struct gx_httpc_result *res)
         (void)snprintf(detail, sizeof(detail), "%s", res->error ? res->error : "");
         goto out;
     }
-    if (res->status == 404 && s->w != NULL) {
-        /* Not served (e.g. no DRA API on this server): not an error; look again later. */
+    if (s->w != NULL && (res->status == 404 || (res->status == 403 && s->w->cbs.absent != NULL))) {
+        /* Not served (no DRA API on this server), or not ours to read: not an error. */
         if (!s->w->absent && s->w->cbs.absent != NULL) {
-            s->w->cbs.absent(s->w->ctx); /* the owner says what it means, once */
+            s->w->cbs.absent(s->w->ctx, res->status); /* the owner says what it means, once */
         } else if (!s->w->absent) {
             gx_info("kubernetes resource not served, looking again later", "resource=%s retry_s=%d",
                     s->name, KUBE_ABSENT_RETRY_MS / 1000);

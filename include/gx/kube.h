@@ -70,11 +70,13 @@ struct gx_kube_watch_cbs {
     /** One ADDED, MODIFIED or DELETED event; @ev is borrowed for the call. */
     void (*event)(void *ctx, const struct gx_watch_event *ev);
     /**
-     * The list answered 404: the server does not serve the resource (an
-     * API group it lacks). Called once per absence, logged once; the list is
-     * tried again every minute. May be NULL (then kube logs it once).
+     * The list answered @status 404 (the server does not serve the
+     * resource: an API group it lacks) or 403 (RBAC does not let us read
+     * it). Called once per absence, not counted as an error; the list is
+     * tried again every minute. May be NULL: then 404 is logged once and
+     * 403 is an error like any other refusal.
      */
-    void (*absent)(void *ctx);
+    void (*absent)(void *ctx, long status);
 };
 
 struct gx_kube_watch;

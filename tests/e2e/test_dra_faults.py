@@ -1,6 +1,7 @@
 """Issue 13, DRA against the Python fake API server, for what the real one cannot do on demand:
 a server without resource.k8s.io/v1 (404: logged once, everything keeps working), and watch
 faults on the ResourceClaim stream (410 Gone, a cut stream) that must still free and take cards.
+A server that refuses the read (403, RBAC without the rules) does not keep the replica unready.
 A claimed card is never offered by filter nor booked by bind; a released claim frees it."""
 import os
 import re
@@ -75,6 +76,23 @@ try:
     c.eq(logs.count("no DRA API"), 1, "the missing DRA API is logged once")
     c.ok("resourceslices" not in re.sub(r"no DRA API.*", "", logs) or "level=warn" not in logs,
          "and is not reported as a failure")
+finally:
+    if ext:
+        if c.failed:
+            print(ext.logs())
+        ext.cleanup()
+    api.stop()
+
+# 1b. DRA served but RBAC without the read rules (403): ready all the same, one warning.
+api = FakeApiServer(extra=["--dra"])
+ext = None
+try:
+    api.control("POST", "/control/fault", {"kind": "403", "path_prefix": "/apis/resource.k8s.io",
+                                           "count": 1000})
+    ext = Extender(sys.argv[1], overrides=live_overrides(api)).start()
+    c.eq(reason(ext, probe), None, "403 on the DRA API: ready, the free card is offered")
+    time.sleep(1)
+    c.eq(ext.logs().count("not allowed to read DRA"), 1, "the missing permission is logged once")
 finally:
     if ext:
         if c.failed:
