@@ -479,7 +479,7 @@ class Cluster:
         # Only what must differ outside a cluster: where the API server and the extender are.
         cfg["clientConnection"]["kubeconfig"] = self.path("scheduler.kubeconfig")
         ext = cfg["extenders"][0]
-        e = self.extender_spec(spec["extender"])
+        e = self.extender_spec(spec["extender"]) if spec.get("extender") else {"name": "-", "port": 9}
         port = e.get("port") or self.state["ports"].get(f"extender-{e['name']}")
         scheme = "https" if ext.get("enableHTTPS") else "http"
         if scheme == "https" and not e.get("tls"):
@@ -495,6 +495,9 @@ class Cluster:
             cfg["profiles"][0]["schedulerName"] = spec["scheduler_name"]
         if spec.get("leader_elect") is not None:
             cfg["leaderElection"]["leaderElect"] = spec["leader_elect"]
+        # Benchmark baseline: the same configuration without the extenders entry.
+        if spec.get("no_extender"):
+            del cfg["extenders"]
         cpath = self.path(f"scheduler-{name}.yaml")
         with open(cpath, "w") as f:
             yaml.safe_dump(cfg, f)
@@ -504,7 +507,7 @@ class Cluster:
                                          f"--config={cpath}", "--bind-address=127.0.0.1",
                                          f"--secure-port={sport}",
                                          f"--cert-dir={self.path('scheduler-certs-' + name)}",
-                                         "--v=2"])
+                                         "--v=2", *spec.get("args", [])])
 
         def healthy():
             if not self.alive(f"scheduler-{name}"):

@@ -1,0 +1,205 @@
+"""Scheduling throughput of the real kube-scheduler (the pinned release of tests/k8s) on fake GPU
+nodes, (a) bare, with device-plugin counting only, and (b) with gpu-extender (filter,
+prioritize, bind), both with the shipped KubeSchedulerConfiguration (same
+percentageOfNodesToScore); only the `extenders:` entry differs.
+
+    python3 bench/k8s_throughput.py BUILD/gpu-extender [--nodes 1000,5000] [--pods 2000]
+
+For each node count: one cluster (tests/k8s/rig.py) with N generated copies of the 8-card node
+gpu-node-b (plus the demo nodes) and one extender replica. For each mode the pods (1 GPU each,
+tolerating the GPU taint) are created first with no scheduler running for their scheduler name;
+then the scheduler starts and the clock runs until every pod is bound. pods/s = pods / (last
+bind - first bind), from the scheduler's scheduler_schedule_attempts_total polled every 0.25 s;
+p50/p99 latency from its scheduler_scheduling_attempt_duration_seconds histogram (one
+scheduling attempt: filter, score, bind; queueing excluded). Results: bench/results/k8s.json and
+a Markdown table on stdout. Not a test: numbers vary with the machine's load.
+"""
+import argparse
+import json
+import os
+import re
+import ssl
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
+
+from rig import Cluster, wait_for  # noqa: E402
+
+NS = "e2e"
+
+
+def pods(prefix, n, scheduler):
+    items = []
+    for i in range(n):
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"{prefix}-{i:05d}", "namespace": NS,
+                                   "labels": {"bench": prefix}},
+                      "spec": {"schedulerName": scheduler, "restartPolicy": "Never",
+                               "terminationGracePeriodSeconds": 0,
+                               "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                "effect": "NoSchedule"}],
+                               "containers": [{"name": "main", "image": "cuda:13",
+                                               "resources": {"limits": {"nvidia.com/gpu": "1",
+                                                                        "cpu": "100m",
+                                                                        "memory": "64Mi"}}}]}})
+    return items
+
+
+def create_pods(c, items):
+    """POST the pods from a few threads (kubectl would send them one by one)."""
+    import concurrent.futures
+
+    def post(p):
+        st, body = c.api("POST", f"/api/v1/namespaces/{NS}/pods", p)
+        if st != 201:
+            raise RuntimeError(f"create {p['metadata']['name']}: {st} {str(body)[:200]}")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(post, items))
+
+
+def sched_metrics(port):
+    ctx = ssl._create_unverified_context()
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", timeout=10, context=ctx) as r:
+        text = r.read().decode()
+    scheduled = errors = 0.0
+    buckets = {}
+    for line in text.splitlines():
+        if line.startswith('scheduler_schedule_attempts_total{') and 'result="scheduled"' in line:
+            scheduled += float(line.rsplit(" ", 1)[1])
+        elif line.startswith('scheduler_schedule_attempts_total{') and 'result="error"' in line:
+            errors += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("scheduler_scheduling_attempt_duration_seconds_bucket{") \
+                and 'result="scheduled"' in line:
+            le = re.search(r'[{,]le="([^"]+)"', line).group(1)
+            key = float("inf") if le == "+Inf" else float(le)
+            buckets[key] = buckets.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return scheduled, errors, buckets
+
+
+def watch_binds(c, prefix):
+    """{pod name: time it was first seen bound}, filled by a watch in a daemon thread."""
+    import threading
+
+    bound = {}
+    st, lst = c.api("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=bench%3D{prefix}&limit=1")
+    rv = lst["metadata"]["resourceVersion"]
+
+    def run():
+        req = urllib.request.Request(
+            c.api_url + f"/api/v1/namespaces/{NS}/pods?watch=1&labelSelector=bench%3D{prefix}"
+            f"&resourceVersion={rv}&timeoutSeconds=3600")
+        req.add_header("Authorization", "Bearer gx-e2e-admin-token")
+        with urllib.request.urlopen(req, context=c.ctx, timeout=3600) as r:
+            for line in r:
+                ev = json.loads(line)
+                o = ev.get("object", {})
+                name = o.get("metadata", {}).get("name")
+                if name and o.get("spec", {}).get("nodeName") and name not in bound:
+                    bound[name] = time.time()
+    threading.Thread(target=run, daemon=True).start()
+    return bound
+
+
+def quantile(buckets, q):
+    """Linear interpolation inside the bucket, as histogram_quantile does."""
+    items = sorted(buckets.items())
+    if not items or items[-1][1] == 0:
+        return None
+    total = items[-1][1]
+    rank = q * total
+    prev_le, prev_n = 0.0, 0.0
+    for le, n in items:
+        if n >= rank:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_n) / max(n - prev_n, 1e-9)
+        prev_le, prev_n = le, n
+    return items[-1][0]
+
+
+def run_mode(c, mode, npods):
+    name = "bench-bare" if mode == "bare" else "gpu-scheduler"
+    prefix = f"{mode}"
+    t0 = time.time()
+    create_pods(c, pods(prefix, npods, name))
+    print(f"  {mode}: {npods} pods created in {time.time() - t0:.1f} s", flush=True)
+    spec = {"name": name, "leader_elect": False,
+            "args": ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]}
+    if mode == "bare":
+        spec.update(no_extender=True, scheduler_name=name)
+    else:
+        spec.update(extender="a")
+    bound = watch_binds(c, prefix)
+    c.schedulers.append(spec)
+    c.start_scheduler(name)
+    port = c.state["ports"][f"scheduler-{name}"]
+    wait_for(lambda: len(bound) >= npods, 1800, f"{npods} {mode} pods bound", interval=0.25)
+    n, nerr, buckets = sched_metrics(port)
+    times = sorted(bound.values())
+    first, last = times[0], times[-1]
+    # Binds seen in the first and last 5 % are start-up and tail: the rate over the middle 90 %
+    # is the steady state; the whole-run rate is reported too.
+    lo, hi = times[len(times) // 20], times[len(times) * 19 // 20]
+    rate = npods / (last - first) if last > first else None
+    steady = (len(times) * 0.9) / (hi - lo) if hi > lo else None
+    res = {"mode": mode, "pods": npods, "attempts_scheduled": n, "attempts_error": nerr, "seconds": round(last - first, 2),
+           "pods_per_s": round(rate, 1) if rate else None,
+           "steady_pods_per_s": round(steady, 1) if steady else None,
+           "p50_ms": round(quantile(buckets, 0.5) * 1000, 1) if quantile(buckets, 0.5) is not None else None,
+           "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None}
+    print(f"  {mode}: {res}", flush=True)
+    c.stop_scheduler(name)
+    c.schedulers.remove(spec)
+    # Free the cards for the next mode.
+    c.kubectl("-n", NS, "delete", "pods", "-l", f"bench={prefix}", "--wait=false", "--grace-period=0",
+              "--force")
+    wait_for(lambda: not c.kjson("-n", NS, "get", "pods", "-l", f"bench={prefix}")["items"], 600,
+             "bench pods deleted", interval=2)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("extender")
+    ap.add_argument("--nodes", default="1000,5000")
+    ap.add_argument("--pods", type=int, default=2000)
+    ap.add_argument("--modes", default="bare,extender")
+    a = ap.parse_args()
+    results = []
+    for n in [int(x) for x in a.nodes.split(",")]:
+        t0 = time.time()
+        c = Cluster(extender_bin=a.extender, extenders=[{"name": "a", "overrides": {
+            "log.level": "warn", "ledger.sync_interval_s": 5, "ledger.reconcile_interval_s": 10}}],
+            schedulers=[], generate=n)
+        c.up()
+        print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
+        try:
+            for mode in a.modes.split(","):
+                r = run_mode(c, mode, a.pods)
+                r["nodes"] = len(c.node_names)  # generated + demo nodes
+                r["generated_nodes"] = n
+                results.append(r)
+        finally:
+            c.down()
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "k8s.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print("\n| GPU nodes | mode | pods | pods/s (all) | pods/s (middle 90 %) | p50 attempt | p99 attempt | attempts failed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['generated_nodes']:,} | {r['mode']} | {r['pods']} | {r['pods_per_s']} | "
+              f"{r['steady_pods_per_s']} | {r['p50_ms']} ms | {r['p99_ms']} ms | {r['attempts_error']} |")
+    by = {}
+    for r in results:
+        by.setdefault(r["generated_nodes"], {})[r["mode"]] = r["pods_per_s"]
+    for n, m in by.items():
+        if m.get("bare") and m.get("extender"):
+            print(f"{n:,} nodes: with extender {100 * m['extender'] / m['bare']:.0f} % of bare")
+
+
+if __name__ == "__main__":
+    main()
