@@ -40,6 +40,7 @@ static const char *const drop_names[GX_PDROP_COUNT] = {
     [GX_PDROP_FITS] = "fits",
     [GX_PDROP_BAD_REQUEST] = "bad_request",
     [GX_PDROP_UNKNOWN_NODE] = "unknown_node",
+    [GX_PDROP_QUOTA] = "quota",
 };
 
 const char *

@@ -24,6 +24,7 @@
 #include "gx/extender.h"
 #include "gx/log.h"
 #include "gx/preempt.h"
+#include "gx/quota.h"
 #include "reconcile.h"
 #include "reply.h"
 #include "sync.h"
@@ -256,6 +257,49 @@ is_tenant(const struct gx_ledger_node *e, const char *uid)
 }
 
 /*
+ * The namespace quota (quota.h, applied by filter after the verdict) once
+ * the victims of @c are gone: only victims of the preemptor's own namespace
+ * give quota back. A node where it would still refuse the preemptor is
+ * dropped, so nobody is evicted for nothing. Cannot fail.
+ */
+static void
+apply_quota(const struct gx_decide_ctx *ctx, const struct gx_pod *pod, const struct gx_podreq *req,
+            const struct gx_node *node, struct gx_preempt_choice *c)
+{
+    const struct gx_ledger_node *e;
+    struct gx_quota_check q;
+
+    if (!c->keep || node == NULL) {
+        return;
+    }
+    gx_quota_check_begin(ctx, pod->namespace, pod->uid, req, &q);
+    if (!q.on) {
+        return;
+    }
+    e = gx_ledger_node(ctx->ledger, node->name);
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        const struct gx_tenant *t = &e->tenants[i];
+        char ns[256];
+        bool victim = false;
+
+        for (size_t k = 0; k < c->n_victims && !victim && !c->unchanged; k++) {
+            victim = strcmp(c->victims[k], t->uid) == 0;
+        }
+        gx_quota_tenant_ns(t, ns, sizeof(ns));
+        if (victim && strcmp(ns, pod->namespace) == 0) {
+            q.have.milli -= gx_quota_tenant_milli(ctx->cfg, ctx->snap, node->name, t);
+            q.have.memory_mib -= t->memory_mib;
+            q.have.tenants--;
+        }
+    }
+    if (!gx_quota_check_node(&q, ctx, req, node)) {
+        c->keep = false;
+        c->drop = GX_PDROP_QUOTA;
+        c->reason = GX_REASON_QUOTA;
+    }
+}
+
+/*
  * The UIDs answered for node @nv under choice @c, in arena memory: the
  * scheduler's set when unchanged, else its victims we do not manage plus
  * ours. *n = 0 when nothing would be evicted.
@@ -380,6 +424,7 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
             gx_reply_error(&app->metrics, r, GX_VERB_PREEMPT, 500, "out of memory");
             goto out;
         }
+        apply_quota(&ctx, &args.pod, &req, node, c);
         if (c->keep) {
             uids = answer_uids(&args.arena, gx_ledger_node(ctx.ledger, nv->node), nv, c, &n_uids);
             /* nothing to evict (or no memory to say it): v1.37.2 refuses a node with no victim */
@@ -556,6 +601,7 @@ gx_preempt_explain(struct gx_app *app, const char *pod_json, size_t len, bool js
         if ((rc = gx_preempt_choose(&in, c)) != GX_OK) {
             break;
         }
+        apply_quota(&ctx, &pod, &req, n, c);
         rc = explain_node(out, json, first, n, gx_ledger_node(ctx.ledger, n->name), c,
                           !c->keep && c->drop == GX_PDROP_FITS);
         first = false;

@@ -481,6 +481,7 @@ Test(preempt, nodes_eviction_cannot_help_are_dropped)
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "a0");
     cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_NO_VICTIMS), "no_victims");
+    cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_QUOTA), "quota");
     world_free(&w);
 }
 

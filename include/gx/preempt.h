@@ -37,6 +37,7 @@ enum gx_preempt_drop {
     GX_PDROP_FITS,         /* fits without GPU victims and the scheduler named none */
     GX_PDROP_BAD_REQUEST,  /* the preemptor's GPU request cannot be honoured */
     GX_PDROP_UNKNOWN_NODE, /* not in the snapshot */
+    GX_PDROP_QUOTA,        /* the namespace's GPU quota still refuses it after the eviction */
     GX_PDROP_COUNT
 };
 
