@@ -157,8 +157,8 @@ quota_begin(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const 
 
 /* gx_score_node, then the namespace quota as filter applies it. */
 static void
-decide(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-       const struct gx_quota_check *q, const struct gx_node *node, struct gx_verdict *v)
+decide(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const struct gx_quota_check *q,
+       const struct gx_node *node, struct gx_verdict *v)
 {
     gx_score_node(ctx, req, node, v);
     if (v->keep && !gx_quota_check_node(q, ctx, req, node)) {

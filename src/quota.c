@@ -219,7 +219,7 @@ row_get(struct each_ctx *c, const char *ns)
     }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        struct ns_row **grown = realloc(c->rows, cap * sizeof(*grown));
+        struct ns_row **grown = realloc(c->rows, cap * sizeof(struct ns_row *));
         if (grown == NULL) {
             c->nomem = true;
             return NULL;
@@ -286,7 +286,7 @@ gx_quota_each(const struct gx_config *cfg, const struct gx_snapshot *snap,
     rc = c.nomem ? GX_ENOMEM : GX_OK;
     if (rc == GX_OK) {
         if (c.n > 1) {
-            qsort(c.rows, c.n, sizeof(*c.rows), row_cmp);
+            qsort(c.rows, c.n, sizeof(struct ns_row *), row_cmp);
         }
         for (size_t i = 0; i < c.n && i < max; i++) {
             struct gx_quota_limit lim;
