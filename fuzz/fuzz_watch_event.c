@@ -5,7 +5,8 @@
  * cap), bytes 1..k = chunk sizes - 1, the rest = the stream. The stream is
  * split into lines once in one piece and once in the fuzzer-chosen chunks;
  * both must give the same lines and the same result. Every line of the
- * one-piece run is decoded as a Node event and as a Pod event.
+ * one-piece run is decoded as an event of every kind (Node, Pod, Lease,
+ * ResourceSlice, ResourceClaim).
  */
 #include "fuzz_util.h"
 
@@ -20,6 +21,41 @@ struct run {
     size_t n;
     bool decode;
 };
+
+/* Read every string of the Lease, ResourceSlice and ResourceClaim kinds. */
+static void
+touch_other(const struct gx_watch_event *ev, enum gx_kind kind)
+{
+    switch (kind) {
+    case GX_KIND_LEASE:
+        fz_touch_str(ev->obj.lease.name);
+        fz_touch_kv(ev->obj.lease.annotations, ev->obj.lease.n_annotations);
+        break;
+    case GX_KIND_RESOURCE_SLICE:
+        fz_touch_str(ev->obj.slice.driver);
+        fz_touch_str(ev->obj.slice.pool);
+        fz_touch_str(ev->obj.slice.node_name);
+        for (size_t i = 0; i < ev->obj.slice.n_devices; i++) {
+            fz_touch_str(ev->obj.slice.devices[i].name);
+            if (ev->obj.slice.devices[i].uuid != NULL)
+                fz_touch_str(ev->obj.slice.devices[i].uuid);
+        }
+        break;
+    case GX_KIND_RESOURCE_CLAIM:
+        fz_touch_str(ev->obj.claim.namespace);
+        for (size_t i = 0; i < ev->obj.claim.n_results; i++) {
+            fz_touch_str(ev->obj.claim.results[i].driver);
+            fz_touch_str(ev->obj.claim.results[i].pool);
+            fz_touch_str(ev->obj.claim.results[i].device);
+        }
+        for (size_t i = 0; i < ev->obj.claim.n_reserved_for; i++)
+            fz_touch_str(ev->obj.claim.reserved_for[i]);
+        break;
+    case GX_KIND_NODE:
+    case GX_KIND_POD:
+        break;
+    }
+}
 
 /* Read the fields every event type promises. */
 static void
@@ -37,8 +73,10 @@ touch_event(const struct gx_watch_event *ev, enum gx_kind kind)
     case GX_WATCH_DELETED:
         if (kind == GX_KIND_NODE)
             fz_touch_node(&ev->obj.node);
-        else
+        else if (kind == GX_KIND_POD)
             fz_touch_pod(&ev->obj.pod);
+        else
+            touch_other(ev, kind);
         break;
     default:
         FZ_CHECK(0, "unknown event type %d", (int)ev->type);
@@ -75,8 +113,8 @@ line_cb(void *ctx, const char *line, size_t len)
         r->n++;
     }
     if (r->decode) {
-        decode(line, len, GX_KIND_NODE);
-        decode(line, len, GX_KIND_POD);
+        for (int kind = GX_KIND_NODE; kind <= GX_KIND_RESOURCE_CLAIM; kind++)
+            decode(line, len, (enum gx_kind)kind);
     }
     return GX_OK;
 }
