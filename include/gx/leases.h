@@ -10,8 +10,10 @@
  * re-reads and retries, a bounded number of times and within a deadline.
  * No time-based locks: any number of replicas can write.
  *
- * Also lists all Leases periodically into the in-memory ledger, so filter
- * and prioritize see other replicas' bookings.
+ * Also lists, then watches, the Leases into the in-memory ledger (kube's
+ * stream rules; a relist every ledger.sync_interval_s as resync), so
+ * filter and prioritize see another replica's booking milliseconds after
+ * its write.
  */
 #ifndef GX_LEASES_H
 #define GX_LEASES_H
@@ -49,7 +51,7 @@ void gx_leases_free(struct gx_leases *ls);
 /** Use a new config. */
 void gx_leases_set_config(struct gx_leases *ls, const struct gx_config *cfg);
 
-/** True after the first complete list of the Leases. */
+/** True after the first complete list of the Leases (the watch's first list). */
 bool gx_leases_synced(const struct gx_leases *ls);
 
 /**
