@@ -635,8 +635,9 @@ gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, con
         for (size_t i = 0; i < args->n_nodes; i++) {
             want += args->nodes[i].name_len + 24;
         }
-        if (gx_buf_reserve(out, want) != GX_OK) {
-            want = 0; /* no room for it all: grow as usual, and a real cap is hit below */
+        /* Best effort, as for filter: a list larger than the cap fails below anyway. */
+        if (gx_buf_reserve(out, want) == GX_ENOMEM) {
+            return GX_ENOMEM;
         }
     }
     if ((rc = gx_buf_add(out, "[", 1)) != GX_OK) {
