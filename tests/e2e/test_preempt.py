@@ -14,9 +14,11 @@ visible: the scheduler sees the shared resource. gpu-extender.io/time-slice is n
        the preemptor binds to that card, no pod of the other card is touched;
     2. no single card can be freed (each card keeps a pod of higher priority than the
        preemptor): the verb drops the node, nobody is evicted;
-    3. an exclusive high-priority pod on the node of shared pods.
+    3. an exclusive high-priority pod on the node of shared pods;
+    4. the freed share is held: the verb's victim is marked and deleted as the scheduler does
+       it, for a preemptor no scheduler serves; a lower-priority pod must not take the share.
 hidden: the shipped configuration (gpu-extender.io/time-slice ignoredByScheduler, annotations).
-    The same three cases on gpu-node-q.
+    The same four cases on gpu-node-q.
 
 In the pinned release the scheduler calls the verb only for nodes where its own dry run found
 victims (callExtenders after DryRunPreemption, which refuses a candidate with none), so with the
@@ -147,7 +149,10 @@ def stays_pending(c, name, secs=12):
     return [m for r, m in events(c, name) if r == "FailedScheduling"]
 
 
-c = rig(sys.argv[1], extra_nodes=[extra_node()])
+# binpack fills one card before the next, so the layouts below are known (fgd, the default,
+# weighs stranded capacity instead).
+c = rig(sys.argv[1], extra_nodes=[extra_node()],
+        extenders=[{"name": "a", "overrides": {"score.policy": "binpack"}}])
 try:
     for k, v in CLASSES.items():
         c.kubectl("apply", "-f", "-", input=json.dumps(
@@ -241,6 +246,41 @@ try:
     smallest = sorted(min(by_card.values(), key=len)) if by_card else None
     chk.eq(got, smallest, f"the verb frees the whole card with fewer pods ({ans})")
     reset(c)
+
+    # ---- 4. the freed share is held for the preemptor while the victims go -------------------
+    # The scheduler's part is played by hand, so that the preemptor cannot take the share at
+    # once: it belongs to no running scheduler. The verb answers, the victim is marked as
+    # kube-scheduler marks its victims (DisruptionTarget / PreemptionByScheduler) and deleted;
+    # a lower-priority pod that would fit the freed slots must then be refused.
+    log(f"case 4 ({MODE}): the freed share is held for the preemptor")
+    layout = place(c, [("a1", "gx-low", 2), ("a2", "gx-low", 1), ("a3", "gx-low", 1),
+                       ("b1", "gx-low", 1), ("b2", "gx-low", 1), ("b3", "gx-low", 1),
+                       ("b4", "gx-low", 1)])
+    held = gpod("held", "gx-high", 2)
+    held["spec"]["schedulerName"] = "nobody"
+    create(c, held)
+    rejected0 = metric(c, "gpu_extender_preempt_hold_rejections_total")
+    active0 = metric(c, "gpu_extender_preempt_holds_activated_total")
+    st, ans = post_preempt(c, "held", [])
+    chk.eq(answer_uids(ans), [layout["a1"][0]] if "a1" in layout else None,
+           f"the verb names a1 for the held pod ({ans})")
+    c.kubectl("-n", NS, "patch", "pod", "a1", "--subresource=status", "-p", json.dumps(
+        {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                                    "reason": "PreemptionByScheduler",
+                                    "message": "gpu-scheduler: preempting (e2e)"}]}}))
+    c.kubectl("-n", NS, "delete", "pod", "a1", "--wait=false")
+    chk.ok(wait_for(lambda: metric(c, "gpu_extender_preempt_holds_activated_total") > active0,
+                    20, interval=0.5), "the marked victim activated the hold")
+    wait_for(lambda: "a1" not in {p["metadata"]["name"] for p in get_pods(c)}, 30, "a1 gone")
+    wait_for(lambda: not any(t["pod"].endswith("/a1") for ts in c.leases().values() for t in ts),
+             20, interval=0.5)
+    create(c, gpod("late", "gx-low", 2))
+    msgs = stays_pending(c, "late", secs=10)
+    chk.ok(msgs is not None, "a lower-priority pod does not take the held share")
+    chk.ok(any("no GPU time slot available" in (m or "") for m in msgs or []),
+           f"it is told there is no slot: {msgs[-1:] if msgs else msgs}")
+    chk.ok(metric(c, "gpu_extender_preempt_hold_rejections_total") > rejected0,
+           "the refusal is counted as the hold's")
 
     # ---- bad input is a 400 with a JSON error ----------------------------------------------
     req = urllib.request.Request(c.extender_url("a", "/gpu-extender/preempt"), data=b"{\"Pod\":",
