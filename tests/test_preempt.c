@@ -453,6 +453,33 @@ Test(preempt, fitting_node_keeps_the_schedulers_set_or_is_dropped)
     world_free(&w);
 }
 
+Test(preempt, device_plugin_shares_come_from_anywhere_on_the_node)
+{
+    struct world w;
+    struct gx_preempt_choice c;
+    struct gx_preempt_input in;
+    struct gx_podreq req = {
+        .kind = GX_REQ_SHARED, .slices = 2, .util_pct = -1, .device_plugin = true};
+
+    world_init(&w);
+    /* time-slicing by the device plugin: 2 cards x 4 replicas, cards unknown to the ledger */
+    w.node.replicas = 4;
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    for (int i = 0; i < 8; i++) {
+        char uid[8];
+        (void)snprintf(uid, sizeof(uid), "d%d", i);
+        tenant(&w, uid, GX_CARD_ANY, 1, 80 - i * 10, i == 7 ? 5000 : 100);
+    }
+    commit(&w);
+    in = input(&w, &req);
+    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    cr_assert(c.keep);
+    /* the two youngest evictable ones (d7 outranks the preemptor) */
+    cr_assert_str_eq(victims(&c), "d5,d6");
+    cr_assert_eq(c.n_cards, 0, "the device plugin picks the card");
+    world_free(&w);
+}
+
 Test(preempt, nodes_eviction_cannot_help_are_dropped)
 {
     struct world w;
