@@ -898,8 +898,9 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         F_HMEM,
         F_N
     };
-    static const char *const names[F_N] = {"uid",        "pod",      "card",  "exclusive", "slices",
-                                           "memory_mib", "util_pct", "state", "since_ms",  "milli"};
+    static const char *const names[F_N] = {"uid",      "pod",        "card",      "exclusive",
+                                           "slices",   "memory_mib", "util_pct",  "state",
+                                           "since_ms", "milli",      "cpu_milli", "host_mem_mib"};
     bool seen[F_N] = {false};
     const cJSON *c;
     int64_t v = 0;

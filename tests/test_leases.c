@@ -89,6 +89,36 @@ Test(leases, encode_escapes_the_resource_version_and_round_trips)
     gx_buf_release(&b);
 }
 
+Test(leases, tenants_with_host_requests_round_trip)
+{
+    struct gx_tenant t, *got = NULL;
+    struct gx_ledger_node e = one_tenant_node(&t);
+    struct gx_buf b;
+    struct gx_arena a;
+    struct gx_lease lease;
+    struct gx_why why = {{0}};
+    size_t n = 0;
+    char rv[64];
+
+    /* every field the encoder writes must be one the decoder knows */
+    t.cpu_milli = 100;
+    t.host_mem_mib = 64;
+    t.milli = 250;
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_leases_encode("gpu-extender-n1", NS, NODE, "7", &e, &b), GX_OK);
+    gx_arena_init(&a, 0);
+    cr_assert_eq(gx_kobj_decode_lease(b.data, b.len, 64, &a, &lease, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(gx_leases_decode(&lease, rv, sizeof(rv), &got, &n, NULL, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(got[0].cpu_milli, 100);
+    cr_assert_eq(got[0].host_mem_mib, 64);
+    cr_assert_eq(got[0].milli, 250);
+    free(got);
+    gx_arena_release(&a);
+    gx_buf_release(&b);
+}
+
 Test(leases, a_new_lease_has_no_resource_version)
 {
     struct gx_buf b;
