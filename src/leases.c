@@ -56,6 +56,7 @@ struct gx_leases {
     struct gx_metrics *m;
     LIST_HEAD(op_list, op) ops;
     struct event *sync_timer;
+    int sync_s; /* ledger.sync_interval_s of the config in use */
     struct gx_kube_watch *watch;
     bool synced;
     uint64_t rng;
@@ -588,6 +589,7 @@ gx_leases_new(struct event_base *base, struct gx_kube *kube, const struct gx_con
     ls->base = base;
     ls->kube = kube;
     ls->cfg = cfg;
+    ls->sync_s = cfg->ledger_sync_s;
     ls->ledger = ledger;
     ls->m = m;
     ls->rng = (uint64_t)gx_mono_ms() * 2654435761u | 1;
@@ -626,7 +628,19 @@ gx_leases_free(struct gx_leases *ls)
 void
 gx_leases_set_config(struct gx_leases *ls, const struct gx_config *cfg)
 {
+    int old_sync_s = ls->sync_s; /* the old config may be freed already */
+
     ls->cfg = cfg;
+    ls->sync_s = cfg->ledger_sync_s;
+    /*
+     * The wait for the next resync was armed with the old interval: a change
+     * from 3600 s to 5 s would otherwise apply an hour later.
+     */
+    if (cfg->ledger_sync_s != old_sync_s && ls->sync_timer != NULL &&
+        evtimer_pending(ls->sync_timer, NULL)) {
+        (void)evtimer_del(ls->sync_timer);
+        arm_sync(ls);
+    }
 }
 
 bool

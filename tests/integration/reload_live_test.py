@@ -9,9 +9,10 @@ Prometheus poller sends the new query or header, a decision key changes what
 /debug/explain, filter, prioritize or /metrics say about a fixed set of pods. Then the
 base config is restored (and checked to be back) before the next key.
 
-A live key without a probe here fails the test, so a new live key gets one. Keys whose
-probe needs the API server (the fake one in tests/integration/fake_apiserver.py) are in
-NEEDS_API_SERVER, keys with no effect observable from outside in NO_EFFECT, and documented
+A third instance against the fake API server (tests/integration/fake_apiserver.py)
+probes kubernetes.*, ledger.* and the names bind writes. A live key without a probe here
+fails the test, so a new live key gets one. Keys not probed yet are in NEEDS_API_SERVER
+(with why), keys with no effect observable from outside in NO_EFFECT, and documented
 live keys that nothing reads in KNOWN_NOT_LIVE: all three are printed on every run.
 Before the fix of issue 11 server.connection_timeout_s and prometheus.interval_s (the
 wait for the next round kept the old interval) failed here.
@@ -27,7 +28,7 @@ import sys
 import threading
 import time
 
-from gxtest import ROOT, Checks, Extender, wait_for
+from gxtest import ROOT, Checks, Extender, FakeApiServer, live_overrides, shared_pod, wait_for
 
 c = Checks("reload_live")
 
@@ -247,10 +248,10 @@ def probe_debug():
 
 def probe_log_level():
     def check():
-        n0 = ext.logs().count("level=debug")
+        n0 = full_log().count("level=debug")
         post(PREFIX + "/filter", {"Pod": PODS[0], "Nodes": None, "NodeNames": NAMES})
         time.sleep(0.2)
-        return ext.logs().count("level=debug") > n0
+        return full_log().count("level=debug") > n0
     with_key("log.level", "debug", check)
 
 
@@ -456,22 +457,14 @@ KNOWN_NOT_LIVE = {
 }
 
 NEEDS_API_SERVER = {
-    "names.gpu_uuids_annotation": "written into the Binding by bind (API server only)",
-    "names.gpu_index_annotation": "written into the Binding by bind (API server only)",
-    "names.managed_label": "the label selector of the managed-pod watch",
     "metrics.strip_port": "needs a page whose node label carries a port",
-    "sharing.reservation_ttl_s": "expires ledger reservations that never bound (Lease path)",
+    "sharing.reservation_ttl_s": "expires Lease reservations that never bound: needs a bind "
+                                 "whose Binding is lost and a wait of the TTL",
     "score.fgd_half_life": "learns from the pods it sees over time (issue 12)",
     "prometheus.ca_file": "needs an https Prometheus",
     "prometheus.insecure_skip_verify": "needs an https Prometheus",
-    "kubernetes.timeout_s": "API server requests",
-    "kubernetes.watch_timeout_s": "API server watches",
-    "kubernetes.max_event_bytes": "API server watches",
-    "kubernetes.max_list_bytes": "API server lists",
-    "ledger.sync_interval_s": "ledger Lease lists",
-    "ledger.reconcile_interval_s": "the reconciler of managed pods",
-    "ledger.cas_retries": "Lease compare-and-swap",
-    "ledger.bind_deadline_ms": "bind against the API server",
+    "ledger.reconcile_interval_s": "a safety net: deleted pods are released from the watch "
+                                   "event, so the period shows only when an event is lost",
 }
 
 PROBES = {
@@ -498,6 +491,218 @@ for k, v in DECISION.items():
     PROBES[k] = (lambda k=k, v=v: probe_decision(k, v))
 
 
+
+# ---- stage 3: the API server (fake_apiserver.py) for kubernetes.*, ledger.* and the
+# annotation names bind writes
+
+api = None
+api_pods = [0]
+
+
+def api_log_after(t0, text):
+    st = api.state()
+    return [r for r in st.get("request_log", []) if r["time"] >= t0 and text in r["path"]]
+
+
+def api_fault(**spec):
+    spec.setdefault("count", 1)
+    st, _ = api.control("POST", "/control/fault", spec)
+    return st
+
+
+def kube_errors(kind):
+    return metric_line(f'gpu_extender_upstream_errors_total{{upstream="kubernetes",kind="{kind}"}}')
+
+
+def new_api_pod():
+    api_pods[0] += 1
+    p = shared_pod(f"probe-{api_pods[0]}", f"uid-probe-{api_pods[0]}", ns="team-a")
+    api.control("POST", "/control/pods", p)
+    return p
+
+
+def bind_pod(p, node="gpu-node-b"):
+    md = p["metadata"]
+    t = time.time()
+    st, data, _ = post(PREFIX + "/bind", {"PodName": md["name"], "PodNamespace": md["namespace"],
+                                          "PodUID": md["uid"], "Node": node}, timeout=20)
+    try:
+        err = json.loads(data).get("Error")
+    except ValueError:
+        err = repr(data)
+    return st, err, time.time() - t
+
+
+def pod_annotations(p):
+    st = api.state()
+    md = p["metadata"]
+    obj = st["pods"].get(f"{md['namespace']}/{md['name']}") or {}
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def with_api_key(key, value, check, before=None):
+    cfg = copy.deepcopy(base_cfg)
+    set_key(cfg, key, value)
+    if before:
+        before()
+    if apply(cfg, f"{key}={value!r}"):
+        c.ok(check(), f"{key}: the reload to {value!r} took effect")
+    apply(copy.deepcopy(base_cfg), f"{key}: restore")
+
+
+def probe_watch_timeout():
+    # base: watches end every 10 s and resume; after the reload they ask for 20 s
+    def check():
+        t0 = time.time()
+        return wait_for(lambda: api_log_after(t0, "timeoutSeconds=20"), 15)
+    with_api_key("kubernetes.watch_timeout_s", 20, check)
+
+
+def probe_managed_label():
+    def check():
+        t0 = time.time() - 1
+        return wait_for(lambda: api_log_after(t0, "example.com%2Fmanaged") or
+                        api_log_after(t0, "example.com/managed"), 5)
+    with_api_key("names.managed_label", "example.com/managed", check)
+
+
+def relist_nodes_soon():
+    # the next node watch gets 410 Gone: the extender lists again
+    api_fault(kind="gone", path_prefix="/api/v1/nodes", watch=True)
+
+
+def probe_kube_timeout():
+    e0 = kube_errors("timeout")
+
+    def check():
+        api_fault(kind="slow", delay_s=3, path_prefix="/api/v1/nodes", watch=False)
+        relist_nodes_soon()
+        return wait_for(lambda: kube_errors("timeout") > e0, 15)
+    with_api_key("kubernetes.timeout_s", 1, check)
+    api.control("DELETE", "/control/fault")
+
+
+def demo_node(name):
+    with open(os.path.join(ROOT, "config", "demo", "nodes.json")) as f:
+        return next(n for n in json.load(f)["items"] if n["metadata"]["name"] == name)
+
+
+def full_log():
+    with open(ext.log_path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def probe_max_event():
+    # the cap is given to a watch when it starts (documented): wait for the next node watch
+    def node_reqs(t0, watch):
+        return [r for r in api_log_after(t0, "/api/v1/nodes")
+                if ("watch=1" in r["path"]) == watch]
+
+    def check():
+        t0 = time.time()
+        relist_nodes_soon()  # the watch after the current one is refused: list, then watch
+        wait_for(lambda: node_reqs(t0, False), 25)  # a watch may still run 20 s (see above)
+        lists = node_reqs(t0, False)
+        t1 = lists[0]["time"] if lists else t0
+        wait_for(lambda: node_reqs(t1, True), 5)
+        time.sleep(0.3)
+        if not node_reqs(t1, True):
+            print(f"reload_live: max_event_bytes: no new node watch: {node_reqs(t0, False)} "
+                  f"{node_reqs(t0, True)}", flush=True)
+        n0 = full_log().count("too large")
+        node = copy.deepcopy(demo_node("gpu-node-c"))
+        node["metadata"].setdefault("labels", {})["probe"] = str(time.time())
+        node["metadata"].pop("resourceVersion", None)
+        api.control("POST", "/control/nodes", node)
+        return wait_for(lambda: full_log().count("too large") > n0, 5)
+    with_api_key("kubernetes.max_event_bytes", 1024, check)
+
+
+def probe_max_list():
+    base_node = demo_node("gpu-node-c")
+    names = []
+    for i in range(400):
+        n = copy.deepcopy(base_node)
+        n["metadata"]["name"] = f"probe-node-{i:03d}"
+        n["metadata"]["labels"]["kubernetes.io/hostname"] = n["metadata"]["name"]
+        n["metadata"]["labels"]["pad"] = "p" * 60
+        n["metadata"].pop("resourceVersion", None)
+        n["metadata"].pop("uid", None)
+        names.append(n["metadata"]["name"])
+        api.control("POST", "/control/nodes", n)
+    e0 = kube_errors("parse")
+
+    def check():
+        relist_nodes_soon()
+        return wait_for(lambda: kube_errors("parse") > e0, 15)
+    with_api_key("kubernetes.max_list_bytes", 1048576, check)
+    for n in names:
+        api.control("DELETE", f"/control/nodes/{n}")
+
+
+def probe_sync_interval():
+    def check():
+        t0 = time.time()
+        time.sleep(3.5)
+        lists = [r for r in api_log_after(t0, "/leases") if "watch=" not in r["path"]]
+        return len(lists) >= 2
+    with_api_key("ledger.sync_interval_s", 1, check)
+
+
+def probe_cas_retries():
+    def check():
+        p = new_api_pod()
+        for m in ("PUT", "POST"):
+            api_fault(kind="409", path_prefix="/apis/coordination.k8s.io", method=m, count=3)
+        st, err, _ = bind_pod(p)
+        api.control("DELETE", "/control/fault")
+        return st == 200 and err and "compare-and-swap" in err
+    with_api_key("ledger.cas_retries", 1, check)
+    # with the restored 8 attempts, three conflicts are retried through
+    p = new_api_pod()
+    for m in ("PUT", "POST"):
+        api_fault(kind="409", path_prefix="/apis/coordination.k8s.io", method=m, count=3)
+    st, err, _ = bind_pod(p)
+    api.control("DELETE", "/control/fault")
+    c.ok(st == 200 and not err, f"ledger.cas_retries: restored 8 attempts bind through ({err})")
+
+
+def probe_bind_deadline():
+    def check():
+        p = new_api_pod()
+        md = p["metadata"]
+        api_fault(kind="slow", delay_s=3,
+                  path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/binding")
+        st, err, took = bind_pod(p)
+        api.control("DELETE", "/control/fault")
+        return st == 200 and err and took < 2.0
+    with_api_key("ledger.bind_deadline_ms", 500, check)
+
+
+def probe_bind_annotation(key):
+    def check():
+        p = new_api_pod()
+        st, err, _ = bind_pod(p)
+        return st == 200 and not err and wait_for(
+            lambda: any(k.startswith("example.com/") for k in pod_annotations(p)), 3)
+    with_api_key(key, "example.com/" + key.split(".")[-1].replace("_", "-"), check)
+
+
+API_PROBES = {
+    "kubernetes.watch_timeout_s": probe_watch_timeout,
+    "names.managed_label": probe_managed_label,
+    "kubernetes.timeout_s": probe_kube_timeout,
+    "kubernetes.max_event_bytes": probe_max_event,
+    "kubernetes.max_list_bytes": probe_max_list,
+    "ledger.sync_interval_s": probe_sync_interval,
+    "ledger.cas_retries": probe_cas_retries,
+    "ledger.bind_deadline_ms": probe_bind_deadline,
+    "names.gpu_uuids_annotation": lambda: probe_bind_annotation("names.gpu_uuids_annotation"),
+    "names.gpu_index_annotation": lambda: probe_bind_annotation("names.gpu_index_annotation"),
+}
+for k in API_PROBES:
+    NEEDS_API_SERVER.pop(k, None)
+
 def live_keys():
     keys = []
     with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
@@ -512,7 +717,8 @@ t_start = time.time()
 only = os.environ.get("GX_RELOAD_ONLY")
 keys = live_keys()
 c.ok(len(keys) > 60, f"live keys found in docs/configuration.md ({len(keys)})")
-covered = set(PROBES) | set(PROM_PROBES) | set(NEEDS_API_SERVER) | set(NO_EFFECT) | \
+covered = set(PROBES) | set(PROM_PROBES) | set(API_PROBES) | set(NEEDS_API_SERVER) | \
+    set(NO_EFFECT) | \
     set(KNOWN_NOT_LIVE) | ELEMENT_ROWS
 c.eq([k for k in keys if k not in covered], [],
      "every live key has a reload probe (or is listed in NEEDS_API_SERVER / NO_EFFECT)")
@@ -547,7 +753,15 @@ def book_one():
 try:
     run_stage(BASE_FILES, PROBES, book_one)
     run_stage(BASE_PROM, PROM_PROBES)
-    print("reload_live: not probed here (need the API server): " +
+    if not only or any(re.search(only, k) for k in API_PROBES):
+        api = FakeApiServer()
+        try:
+            run_stage(live_overrides(api, **{"ledger.sync_interval_s": 3600,
+                                             "kubernetes.watch_timeout_s": 10,
+                                             "server.debug_endpoints": True}), API_PROBES)
+        finally:
+            api.stop()
+    print("reload_live: not probed: " +
           ", ".join(sorted(NEEDS_API_SERVER)), flush=True)
     print("reload_live: no observable effect: " + ", ".join(sorted(NO_EFFECT)), flush=True)
     for k, why in sorted(KNOWN_NOT_LIVE.items()):
