@@ -8,7 +8,7 @@ const double gx_histo_bounds[GX_HISTO_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 10.0};
 
 static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "preempt",
-                                                          "other"};
+                                                      "other"};
 static const char *const upstream_names[GX_UP_COUNT] = {"prometheus", "kubernetes", "files"};
 static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http",  "parse",
                                                          "gone",    "conflict", "query", "other"};
@@ -136,8 +136,8 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
         uint64_t v;
     } one[] = {
         {"gpu_extender_preempt_calls_total", "Preempt calls decided.", m->preempt_calls},
-        {"gpu_extender_preempt_nodes_kept_total",
-         "Candidate nodes answered with a victim set.", m->preempt_nodes_kept},
+        {"gpu_extender_preempt_nodes_kept_total", "Candidate nodes answered with a victim set.",
+         m->preempt_nodes_kept},
         {"gpu_extender_preempt_victims_total", "Victim pods named in preempt answers.",
          m->preempt_victims},
         {"gpu_extender_preempt_holds_activated_total",

@@ -226,6 +226,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
 /* What the priority lookup of one node sees. */
 struct prio_src {
     const struct gx_app *app;
+    const char *node;
     const struct gx_ext_node_victims *nv; /* full Pods carry their priority */
 };
 
@@ -241,7 +242,12 @@ prio_of(void *arg, const char *uid, int32_t *prio)
             return true;
         }
     }
-    return gx_recon_priority(s->app, uid, prio);
+    /*
+     * Only pods the watch shows bound here and running: a tenant whose pod
+     * is gone, elsewhere or still being bound is not a pod the scheduler has
+     * on this node, and naming it would fail the whole preemption.
+     */
+    return gx_recon_priority(s->app, uid, s->node, prio);
 }
 
 /* True when @uid holds a tenant in ledger entry @e. */
@@ -394,7 +400,7 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
         const struct gx_ext_node_victims *nv = &args.nodes[i];
         const struct gx_node *node = gx_snapshot_find(app->sync.snap, nv->node, strlen(nv->node));
         const char **sched = gx_arena_alloc(&args.arena, (nv->n_pods + 1) * sizeof(*sched));
-        struct prio_src ps = {app, args.meta ? NULL : nv};
+        struct prio_src ps = {app, nv->node, args.meta ? NULL : nv};
         struct gx_preempt_input in = {
             .ctx = &ctx,
             .req = &req,
@@ -549,7 +555,7 @@ gx_preempt_explain(struct gx_app *app, const char *pod_json, size_t len, bool js
     struct gx_podreq req;
     struct gx_decide_ctx ctx;
     struct gx_preempt_choice *c = NULL;
-    struct prio_src ps = {app, NULL};
+    struct prio_src ps = {app, NULL, NULL};
     const struct gx_snapshot *snap = app->sync.snap;
     char qp[700];
     bool first = true;
@@ -598,6 +604,7 @@ gx_preempt_explain(struct gx_app *app, const char *pod_json, size_t len, bool js
         if (n->gpu_count <= 0) {
             continue;
         }
+        ps.node = n->name;
         if ((rc = gx_preempt_choose(&in, c)) != GX_OK) {
             break;
         }

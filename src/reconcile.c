@@ -18,8 +18,8 @@
 /* A managed pod as the watch last showed it. */
 struct pod_state {
     char uid[GX_UID_MAX];
-    char node[256]; /* spec.nodeName, "" while pending */
-    bool finished;  /* Succeeded, Failed or being deleted */
+    char node[256];    /* spec.nodeName, "" while pending */
+    bool finished;     /* Succeeded, Failed or being deleted */
     bool has_priority; /* spec.priority, for the preempt verb */
     int32_t priority;
 };
@@ -59,11 +59,11 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
 }
 
 bool
-gx_recon_priority(const struct gx_app *app, const char *uid, int32_t *prio)
+gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, int32_t *prio)
 {
     const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
 
-    if (ps == NULL || !ps->has_priority) {
+    if (ps == NULL || !ps->has_priority || ps->finished || strcmp(ps->node, node) != 0) {
         return false;
     }
     *prio = ps->priority;

@@ -23,8 +23,13 @@ void gx_recon_pod_event(void *app, enum gx_watch_type type, const struct gx_pod 
 /** A full pod list (a gx_kube_cbs.pods_listed). */
 void gx_recon_pods_listed(void *app, const struct gx_pod *pods, size_t n);
 
-/** Priority of managed pod @uid as the watch showed it; false when unknown. */
-bool gx_recon_priority(const struct gx_app *app, const char *uid, int32_t *prio);
+/**
+ * Priority of managed pod @uid as the watch showed it, when the watch shows
+ * it bound to @node and not finished (a pod the scheduler has on that node,
+ * so one it accepts as a victim there); false otherwise.
+ */
+bool gx_recon_priority(const struct gx_app *app, const char *uid, const char *node,
+                       int32_t *prio);
 
 /** True once the first pod list arrived. */
 bool gx_recon_synced(const struct gx_app *app);

@@ -31,7 +31,7 @@ struct gx_pod {
     const char *node_name;              /* spec.nodeName, NULL while pending */
     const char *phase;                  /* status.phase, "" when absent */
     const char *resource_version;
-    bool deleting; /* metadata.deletionTimestamp set */
+    bool deleting;     /* metadata.deletionTimestamp set */
     bool has_priority; /* spec.priority present (the Priority admission plugin sets it) */
     int32_t priority;  /* spec.priority, 0 when absent */
     bool preempted;    /* a DisruptionTarget=True/PreemptionByScheduler condition: a victim */
