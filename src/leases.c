@@ -35,6 +35,7 @@ struct op {
     char name[NAME_MAX_LEN + 1];
     char rv[64];
     bool exists;
+    bool missed; /* the watch brought this node's Lease while in flight: read it again after */
     int attempts;
     int64_t deadline_ms;
     gx_leases_mutate_cb mutate;
@@ -89,15 +90,29 @@ op_free(struct op *o)
     free(o);
 }
 
+static void refresh(struct gx_leases *ls, const char *node);
+
 static void
 op_finish(struct op *o, enum gx_err rc, const char *why)
 {
     gx_leases_done_cb done = o->done;
     void *ctx = o->ctx;
+    struct gx_leases *ls = o->ls;
+    bool missed = o->missed;
+    char node[sizeof(o->node)];
 
+    (void)snprintf(node, sizeof(node), "%s", o->node);
     o->xfer = NULL;
     op_free(o);
     done(ctx, rc, why);
+    /*
+     * Another replica's write reached the watch while this update was in
+     * flight, and this update's result may be older than it: read the Lease
+     * once more rather than keep an old picture until the next resync.
+     */
+    if (missed) {
+        refresh(ls, node);
+    }
 }
 
 /*
@@ -443,19 +458,53 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
 
 /* ---- the watch ---- */
 
-/* True when an update of @node is in flight: its own result will refresh the cache. */
+/*
+ * True when an update of @node is in flight: its own result will refresh
+ * the cache, and it is told to read the Lease again when it ends.
+ */
 static bool
-busy(const struct gx_leases *ls, const char *node)
+busy(struct gx_leases *ls, const char *node)
 {
-    const struct op *o;
+    struct op *o;
+    bool any = false;
 
     LIST_FOREACH(o, &ls->ops, link)
     {
         if (strcmp(o->node, node) == 0) {
-            return true;
+            o->missed = true;
+            any = true;
         }
     }
-    return false;
+    return any;
+}
+
+/* A refresh is an update that writes nothing: GET puts the Lease in the cache. */
+static enum gx_err
+refresh_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    (void)ctx;
+    (void)l;
+    (void)node;
+    (void)why;
+    *write = false;
+    return GX_OK;
+}
+
+static void
+refresh_done(void *ctx, enum gx_err rc, const char *why)
+{
+    (void)ctx;
+    (void)rc;
+    (void)why;
+}
+
+static void
+refresh(struct gx_leases *ls, const char *node)
+{
+    int64_t deadline = gx_mono_ms() + (int64_t)ls->cfg->kube_timeout_s * 1000;
+
+    /* not started (ENOMEM): the next resync brings the Lease */
+    (void)gx_leases_update(ls, node, deadline, refresh_mutate, refresh_done, NULL);
 }
 
 /* Make the cache hold what @lease says about its node (unless busy). */

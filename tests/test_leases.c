@@ -177,9 +177,10 @@ struct fake {
     bool stop;
     /* the Lease */
     bool exists;
-    long rv;       /* of the Lease; also the server's resourceVersion */
-    char *tenants; /* annotation value (JSON text), heap */
-    int lose;      /* PUTs still to lose to an "other writer" */
+    long rv;          /* of the Lease; also the server's resourceVersion */
+    char *tenants;    /* annotation value (JSON text), heap */
+    int lose;         /* PUTs still to lose to an "other writer" */
+    bool write_after; /* after a write, another writer writes too, before our answer */
     int puts, posts, gets, lists, watches, conflicts;
 };
 
@@ -372,7 +373,13 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
         }
         store_body(f, body);
         obj = lease_json(f);
+        if (f->write_after) {
+            other_writer(f, "uid-after"); /* the watch sends it while our answer waits */
+        }
         pthread_mutex_unlock(&f->mu);
+        if (f->write_after) {
+            msleep(300);
+        }
         respond(fd, 201, obj);
         free(obj);
         return;
@@ -777,6 +784,35 @@ Test(leases, the_watch_shows_another_writer_without_waiting_for_a_resync)
     cr_assert(run_until(&e, sees_other), "the watch event reaches the cache");
     cr_assert_lt(gx_mono_ms() - t0, 1000, "within a second");
     cr_assert_eq(fake_int(&e, &e.f->lists), 1, "no list was needed");
+    env_fini(&e);
+}
+
+static bool
+sees_after_only(struct env *e)
+{
+    return gx_ledger_find_pod(e->l, "uid-after") != NULL &&
+           gx_ledger_find_pod(e->l, "uid-mine") == NULL;
+}
+
+Test(leases, a_write_the_watch_shows_during_an_update_is_not_lost)
+{
+    struct env e;
+    int64_t t0;
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    t0 = gx_mono_ms();
+    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
+        (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
+    pthread_mutex_lock(&e.f->mu);
+    e.f->write_after = true;
+    pthread_mutex_unlock(&e.f->mu);
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    /* our answer (older than the other write) came last: the update reads the Lease again */
+    cr_assert(run_until(&e, sees_after_only), "the cache ends with the newer Lease");
+    cr_assert_eq(fake_int(&e, &e.f->lists), 1, "without a resync");
     env_fini(&e);
 }
 
