@@ -347,9 +347,10 @@ print_policy(const char *trace, const char *policy, const struct gx_sim_result *
     }
     gx_sim_mean(r, n, &m);
     (void)printf("%s %s mean of %zu seeds: alloc %.2f%% at 100%% arrived, %.2f%% at 130%%; frag "
-                 "%.2f%% at 100%%; failed %zu of %zu pods%s\n",
+                 "%.2f%% at 100%%; failed %zu of %zu pods; %.1f cards over-admitted%s\n",
                  trace, policy, n, m.alloc_pct[100], m.alloc_pct[130], m.frag_pct[100], m.failed,
-                 m.pods, m.ledger_errs ? " (LEDGER REFUSED BOOKINGS)" : "");
+                 m.pods, (double)m.over_cards / (double)(n ? n : 1),
+                 m.ledger_errs ? " (LEDGER REFUSED BOOKINGS)" : "");
     (void)fflush(stdout);
 }
 

@@ -27,6 +27,19 @@ leaderElection:
 percentageOfNodesToScore: {{ int $s.percentageOfNodesToScore }}
 profiles:
   - schedulerName: {{ $s.name }}
+    # LeastAllocated beside the extender's fgd score places best in
+    # `gpu-extender simulate` (docs/scheduling-quality.md); spelled out so a
+    # cluster-wide default cannot change it.
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: LeastAllocated
+            resources:
+              - name: cpu
+                weight: 1
+              - name: memory
+                weight: 1
 extenders:
 {{- if $https }}
   - urlPrefix: {{ printf "https://%s:%d%s" $host (int $root.Values.tls.servicePort) $prefix | quote }}
