@@ -354,10 +354,13 @@ gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg)
     p->interval_s = cfg->prom_interval_s;
     /*
      * The wait for the next round was armed with the old interval: a change
-     * from 3600 s to 5 s would otherwise apply only an hour later. Re-arm
-     * with the new one (a round in flight arms its successor itself).
+     * from 3600 s to 5 s would otherwise apply only an hour later. And a
+     * failing Prometheus may be waiting out a backoff of up to a minute
+     * that the new config (a fixed URL, CA or credential) does not deserve.
+     * Re-arm at the new interval (a round in flight arms its successor).
      */
-    if (cfg->prom_interval_s != old_interval && !p->in_round) {
+    if (!p->in_round && (cfg->prom_interval_s != old_interval || p->failures > 0)) {
+        p->failures = 0;
         (void)evtimer_del(p->timer);
         arm(p, next_delay_ms(p));
     }

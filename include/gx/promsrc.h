@@ -34,8 +34,8 @@ struct gx_promsrc *gx_promsrc_new(struct event_base *base, struct gx_httpc *http
 
 /**
  * Use @cfg from the next round on (the previous config may already be
- * freed). A changed prometheus.interval_s re-arms the wait for the next
- * round at once.
+ * freed). A changed prometheus.interval_s, or a backoff after failed
+ * rounds, re-arms the wait for the next round at the new interval.
  */
 void gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg);
 

@@ -24,7 +24,10 @@ import os
 import re
 import signal
 import socket
+import ssl
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -65,11 +68,26 @@ prom = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prom)
 threading.Thread(target=prom.serve_forever, daemon=True).start()
 PROM_URL = f"http://127.0.0.1:{prom.server_address[1]}"
 
+# the same fake over https, with a self-signed certificate, for the TLS keys
+pki = tempfile.mkdtemp(prefix="gx-reload-pki-")
+subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "p.key",
+                "-out", "p.crt", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                "subjectAltName=IP:127.0.0.1"], cwd=pki, check=True, capture_output=True)
+PROM_CA = os.path.join(pki, "p.crt")
+proms = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prom)
+_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+_tls.load_cert_chain(PROM_CA, os.path.join(pki, "p.key"))
+proms.socket = _tls.wrap_socket(proms.socket, server_side=True)
+threading.Thread(target=proms.serve_forever, daemon=True).start()
+PROMS_URL = f"https://127.0.0.1:{proms.server_address[1]}"
+
 # ---- the extender: demo cluster, files refreshed every second, the fake Prometheus
 
 # Two instances: decisions on the files alone (the fake's flat values would mask them),
 # and the Prometheus poller's keys with the fake as its only metric source.
 BASE_FILES = {"sources.files.refresh_s": 1, "server.debug_endpoints": True}
+BASE_TLS = {"sources.files.refresh_s": 1, "sources.files.metrics": [],
+            "prometheus.url": PROMS_URL, "prometheus.interval_s": 1}
 BASE_PROM = {"sources.files.refresh_s": 1, "server.debug_endpoints": True,
              "sources.files.metrics": [], "prometheus.url": PROM_URL,
              "prometheus.interval_s": 3600}
@@ -78,6 +96,19 @@ base_cfg = None
 PREFIX = "/gpu-extender"
 NAMES = ["gpu-node-a", "gpu-node-b", "gpu-node-c", "cpu-node-d"]
 secrets_dir = None
+
+
+def probe_prom_tls(key, value):
+    # base: the certificate is not trusted, so no query reaches the fake; after the reload
+    # (a CA file, or verification off) the next round's queries arrive
+    def check():
+        t0 = time.time()
+        return wait_for(lambda: len(prom_queries_after(t0)) >= 3, 6)
+    with_key(key, value, check)
+    time.sleep(1.5)  # a query already under way finishes with the config it started with
+    t0 = time.time()
+    time.sleep(2.5)
+    c.ok(len(prom_queries_after(t0)) == 0, f"{key}: restored, the certificate is refused again")
 
 
 def start(overrides):
@@ -461,8 +492,6 @@ NEEDS_API_SERVER = {
     "sharing.reservation_ttl_s": "expires Lease reservations that never bound: needs a bind "
                                  "whose Binding is lost and a wait of the TTL",
     "score.fgd_half_life": "learns from the pods it sees over time (issue 12)",
-    "prometheus.ca_file": "needs an https Prometheus",
-    "prometheus.insecure_skip_verify": "needs an https Prometheus",
     "ledger.reconcile_interval_s": "a safety net: deleted pods are released from the watch "
                                    "event, so the period shows only when an event is lost",
 }
@@ -717,7 +746,13 @@ t_start = time.time()
 only = os.environ.get("GX_RELOAD_ONLY")
 keys = live_keys()
 c.ok(len(keys) > 60, f"live keys found in docs/configuration.md ({len(keys)})")
-covered = set(PROBES) | set(PROM_PROBES) | set(API_PROBES) | set(NEEDS_API_SERVER) | \
+TLS_PROBES = {
+    "prometheus.ca_file": lambda: probe_prom_tls("prometheus.ca_file", PROM_CA),
+    "prometheus.insecure_skip_verify": lambda: probe_prom_tls("prometheus.insecure_skip_verify",
+                                                              True),
+}
+covered = set(PROBES) | set(PROM_PROBES) | set(API_PROBES) | set(TLS_PROBES) | \
+    set(NEEDS_API_SERVER) | \
     set(NO_EFFECT) | \
     set(KNOWN_NOT_LIVE) | ELEMENT_ROWS
 c.eq([k for k in keys if k not in covered], [],
@@ -753,6 +788,7 @@ def book_one():
 try:
     run_stage(BASE_FILES, PROBES, book_one)
     run_stage(BASE_PROM, PROM_PROBES)
+    run_stage(BASE_TLS, TLS_PROBES)
     if not only or any(re.search(only, k) for k in API_PROBES):
         api = FakeApiServer()
         try:
@@ -770,4 +806,5 @@ try:
     print(f"reload_live: {time.time() - t_start:.1f}s", flush=True)
 finally:
     prom.shutdown()
+    proms.shutdown()
 c.done()
