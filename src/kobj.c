@@ -1302,8 +1302,7 @@ gx_kobj_decode_lease(const char *json, size_t len, int max_depth, struct gx_aren
 }
 
 void
-gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out,
-                     size_t n)
+gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out, size_t n)
 {
     cJSON *root = NULL;
     const cJSON *msg = NULL;

@@ -28,8 +28,7 @@ void gx_recon_pods_listed(void *app, const struct gx_pod *pods, size_t n);
  * it bound to @node and not finished (a pod the scheduler has on that node,
  * so one it accepts as a victim there); false otherwise.
  */
-bool gx_recon_priority(const struct gx_app *app, const char *uid, const char *node,
-                       int32_t *prio);
+bool gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, int32_t *prio);
 
 /** True once the first pod list arrived. */
 bool gx_recon_synced(const struct gx_app *app);

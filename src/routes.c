@@ -56,8 +56,8 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
  * node; NULL once @r is answered (bad body, or out of memory).
  */
 static void *
-decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb,
-            struct gx_ext_args *args, struct gx_podreq *req, bool *bad, size_t elem)
+decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, struct gx_ext_args *args,
+            struct gx_podreq *req, bool *bad, size_t elem)
 {
     void *per_node;
 
@@ -112,16 +112,16 @@ vcache(struct gx_app *app)
 
 /* The verdict of node @n for @req (a rejection for a request the extender cannot honour). */
 static void
-verdict(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-        bool bad, const struct gx_ext_node *n, struct gx_vshort *v)
+verdict(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_podreq *req, bool bad,
+        const struct gx_ext_node *n, struct gx_vshort *v)
 {
     if (bad) {
         memset(v, 0, sizeof(*v));
         v->reason = GX_REASON_BAD_REQUEST;
         return;
     }
-    gx_vcache_decide(vcache(app), ctx, req,
-                     gx_snapshot_find(app->sync.snap, n->name, n->name_len), v);
+    gx_vcache_decide(vcache(app), ctx, req, gx_snapshot_find(app->sync.snap, n->name, n->name_len),
+                     v);
 }
 
 static void
@@ -154,10 +154,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
             verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
-        if (v.keep &&
-            !gx_quota_check_node(&qc, &ctx, &req,
-                                 gx_snapshot_find(ctx.snap, args.nodes[i].name,
-                                                  args.nodes[i].name_len))) {
+        if (v.keep && !gx_quota_check_node(
+                          &qc, &ctx, &req,
+                          gx_snapshot_find(ctx.snap, args.nodes[i].name, args.nodes[i].name_len))) {
             v.keep = false;
             v.reason = GX_REASON_QUOTA;
         }
@@ -419,7 +418,8 @@ gx_routes_handle(void *ctx, struct gx_http_req *r)
         }
         if (rt->post ? !post : !get) {
             gx_reply_error(&app->metrics, r, rt->verb, 405,
-                           rt->post ? "method not allowed: use POST" : "method not allowed: use GET");
+                           rt->post ? "method not allowed: use POST"
+                                    : "method not allowed: use GET");
         } else if (rt->post && gx_http_too_big(r)) {
             gx_reply_error(&app->metrics, r, rt->verb, 413,
                            "request body exceeds server.max_body_bytes");

@@ -45,9 +45,9 @@ struct gx_holds;
 
 /* sync.c: where the snapshot comes from. */
 struct gx_sync {
-    struct gx_snapshot *snap;  /* current picture; replaced whole */
-    uint64_t generation;       /* of the newest snapshot */
-    bool snap_has_api_nodes;   /* built after the first node list */
+    struct gx_snapshot *snap;    /* current picture; replaced whole */
+    uint64_t generation;         /* of the newest snapshot */
+    bool snap_has_api_nodes;     /* built after the first node list */
     struct gx_arena nodes_arena; /* file mode: the NodeList file */
     struct gx_node_info *nodes;
     size_t n_nodes;

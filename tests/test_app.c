@@ -171,7 +171,8 @@ struct call {
 static void
 exchange(struct call *c)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                             .sin_port = htons((uint16_t)c->port)};
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     size_t got = 0;

@@ -580,8 +580,7 @@ Test(dcgm, file_load_in_pieces_matches_whole_page)
     cr_assert_eq(gx_read_file(path, 64u << 20, &text, &len), GX_OK);
     cr_assert_gt(len, (size_t)3 << 20);
     cr_assert_eq(gx_mstore_load_page(whole, &cfg, 0, text, len, 1000, &why), GX_OK, "%s", why.text);
-    cr_assert_eq(load_file(pieces, &cfg, path, 64u << 20, 1000, &why), GX_OK, "%s",
-                 why.text);
+    cr_assert_eq(load_file(pieces, &cfg, path, 64u << 20, 1000, &why), GX_OK, "%s", why.text);
     for (int i = 0; i < 3000; i += 7) {
         char node[32];
         size_t nw = 0, np = 0;
@@ -599,8 +598,7 @@ Test(dcgm, file_load_in_pieces_matches_whole_page)
     cr_assert_eq(n, 8);
     /* Too big, and missing: errors that change nothing. */
     cr_assert_eq(load_file(pieces, &cfg, path, 1 << 20, 2000, &why), GX_ETOOBIG);
-    cr_assert_eq(load_file(pieces, &cfg, "/nonexistent", 1 << 20, 2000, &why),
-                 GX_ENOTFOUND);
+    cr_assert_eq(load_file(pieces, &cfg, "/nonexistent", 1 << 20, 2000, &why), GX_ENOTFOUND);
     cr_assert_eq(gx_mstore_cards(pieces, "node-00007", &n)[0].v[GX_SIG_UTIL].value, 7.0);
     (void)unlink(path);
     free(text);

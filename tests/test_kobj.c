@@ -708,8 +708,9 @@ Test(kobj, list_takes_last_items_member_and_decodes_escaped_key, .init = setup, 
 
 Test(kobj, failure_text_says_what_the_server_said)
 {
-    static const char status[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-                                 "\"message\":\"pods \\\"a\\\" is forbidden\",\"code\":403}";
+    static const char status[] =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+        "\"message\":\"pods \\\"a\\\" is forbidden\",\"code\":403}";
     char out[200];
 
     gx_kobj_failure_text(GX_OK, 403, status, strlen(status), out, sizeof(out));

@@ -15,9 +15,9 @@
 
 /** The outcome of planning a bind of one pod to one node. */
 struct gx_admit_plan {
-    bool changed;          /* the ledger was changed: a new reservation */
+    bool changed;           /* the ledger was changed: a new reservation */
     int cards[GX_MAX_PICK]; /* card indexes the pod holds on the node */
-    int n_cards;           /* 0 when the device plugin picks the card */
+    int n_cards;            /* 0 when the device plugin picks the card */
 };
 
 /** The pod a bind is for. */
@@ -32,15 +32,15 @@ struct gx_admit_pod {
  * changes and @out names its cards. Cannot fit, or the pod holds GPUs on
  * another node: GX_ECONFLICT with the user-facing reason in @why.
  */
-enum gx_err gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l,
-                             const char *node, const struct gx_admit_pod *pod,
-                             struct gx_admit_plan *out, struct gx_why *why) GX_WUR;
+enum gx_err gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
+                             const struct gx_admit_pod *pod, struct gx_admit_plan *out,
+                             struct gx_why *why) GX_WUR;
 
 /** Annotation values of a bind: comma-joined card UUIDs and indexes. */
 struct gx_admit_notes {
     char uuids[2048]; /* a card's index where no dcgm-exporter series named its UUID */
     char index[256];
-    char slices[16];  /* time slices held, "0" for whole cards */
+    char slices[16]; /* time slices held, "0" for whole cards */
 };
 
 /** Fill @out for @plan of a pod asking @req on snapshot node @node (may be NULL). */

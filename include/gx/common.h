@@ -62,8 +62,8 @@ enum gx_err gx_read_file(const char *path, size_t cap, char **out, size_t *len) 
  * Receives the unread part of a file window: consume a prefix (*@used
  * bytes) of @buf[0..len); @last when the file has ended.
  */
-typedef enum gx_err (*gx_chunk_cb)(void *ctx, const char *buf, size_t len, bool last,
-                                   size_t *used, struct gx_why *why);
+typedef enum gx_err (*gx_chunk_cb)(void *ctx, const char *buf, size_t len, bool last, size_t *used,
+                                   struct gx_why *why);
 
 /**
  * Read @path through a window of @window bytes, handing each fill to @cb

@@ -120,11 +120,11 @@ struct gx_config {
     bool prefer_cpu_nodes_for_cpu_pods; /* true */
 
     /* simulate: the kube-scheduler profile `gpu-extender simulate` runs around the extender */
-    int sim_strategy;          /* 0 LeastAllocated, 1 MostAllocated (enum gx_ksched_strategy) */
-    int sim_fit_weight;        /* NodeResourcesFit plugin weight, 1 */
-    int sim_balanced_weight;   /* NodeResourcesBalancedAllocation weight, 1 */
-    int sim_gpu_weight;        /* nvidia.com/gpu in Fit's scoring resources, 0 */
-    int sim_extender_weight;   /* extenders[].weight, 5 */
+    int sim_strategy;           /* 0 LeastAllocated, 1 MostAllocated (enum gx_ksched_strategy) */
+    int sim_fit_weight;         /* NodeResourcesFit plugin weight, 1 */
+    int sim_balanced_weight;    /* NodeResourcesBalancedAllocation weight, 1 */
+    int sim_gpu_weight;         /* nvidia.com/gpu in Fit's scoring resources, 0 */
+    int sim_extender_weight;    /* extenders[].weight, 5 */
     int sim_pct_nodes_to_score; /* percentageOfNodesToScore, 0 adaptive */
 
     /* prometheus: the live metric source (prom_url NULL: none) */
@@ -153,7 +153,7 @@ struct gx_config {
     size_t n_quota_milli;
     struct gx_product_slots *quota_mib; /* namespace -> MiB */
     size_t n_quota_mib;
-    int metrics_max_cards; /* per-card series in /metrics at most (booked or claimed cards) */
+    int metrics_max_cards;       /* per-card series in /metrics at most (booked or claimed cards) */
     char *kube_node_selector;    /* label selector for nodes, NULL: all */
     char *kube_namespace;        /* where the ledger Leases live */
     int kube_timeout_s;          /* lists and writes, 10 */

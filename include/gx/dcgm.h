@@ -111,8 +111,8 @@ struct gx_page *gx_page_new(const struct gx_config *cfg, int64_t now_ms);
  * @last); *@used = bytes consumed, the rest must be fed again with more.
  * A gx_chunk_cb. GX_EPARSE with @why.
  */
-enum gx_err gx_page_feed(struct gx_page *pg, const char *buf, size_t len, bool last,
-                         size_t *used, struct gx_why *why) GX_WUR;
+enum gx_err gx_page_feed(struct gx_page *pg, const char *buf, size_t len, bool last, size_t *used,
+                         struct gx_why *why) GX_WUR;
 
 /** Replace every configured signal of @source in @ms with the page's samples. */
 enum gx_err gx_page_apply(struct gx_page *pg, struct gx_mstore *ms, int source,
