@@ -85,7 +85,15 @@ PROMS_URL = f"https://127.0.0.1:{proms.server_address[1]}"
 
 # Two instances: decisions on the files alone (the fake's flat values would mask them),
 # and the Prometheus poller's keys with the fake as its only metric source.
-BASE_FILES = {"sources.files.refresh_s": 1, "server.debug_endpoints": True}
+# a fourth page whose node label carries a port (dcgm-exporter scraped as instance=host:port):
+# its card only joins gpu-node-c with metrics.strip_port
+EXTRA_PAGE = os.path.join(pki, "dcgm-port.prom")
+with open(EXTRA_PAGE, "w") as f:
+    f.write('# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu="0",'
+            'UUID="GPU-8a3c6f10-d7e2-4b95-1c08-6f9e2d4b7a35",Hostname="gpu-node-c:9400"} 99\n')
+DEMO_PAGES = [os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{n}.prom") for n in "abc"]
+BASE_FILES = {"sources.files.refresh_s": 1, "server.debug_endpoints": True,
+              "sources.files.metrics": DEMO_PAGES + [EXTRA_PAGE]}
 BASE_TLS = {"sources.files.refresh_s": 1, "sources.files.metrics": [],
             "prometheus.url": PROMS_URL, "prometheus.interval_s": 1}
 BASE_PROM = {"sources.files.refresh_s": 1, "server.debug_endpoints": True,
@@ -382,6 +390,7 @@ DECISION = {
     "names.gpu_milli_annotation": "example.com/milli",
     "names.gpu_util_annotation": "example.com/util",
     "metrics.node_labels": ["nosuchlabel"],
+    "metrics.strip_port": True,
     "metrics.names.util": "NO_SUCH_UTIL",
     "metrics.names.mem_used": "NO_SUCH_MEM_USED",
     "metrics.names.temp": "NO_SUCH_TEMP",
@@ -488,7 +497,6 @@ KNOWN_NOT_LIVE = {
 }
 
 NEEDS_API_SERVER = {
-    "metrics.strip_port": "needs a page whose node label carries a port",
     "sharing.reservation_ttl_s": "expires Lease reservations that never bound: needs a bind "
                                  "whose Binding is lost and a wait of the TTL",
     "score.fgd_half_life": "learns from the pods it sees over time (issue 12)",
