@@ -774,6 +774,16 @@ try:
     c.ok(closed > 0, f"peer-closed connections shut down by the extender ({closed:.0f})")
     print(f"abuse: flood of {FLOOD} in {flood_s:.2f} s, slowest probe {worst:.1f} ms, "
           f"{open_after} connections left", flush=True)
+    # every abandoned connection is a warn line from libmicrohttpd: the log stays bounded
+    # (10 lines per message per 10 s) and /metrics keeps the count
+    time.sleep(1.2)  # the once-a-second tick writes the count of a finished window
+    with open(ext2.log_path, "rb") as f:
+        log2 = f.read().decode(errors="replace")
+    mhd_lines = log2.count('msg="http server error"')
+    c.ok(mhd_lines <= 30, f"log lines about the {FLOOD} abandoned connections: {mhd_lines} (<= 30)")
+    suppressed = metric(ext2, "gpu_extender_log_lines_suppressed_total") or 0
+    c.ok(suppressed >= FLOOD / 2, f"suppressed log lines counted in /metrics ({suppressed:.0f})")
+    print(f"abuse: {mhd_lines} log lines for the flood, {suppressed:.0f} suppressed", flush=True)
 
     # -- 2. the memory budget under a mix of clients, with the RSS sampled every 20 ms
     peak2 = [0.0]
