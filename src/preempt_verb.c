@@ -165,7 +165,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
     struct gx_holds *hs = app->holds;
     struct hold *apply[HOLDS_MAX];
     size_t n = 0;
-    int64_t now = gx_mono_ms();
+    int64_t now;
     struct gx_ledger *scratch;
     const struct gx_ledger_node *e;
     struct gx_decide_ctx here = *ctx;
@@ -177,6 +177,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
         (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL) {
         return false;
     }
+    now = gx_mono_ms(); /* only with holds: filter calls this for every node */
     for (size_t i = 0; i < HOLDS_MAX; i++) {
         struct hold *h = &hs->h[i];
         if (!h->used || !h->active || strcmp(h->node, node->name) != 0) {
