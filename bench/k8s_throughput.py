@@ -137,7 +137,14 @@ def run_mode(c, mode, npods):
     c.schedulers.append(spec)
     c.start_scheduler(name)
     port = c.state["ports"][f"scheduler-{name}"]
-    wait_for(lambda: len(bound) >= npods, 1800, f"{npods} {mode} pods bound", interval=0.25)
+    deadline = time.time() + 1800
+    while len(bound) < npods:
+        if not c.alive("extender-a"):
+            raise RuntimeError(f"{mode}: the extender exited after {len(bound)} binds: "
+                               + c.logs("extender-a", 3000))
+        if time.time() > deadline:
+            raise TimeoutError(f"{mode}: {len(bound)}/{npods} pods bound after 1800 s")
+        time.sleep(0.25)
     n, nerr, buckets = sched_metrics(port)
     times = sorted(bound.values())
     first, last = times[0], times[-1]
@@ -163,6 +170,10 @@ def run_mode(c, mode, npods):
 
 
 def main():
+    import signal
+
+    # A timeout's SIGTERM still stops the cluster (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     ap = argparse.ArgumentParser()
     ap.add_argument("extender")
     ap.add_argument("--nodes", default="1000,5000")
