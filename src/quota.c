@@ -112,9 +112,10 @@ gx_quota_usage(const struct gx_config *cfg, const struct gx_snapshot *snap,
                const struct gx_ledger *l, const char *ns, const char *skip_uid,
                struct gx_quota_use *out)
 {
-    struct usage_ctx c = {cfg, snap, ns, skip_uid, out};
+    struct usage_ctx c = {cfg, snap, ns, skip_uid, NULL};
 
     memset(out, 0, sizeof(*out));
+    c.out = out;
     if (l != NULL && ns != NULL) {
         gx_ledger_each(l, usage_cb, &c);
     }

@@ -153,10 +153,10 @@ gx_sync_rebuild(struct gx_app *app)
         gx_snapshot_free(snap);
         snap = NULL;
     }
-    if (rc != GX_OK) {
+    if (rc != GX_OK || snap == NULL) {
         gx_error("snapshot build failed, keeping the previous one", "error=\"%s\"",
                  gx_strerror(rc));
-        return rc;
+        return rc != GX_OK ? rc : GX_ENOMEM;
     }
     snap->generation = ++s->generation;
     snap->nodes_ms = app->metrics.up_last_success_ms[s->kube ? GX_UP_KUBERNETES : GX_UP_FILES];
