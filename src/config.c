@@ -15,6 +15,10 @@
  * TLS certificate and key it names (start-up would refuse to serve with a
  * missing or broken pair, so --check-config and a reload must too); the
  * parser itself does no I/O.
+ *
+ * Why one file: the key table holds some 200 rows, and each row's
+ * validation sits next to its parser so the table stays the one place a
+ * key is defined.
  */
 #include "gx/config.h"
 

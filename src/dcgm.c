@@ -9,6 +9,9 @@
  * gx_mstore_commit, which forgets the pair's values that were not put again:
  * a series that vanished becomes unknown, never zero, and one source never
  * erases another's values. Does no I/O; not thread-safe (one owner).
+ *
+ * Why one file: mapping series to cards and the store they land in share
+ * one invariant, replacement per source and signal.
  */
 #include "gx/dcgm.h"
 

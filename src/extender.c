@@ -15,6 +15,10 @@
  * " percent"; node names are copied as given (Kubernetes names cannot hold
  * '%', and the scheduler must find them in its input set).
  * No I/O.
+ *
+ * Why one file: every extender/v1 message both ways (filter, prioritize,
+ * bind, preempt), on one scanner and one escaping rule for the text the
+ * scheduler shows users.
  */
 #include "gx/extender.h"
 

@@ -12,6 +12,9 @@
  * edge-triggered epoll reads the last bytes but never the EOF after them,
  * so the connection would sit in CLOSE-WAIT until the idle timeout), and
  * the memory held by all requests in flight is bounded by one budget.
+ *
+ * Why one file: the MHD callbacks, the in-flight memory budget and the
+ * reclaim of abandoned connections are one state machine per connection.
  */
 #include "gx/http.h"
 

@@ -15,6 +15,10 @@
  * span, and items are decoded one cJSON tree at a time. Strings that repeat
  * across a list's items (label keys, short values, resource names) are
  * interned: each is copied into the arena once and shared by every item.
+ *
+ * Why one file: every kind is decoded with the same typed field readers
+ * (get_field and its family, the last-wins rule, the shared-string
+ * interning of list decodes); one decoder per kind on top of them.
  */
 #include "gx/kobj.h"
 

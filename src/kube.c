@@ -17,6 +17,11 @@
  * arena (reference counted); an entry from a watch event owns the event's
  * arena. A list is applied only after it decoded completely, so the node
  * set is never half a list. Pods are not stored; they go to the owner.
+ *
+ * Why one file: a single reflector state machine serves every watched
+ * kind (nodes, managed pods, Leases, DRA objects) and shares its connection,
+ * credentials and backoff with the one-shot requests; split, the stream
+ * struct would be shared between files.
  */
 #include "kube_int.h"
 
