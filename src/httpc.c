@@ -45,6 +45,15 @@ struct sock_ev {
     struct gx_httpc *c;
 };
 
+static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http",  "parse",
+                                                         "gone",    "conflict", "query", "other"};
+
+const char *
+gx_upkind_name(enum gx_upkind k)
+{
+    return (unsigned)k < GX_UPERR_COUNT ? upkind_names[k] : "other";
+}
+
 static void
 xfer_free(struct gx_httpc_xfer *x)
 {

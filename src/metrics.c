@@ -10,8 +10,6 @@ const double gx_histo_bounds[GX_HISTO_BUCKETS] = {
 static const char *const verb_names[GX_VERB_COUNT] = {"filter", "prioritize", "bind", "preempt",
                                                       "other"};
 static const char *const upstream_names[GX_UP_COUNT] = {"prometheus", "kubernetes", "files"};
-static const char *const upkind_names[GX_UPERR_COUNT] = {"connect", "timeout",  "http",  "parse",
-                                                         "gone",    "conflict", "query", "other"};
 static const char *const bind_names[GX_BIND_COUNT] = {"bound", "repeat", "rejected", "error"};
 static const char *const class_names[GX_STATUS_CLASSES] = {"2xx", "4xx", "5xx", "other"};
 
@@ -25,12 +23,6 @@ const char *
 gx_upstream_name(enum gx_upstream u)
 {
     return upstream_names[u];
-}
-
-const char *
-gx_upkind_name(enum gx_upkind k)
-{
-    return upkind_names[k];
 }
 
 const char *
@@ -228,7 +220,7 @@ render_upstreams(const struct gx_metrics *m, int64_t now_ms, struct gx_buf *b)
             rc = gx_buf_addf(b,
                              "gpu_extender_upstream_errors_total{upstream=\"%s\",kind=\"%s\"} "
                              "%llu\n",
-                             upstream_names[u], upkind_names[k],
+                             upstream_names[u], gx_upkind_name(k),
                              (unsigned long long)m->up_errors[u][k]);
         }
     }

@@ -11,7 +11,22 @@
 #define GX_HTTPC_H
 
 #include "gx/common.h"
-#include "gx/metrics.h"
+
+/** How an upstream call failed, for metrics and logs. */
+enum gx_upkind {
+    GX_UPERR_CONNECT,
+    GX_UPERR_TIMEOUT,
+    GX_UPERR_HTTP,
+    GX_UPERR_PARSE,
+    GX_UPERR_GONE,
+    GX_UPERR_CONFLICT,
+    GX_UPERR_QUERY, /* answered 200, but the body reports an error (Prometheus status=error) */
+    GX_UPERR_OTHER,
+    GX_UPERR_COUNT
+};
+
+/** "connect", "timeout", "http", ... Static. */
+const char *gx_upkind_name(enum gx_upkind k);
 
 struct event_base;
 struct gx_httpc;

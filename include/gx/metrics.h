@@ -10,6 +10,7 @@
 
 #include "gx/buf.h"
 #include "gx/common.h"
+#include "gx/httpc.h"
 #include "gx/preempt.h"
 #include "gx/score.h"
 
@@ -42,20 +43,7 @@ void gx_histo_observe(struct gx_histo *h, double seconds);
 
 enum gx_upstream { GX_UP_PROMETHEUS, GX_UP_KUBERNETES, GX_UP_FILES, GX_UP_COUNT };
 
-enum gx_upkind {
-    GX_UPERR_CONNECT,
-    GX_UPERR_TIMEOUT,
-    GX_UPERR_HTTP,
-    GX_UPERR_PARSE,
-    GX_UPERR_GONE,
-    GX_UPERR_CONFLICT,
-    GX_UPERR_QUERY, /* answered 200, but the body reports an error (Prometheus status=error) */
-    GX_UPERR_OTHER,
-    GX_UPERR_COUNT
-};
-
 const char *gx_upstream_name(enum gx_upstream u);
-const char *gx_upkind_name(enum gx_upkind k);
 
 enum gx_bind_outcome { GX_BIND_OK, GX_BIND_REPEAT, GX_BIND_REJECTED, GX_BIND_ERROR, GX_BIND_COUNT };
 
