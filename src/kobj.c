@@ -52,7 +52,7 @@
 struct dec {
     struct gx_arena *a;
     struct gx_why *why;
-    struct gx_strmap *intern;
+    struct gx_interner *intern;
 };
 
 typedef cJSON_bool (*type_pred)(const cJSON *item);
@@ -104,21 +104,8 @@ static const char *
 shared_str(struct dec *d, const char *s)
 {
     size_t len = strlen(s);
-    char *copy;
-    const char *hit;
 
-    if (d->intern == NULL || len > INTERN_MAX_LEN) {
-        return gx_arena_strndup(d->a, s, len);
-    }
-    hit = gx_strmap_get(d->intern, s, len);
-    if (hit != NULL) {
-        return hit;
-    }
-    copy = gx_arena_strndup(d->a, s, len);
-    if (copy != NULL && gx_strmap_put(d->intern, copy, len, copy) != GX_OK) {
-        d->intern = NULL; /* the map cannot grow: the rest of the list is copied */
-    }
-    return copy;
+    return d->intern != NULL ? gx_intern(d->intern, s, len) : gx_arena_strndup(d->a, s, len);
 }
 
 /*
@@ -1162,7 +1149,7 @@ decode_list(const char *json, size_t len, int max_depth, struct gx_arena *a, siz
             struct gx_why *why)
 {
     char ip[PATH_MAX_LEN];
-    struct gx_strmap intern;
+    struct gx_interner intern;
     struct dec d = {a, why, &intern};
     struct list_doc ld;
     struct gx_json j;
@@ -1171,7 +1158,7 @@ decode_list(const char *json, size_t len, int max_depth, struct gx_arena *a, siz
     size_t i = 0;
     enum gx_err rc;
 
-    gx_strmap_init(&intern);
+    gx_intern_init(&intern, a, INTERN_MAX_LEN);
     if ((rc = list_scan(json, len, max_depth, &ld, why)) != GX_OK ||
         (rc = list_meta(&d, json, &ld, &rv)) != GX_OK) {
         goto out;
@@ -1213,7 +1200,7 @@ decode_list(const char *json, size_t len, int max_depth, struct gx_arena *a, siz
         *resource_version = rv;
     }
 out:
-    gx_strmap_release(&intern);
+    gx_intern_release(&intern);
     return rc;
 }
 

@@ -38,8 +38,7 @@ static const char *const own_labels[] = {
 struct build {
     const struct gx_config *cfg;
     struct gx_arena *a;
-    struct gx_strmap strings; /* string -> its one arena copy */
-    bool strings_full;        /* the map could not grow: copy without sharing */
+    struct gx_interner strings; /* label strings repeat across nodes */
 };
 
 static int
@@ -75,18 +74,7 @@ label_kept(const struct gx_config *cfg, const char *key)
 static const char *
 shared_str(struct build *b, const char *s)
 {
-    size_t len = strlen(s);
-    const char *hit = gx_strmap_get(&b->strings, s, len);
-    char *copy;
-
-    if (hit != NULL) {
-        return hit;
-    }
-    copy = gx_arena_strndup(b->a, s, len);
-    if (copy != NULL && !b->strings_full && gx_strmap_put(&b->strings, copy, len, copy) != GX_OK) {
-        b->strings_full = true;
-    }
-    return copy;
+    return gx_intern(&b->strings, s, strlen(s));
 }
 
 /* A label value as a non-negative decimal integer; false when absent or malformed. */
@@ -410,7 +398,6 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     struct build b = {.cfg = cfg};
     enum gx_err rc = GX_OK;
 
-    gx_strmap_init(&b.strings);
     snap = calloc(1, sizeof(*snap));
     if (snap == NULL) {
         return GX_ENOMEM;
@@ -418,6 +405,7 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     gx_arena_init(&snap->arena, 0);
     gx_strmap_init(&snap->by_name);
     b.a = &snap->arena;
+    gx_intern_init(&b.strings, b.a, 0);
     snap->built_ms = now_ms;
     if (n_nodes > 0) {
         snap->nodes = gx_arena_alloc(&snap->arena, n_nodes * sizeof(*snap->nodes));
@@ -442,7 +430,7 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     *out = snap;
     snap = NULL;
 out:
-    gx_strmap_release(&b.strings);
+    gx_intern_release(&b.strings);
     gx_snapshot_free(snap);
     return rc;
 }

@@ -138,3 +138,38 @@ gx_strmap_next(const struct gx_strmap *m, size_t *pos, const char **key, size_t 
     }
     return NULL;
 }
+
+void
+gx_intern_init(struct gx_interner *in, struct gx_arena *a, size_t max_len)
+{
+    gx_strmap_init(&in->map);
+    in->a = a;
+    in->max_len = max_len;
+    in->full = false;
+}
+
+const char *
+gx_intern(struct gx_interner *in, const char *s, size_t len)
+{
+    const char *hit;
+    char *copy;
+
+    if (in->max_len != 0 && len > in->max_len) {
+        return gx_arena_strndup(in->a, s, len);
+    }
+    hit = gx_strmap_get(&in->map, s, len);
+    if (hit != NULL) {
+        return hit;
+    }
+    copy = gx_arena_strndup(in->a, s, len);
+    if (copy != NULL && !in->full && gx_strmap_put(&in->map, copy, len, copy) != GX_OK) {
+        in->full = true;
+    }
+    return copy;
+}
+
+void
+gx_intern_release(struct gx_interner *in)
+{
+    gx_strmap_release(&in->map);
+}

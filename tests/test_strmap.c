@@ -63,3 +63,23 @@ Test(strmap, delete_keeps_every_other_key_reachable)
     cr_assert_eq(seen, count);
     gx_strmap_release(&m);
 }
+
+Test(strmap, interner_keeps_one_copy_per_string_up_to_its_limit)
+{
+    struct gx_arena a;
+    struct gx_interner in;
+    const char *x, *y, *z, *w;
+
+    gx_arena_init(&a, 0);
+    gx_intern_init(&in, &a, 8);
+    x = gx_intern(&in, "gpu-node", 8);
+    y = gx_intern(&in, "gpu-node-a", 8); /* the first 8 bytes: the same string */
+    z = gx_intern(&in, "a-longer-string", 15);
+    w = gx_intern(&in, "a-longer-string", 15);
+    cr_assert_str_eq(x, "gpu-node");
+    cr_assert_eq(x, y);
+    cr_assert_str_eq(z, w);
+    cr_assert_neq(z, w); /* over the limit: copied, not shared */
+    gx_intern_release(&in);
+    gx_arena_release(&a);
+}

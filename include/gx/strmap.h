@@ -7,6 +7,7 @@
 #ifndef GX_STRMAP_H
 #define GX_STRMAP_H
 
+#include "gx/arena.h"
 #include "gx/common.h"
 
 struct gx_strmap_slot {
@@ -42,5 +43,27 @@ void *gx_strmap_next(const struct gx_strmap *m, size_t *pos, const char **key, s
 
 /** The value for @key, or NULL. */
 void *gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen);
+
+/*
+ * One copy per distinct string in @a, for strings that repeat across many
+ * objects (label keys and values, namespaces). Strings longer than
+ * @max_len (0: no limit) are copied unshared; so is everything once the map
+ * cannot grow, which costs memory but not correctness.
+ */
+struct gx_interner {
+    struct gx_strmap map;
+    struct gx_arena *a;
+    size_t max_len;
+    bool full;
+};
+
+/** Start an interner over arena @a (borrowed). */
+void gx_intern_init(struct gx_interner *in, struct gx_arena *a, size_t max_len);
+
+/** The shared copy of @s[0..len), made on first use; NULL on ENOMEM. */
+const char *gx_intern(struct gx_interner *in, const char *s, size_t len);
+
+/** Free the map (the copies stay in the arena). */
+void gx_intern_release(struct gx_interner *in);
 
 #endif
