@@ -283,7 +283,7 @@ host_requests(const struct gx_pod *pod, struct gx_podreq *r)
     if (effective(pod, "memory", false, &v, NULL) != GX_OK) {
         v = 0;
     }
-    r->mem_mib = v / (1024 * 1024) + (v % (1024 * 1024) != 0);
+    r->mem_mib = v / (INT64_C(1024) * 1024) + (v % (INT64_C(1024) * 1024) != 0);
 }
 
 /* Classify @pod per podreq.h; GX_EINVAL with @why when it cannot be honoured. */

@@ -310,6 +310,10 @@ find_feasible(struct run *r, const struct gx_trace_pod *p, const struct gx_ksche
 {
     size_t want = gx_ksched_nodes_to_find(&r->o->profile, r->n), found = 0, seen = 0;
 
+    if (r->n == 0) {
+        return 0;
+    }
+
     while (seen < r->n && found < want) {
         size_t i = (r->start + seen) % r->n;
         seen++;
@@ -475,21 +479,30 @@ place(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_ksc
 static int
 plugin_cards(struct snode *s, const struct gx_trace_pod *p, int *cards)
 {
-    int k = is_share(p) ? 1 : p->num_gpu, per = is_share(p) ? 1 : 0;
+    int k = is_share(p) ? 1 : p->num_gpu, per = is_share(p) ? 1 : 1000;
     bool used[SIM_MAX_CARDS] = {false};
 
-    for (int j = 0; j < k && j < s->n_cards; j++) {
+    if (k > s->n_cards || k > GX_MAX_PICK) {
+        return 0;
+    }
+    for (int j = 0; j < k; j++) {
         int best = -1;
         for (int c = 0; c < s->n_cards; c++) {
             if (!used[c] && (best < 0 || s->replicas[c] < s->replicas[best])) {
                 best = c;
             }
         }
+        if (best < 0) {
+            return 0;
+        }
         used[best] = true;
         cards[j] = best;
-        s->replicas[best] += per > 0 ? per : 1000;
     }
-    return k <= s->n_cards ? k : 0;
+    /* a whole card counts as all its replicas, so shares avoid it */
+    for (int j = 0; j < k; j++) {
+        s->replicas[cards[j]] += per;
+    }
+    return k;
 }
 
 /* Tell the ledger what CPU-only pods now ask on node @i, as a pod watch of all pods would. */
@@ -554,7 +567,7 @@ static void
 fgd_node_of(const struct snode *s, struct gx_fgd_node *f)
 {
     f->cpu_milli = s->ks.alloc.cpu_milli - s->ks.requested.cpu_milli;
-    f->mem_mib = (s->ks.alloc.mem_bytes - s->ks.requested.mem_bytes) / (1024 * 1024);
+    f->mem_mib = (s->ks.alloc.mem_bytes - s->ks.requested.mem_bytes) / (INT64_C(1024) * 1024);
     f->n_cards = s->n_cards;
     memcpy(f->free, s->free, sizeof(f->free));
 }

@@ -130,7 +130,7 @@ parse_args(int argc, char **argv, struct cli *c)
     c->pct_nodes = -1;
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
+        const char *a = argv[i], *v = "";
         bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
                     strcmp(a, "--share-slices") == 0 || strcmp(a, "--sees-all-pods") == 0 ||
                     strcmp(a, "--cpu-pods-too") == 0;
@@ -451,7 +451,7 @@ gx_simcli_main(int argc, char **argv)
         goto out;
     }
     trace_name(c.pods_path, trace, sizeof(trace));
-    results = calloc(CLI_MAX_POLICIES * c.n_seeds, sizeof(*results));
+    results = calloc(CLI_MAX_POLICIES * (c.n_seeds > 0 ? c.n_seeds : 1), sizeof(*results));
     if (results == NULL) {
         goto out;
     }
