@@ -129,7 +129,10 @@ def check_assignment(c, chk, p, want_shared, per_node=False):
     lim = {}
     for ctr in p["spec"]["containers"]:
         lim.update(ctr.get("resources", {}).get("limits", {}))
-    labels = c.kjson("get", "node", node)["metadata"]["labels"] if node else {}
+    cache = c.__dict__.setdefault("_node_labels", {})
+    if node and node not in cache:
+        cache[node] = c.kjson("get", "node", node)["metadata"]["labels"]
+    labels = cache.get(node, {})
     if "nvidia.com/gpu.shared" in lim or ("nvidia.com/gpu" in lim and labels.get(
             "nvidia.com/gpu.sharing-strategy") == "time-slicing"):
         per_node = True
@@ -148,9 +151,8 @@ def check_assignment(c, chk, p, want_shared, per_node=False):
     return node, uuids, idx
 
 
-def check_ledger(c, chk, slots=None):
-    """The ledger Leases hold exactly the bound managed pods, every card within its slots and
-    memory, exclusive cards never shared. Returns the Leases."""
+def ledger_vs_pods(c):
+    """(Leases, {node: tenant UIDs}, {node: UIDs of bound, live managed pods})."""
     leases = c.leases()
     pods = [p for p in c.kjson("get", "pods", "-A", "-l", ANN + "managed=true")["items"]
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
@@ -163,7 +165,41 @@ def check_ledger(c, chk, slots=None):
         for t in tenants:
             got.setdefault(node, set()).add(t["uid"])
     got = {k: v for k, v in got.items() if v}
+    return leases, got, want
+
+
+def check_pod_claims(c, chk, slots=None):
+    """What runs, from the pods' own annotations (not the ledger): no card of a node is named by
+    two whole-GPU pods, nor by a whole-GPU pod and a shared one, nor by shared pods with more
+    slices than its slots."""
+    slots = slots or {}
+    claims = {}
+    for p in c.kjson("get", "pods", "-A", "-l", ANN + "managed=true")["items"]:
+        node = p["spec"].get("nodeName")
+        ann = p["metadata"].get("annotations", {})
+        if not node or p["metadata"].get("deletionTimestamp") or not ann.get(ANN + "gpu-index"):
+            continue
+        sl = int(ann.get(ANN + "time-slices", "0") or 0)
+        for i in ann[ANN + "gpu-index"].split(","):
+            claims.setdefault((node, i), []).append((p["metadata"]["name"], sl))
+    nodes = {n["metadata"]["name"]: n["metadata"].get("labels", {})
+             for n in c.kjson("get", "nodes")["items"]}
+    bad = []
+    for (node, i), who in sorted(claims.items()):
+        whole = [n for n, sl in who if sl == 0]
+        rep = int(nodes.get(node, {}).get("nvidia.com/gpu.replicas", "1") or 1)
+        nslots = slots.get(node, rep if rep > 1 else 4)
+        if (whole and len(who) > 1) or sum(sl for _, sl in who) > nslots:
+            bad.append(f"{node} card {i}: {who}")
+    chk.eq(bad, [], "no card is claimed beyond its capacity by the bound pods' annotations")
+
+
+def check_ledger(c, chk, slots=None):
+    """The ledger Leases hold exactly the bound managed pods, every card within its slots and
+    memory, exclusive cards never shared. Returns the Leases."""
+    leases, got, want = ledger_vs_pods(c)
     chk.eq(got, want, "ledger tenants == bound managed pods, per node")
+    check_pod_claims(c, chk, slots)
     slots = slots or {}
     nodes = {n["metadata"]["name"]: n for n in c.kjson("get", "nodes")["items"]}
     for node, tenants in leases.items():
