@@ -66,7 +66,7 @@ struct gx_preempt_choice {
     enum gx_reason reason;     /* GX_PDROP_UNRESOLVABLE / NO_VICTIMS: the verdict before eviction */
     char victims[GX_PREEMPT_MAX_VICTIMS][GX_UID_MAX]; /* managed victims chosen */
     size_t n_victims;
-    int cards[GX_MAX_PICK]; /* cards the preemptor gets (none when the device plugin picks) */
+    int cards[GX_MAX_PICK]; /* cards for the preemptor; none when the device plugin picks */
     int n_cards;
     int64_t pdb;          /* known PDB violations of the set */
     int32_t max_priority; /* highest victim priority */
