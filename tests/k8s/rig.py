@@ -88,7 +88,8 @@ class Cluster:
     """
 
     def __init__(self, state_dir=None, extender_bin=None, extenders=None, schedulers=None,
-                 generate=0, prometheus=True, extra_nodes=None, bin_dir=None):
+                 generate=0, prometheus=True, extra_nodes=None, bin_dir=None,
+                 tie_to_parent=True):
         self.dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="gx-k8s-"))
         os.makedirs(self.dir, exist_ok=True)
         self.bin = bin_dir or build_binaries()
@@ -99,6 +100,7 @@ class Cluster:
         self.generate = generate
         self.want_prometheus = prometheus
         self.extra_nodes = extra_nodes or []
+        self.tie_to_parent = tie_to_parent
         self.procs = {}
         self.state = {"dir": self.dir, "bin": self.bin, "pids": {}, "ports": {}}
         self.ctx = None
@@ -115,8 +117,11 @@ class Cluster:
 
     def start(self, name, args, env=None):
         logf = open(self.path(f"{name}.log"), "ab")
+        # In a test, every process dies with the test even when ctest kills it (SIGKILL on a
+        # timeout): PR_SET_PDEATHSIG. cluster.sh up leaves them running on purpose.
+        pre = _die_with_parent if self.tie_to_parent else None
         p = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
-                             cwd=self.dir, env=env, start_new_session=True)
+                             cwd=self.dir, env=env, start_new_session=True, preexec_fn=pre)
         logf.close()
         self.procs[name] = p
         self.state["pids"][name] = p.pid
@@ -566,6 +571,12 @@ class Cluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _die_with_parent():
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _split_labels(s):
     out, cur, q = [], "", False
     for ch in s:
@@ -626,7 +637,7 @@ def main(argv):
                 else "kube-scheduler-config.yaml"}] if a.extender else []
         c = Cluster(a.state_dir, extender_bin=a.extender and os.path.abspath(a.extender),
                     extenders=ext, schedulers=sch, generate=a.generate,
-                    prometheus=not a.no_prometheus)
+                    prometheus=not a.no_prometheus, tie_to_parent=False)
         c.up()
         print_env(c.state)
         return 0
