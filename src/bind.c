@@ -31,7 +31,9 @@ struct bind_op {
     int64_t deadline_ms;
     struct gx_httpc_xfer *xfer;
     struct gx_admit_plan plan;
-    bool reserved; /* this op wrote the reservation (undo on failure) */
+    bool reserved;  /* this op wrote the reservation (undo on failure) */
+    bool uncertain; /* the Binding may have landed: never undo, let the pod's state decide */
+    char binding_error[300];
     char error[512];
 };
 
@@ -97,8 +99,10 @@ static long
 op_timeout(const struct bind_op *op)
 {
     int64_t left = op->deadline_ms - gx_mono_ms();
+    /* finding out where an unknown Binding went is worth a little past the deadline */
+    int64_t floor = op->uncertain ? 500 : 50;
 
-    return left < 50 ? 50 : (long)left;
+    return left < floor ? (long)floor : (long)left;
 }
 
 /* Answer with outcome @o, then free @op. */
@@ -252,6 +256,15 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
     } else if (rc == GX_OK && status == 409) {
         /* Already bound: fine if to this node (a retried bind whose Binding landed). */
         op_enter(op, BS_CHECK);
+    } else if (rc != GX_OK || status >= 500) {
+        /*
+         * Unknown outcome: a timed-out or failed call may still be applied by
+         * the API server, so the booking must stay until the pod shows where
+         * it went (releasing it here over-admitted cards under bursts).
+         */
+        op->uncertain = true;
+        gx_kobj_failure_text(rc, status, body, len, op->binding_error, sizeof(op->binding_error));
+        op_enter(op, BS_CHECK);
     } else {
         op_fail_call(op, "cannot create the binding", rc, status, body, len);
     }
@@ -272,11 +285,18 @@ check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
            strcmp(pod.uid, op->uid) == 0 && pod.node_name != NULL &&
            strcmp(pod.node_name, op->node) == 0;
     gx_arena_release(&a);
+    if (!here && op->uncertain) {
+        /* the reservation stays: the reconciler marks it bound or releases it */
+        op->reserved = false;
+        op_fail(op, GX_BIND_ERROR, "cannot create the binding (booking kept until the pod settles)",
+                op->binding_error);
+        return;
+    }
     if (!here) {
         op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
         return;
     }
-    op_finish(op, GX_BIND_REPEAT);
+    op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
 }
 
 /* ---- live mode: the one place state changes ---- */

@@ -16,8 +16,11 @@
  *            annotations always name cards of the node it is bound to
  *   [CHECK:  after a 409, GET the pod: already bound here is success]
  * then answer, and mark the tenant bound in the background. A failure after
- * RESERVE releases the reservation; a crash leaves at worst a reservation
- * the reconciler settles.
+ * RESERVE releases the reservation, except when the Binding's outcome is
+ * unknown (a timeout or a 5xx may still be applied): then CHECK reads the
+ * pod, and unless it is bound here the booking stays for the reconciler to
+ * mark bound or release. A crash leaves at worst a reservation the
+ * reconciler settles.
  */
 #ifndef GX_BIND_H
 #define GX_BIND_H
