@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,14 +45,14 @@ struct gx_http {
     size_t inflight;
     uint64_t next_id;
     int port;
-    int phase_limit_ms;     /* longest a request may take to arrive */
-    struct conn_rec *conns; /* every open connection */
-    struct event *reaper;   /* closes connections that trickle */
-    int conn_timeout_s;     /* idle timeout given to each new connection */
-    size_t budget;          /* bytes all requests in flight may hold (0: no budget) */
-    size_t held;            /* bytes charged to requests in flight */
-    bool early_close;       /* the loop supports EV_CLOSED */
-    size_t n_closed;        /* connections with peer_closed set */
+    int phase_limit_ms;                   /* longest a request may take to arrive */
+    LIST_HEAD(conn_list, conn_rec) conns; /* every open connection */
+    struct event *reaper;                 /* closes connections that trickle */
+    int conn_timeout_s;                   /* idle timeout given to each new connection */
+    size_t budget;                        /* bytes all requests in flight may hold (0: no budget) */
+    size_t held;                          /* bytes charged to requests in flight */
+    bool early_close;                     /* the loop supports EV_CLOSED */
+    size_t n_closed;                      /* connections with peer_closed set */
     struct gx_http_stats stats;
 };
 
@@ -62,7 +63,7 @@ struct gx_http {
  * arrived within the phase limit (plus time for a large body at 1 MiB/s).
  */
 struct conn_rec {
-    struct conn_rec *prev, *next;
+    LIST_ENTRY(conn_rec) link;
     struct gx_http *h;
     struct MHD_Connection *conn;
     struct event *closed_ev; /* fires when the peer closes its side */
@@ -208,7 +209,7 @@ reap_closed_once(struct gx_http *h)
     if (h->n_closed == 0) {
         return false;
     }
-    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+    for (struct conn_rec *c = LIST_FIRST(&h->conns); c != NULL; c = LIST_NEXT(c, link)) {
         int unread = 0;
 
         if (!c->peer_closed || c->busy || c->fd == MHD_INVALID_SOCKET) {
@@ -262,11 +263,7 @@ notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
         }
         (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                         (unsigned int)h->conn_timeout_s);
-        c->next = h->conns;
-        if (h->conns != NULL) {
-            h->conns->prev = c;
-        }
-        h->conns = c;
+        LIST_INSERT_HEAD(&h->conns, c, link);
         *socket_context = c;
         return;
     }
@@ -279,14 +276,7 @@ notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
     if (c->peer_closed) {
         h->n_closed--;
     }
-    if (c->prev != NULL) {
-        c->prev->next = c->next;
-    } else {
-        h->conns = c->next;
-    }
-    if (c->next != NULL) {
-        c->next->prev = c->prev;
-    }
+    LIST_REMOVE(c, link);
     free(c);
     *socket_context = NULL;
 }
@@ -301,7 +291,7 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+    for (struct conn_rec *c = LIST_FIRST(&h->conns); c != NULL; c = LIST_NEXT(c, link)) {
         if (c->busy || c->fd == MHD_INVALID_SOCKET ||
             now - c->phase_start_ms <= h->phase_limit_ms + c->extra_ms) {
             continue;
@@ -684,6 +674,7 @@ gx_http_start(struct event_base *base, const struct gx_http_opts *opts, gx_http_
     if (h == NULL) {
         return GX_ENOMEM;
     }
+    LIST_INIT(&h->conns);
     h->base = base;
     h->cb = cb;
     h->ctx = ctx;
@@ -781,7 +772,7 @@ gx_http_set_conn_timeout(struct gx_http *h, int seconds)
 {
     h->conn_timeout_s = seconds;
     h->phase_limit_ms = seconds * 1000;
-    for (struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+    for (struct conn_rec *c = LIST_FIRST(&h->conns); c != NULL; c = LIST_NEXT(c, link)) {
         (void)MHD_set_connection_option(c->conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                         (unsigned int)seconds);
     }
@@ -800,7 +791,7 @@ gx_http_get_stats(const struct gx_http *h, struct gx_http_stats *out)
     out->held = h->held;
     out->budget = h->budget;
     out->connections = 0;
-    for (const struct conn_rec *c = h->conns; c != NULL; c = c->next) {
+    for (const struct conn_rec *c = LIST_FIRST(&h->conns); c != NULL; c = LIST_NEXT(c, link)) {
         out->connections++;
     }
 }
