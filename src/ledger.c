@@ -38,18 +38,16 @@
 /* Largest memory reservation (1 PiB in MiB). */
 #define LEDGER_MAX_MIB (INT64_C(1) << 30)
 
+/* The node a pod UID is on; the map's key is @uid. */
 struct uid_link {
-    struct uid_link *next;
     struct gx_ledger_node *node;
     char uid[GX_UID_MAX];
 };
 
 struct gx_ledger {
     struct gx_strmap nodes; /* name -> struct gx_ledger_node * (owned) */
-    struct uid_link **buckets;
-    size_t n_buckets; /* power of two or 0 */
-    size_t n_uids;
-    uint64_t version; /* last value handed to an entry (gx_ledger_version) */
+    struct gx_strmap uids;  /* pod UID -> struct uid_link * (owned) */
+    uint64_t version;       /* last value handed to an entry (gx_ledger_version) */
 };
 
 /* Length of @uid if it is a valid NUL-terminated uid, else 0. */
@@ -64,92 +62,34 @@ uid_len(const char *uid)
     return (size_t)(end - uid);
 }
 
-/* Bucket of @uid in a table of @n buckets (a power of two). */
-static size_t
-uid_bucket(const char *uid, size_t n)
-{
-    return (size_t)gx_hash(uid, strlen(uid)) & (n - 1);
-}
-
 /* The index link of @uid or NULL. */
 static struct uid_link *
 uid_find(const struct gx_ledger *l, const char *uid)
 {
-    struct uid_link *k;
-
-    if (l->n_buckets == 0) {
-        return NULL;
-    }
-    for (k = l->buckets[uid_bucket(uid, l->n_buckets)]; k != NULL; k = k->next) {
-        if (strcmp(k->uid, uid) == 0) {
-            return k;
-        }
-    }
-    return NULL;
+    return gx_strmap_get(&l->uids, uid, strlen(uid));
 }
 
-/* Make room for @extra more uids without a later allocation. GX_ENOMEM. */
+/* Make room for @extra more uids, so that uid_insert cannot fail. GX_ENOMEM. */
 static enum gx_err
 uid_reserve(struct gx_ledger *l, size_t extra)
 {
-    size_t want = l->n_buckets ? l->n_buckets : 64;
-    struct uid_link **nb;
-
-    while (want < (l->n_uids + extra)) {
-        want *= 2;
-    }
-    if (want == l->n_buckets) {
-        return GX_OK;
-    }
-    nb = calloc(want, sizeof(struct uid_link *));
-    if (nb == NULL) {
-        return GX_ENOMEM;
-    }
-    for (size_t i = 0; i < l->n_buckets; i++) {
-        struct uid_link *k = l->buckets[i];
-        while (k != NULL) {
-            struct uid_link *next = k->next;
-            size_t b = uid_bucket(k->uid, want);
-            k->next = nb[b];
-            nb[b] = k;
-            k = next;
-        }
-    }
-    free(l->buckets);
-    l->buckets = nb;
-    l->n_buckets = want;
-    return GX_OK;
+    return gx_strmap_reserve(&l->uids, extra);
 }
 
 /* Link @k into the index; uid_reserve must have made room. Cannot fail. */
 static void
 uid_insert(struct gx_ledger *l, struct uid_link *k)
 {
-    size_t b = uid_bucket(k->uid, l->n_buckets);
+    enum gx_err rc = gx_strmap_put(&l->uids, k->uid, strlen(k->uid), k);
 
-    k->next = l->buckets[b];
-    l->buckets[b] = k;
-    l->n_uids++;
+    (void)rc; /* GX_OK: uid_reserve made room */
 }
 
 /* Unlink and free the index link of @uid, if any. */
 static void
 uid_remove(struct gx_ledger *l, const char *uid)
 {
-    struct uid_link **pp;
-
-    if (l->n_buckets == 0) {
-        return;
-    }
-    for (pp = &l->buckets[uid_bucket(uid, l->n_buckets)]; *pp != NULL; pp = &(*pp)->next) {
-        if (strcmp((*pp)->uid, uid) == 0) {
-            struct uid_link *k = *pp;
-            *pp = k->next;
-            free(k);
-            l->n_uids--;
-            return;
-        }
-    }
+    free(gx_strmap_del(&l->uids, uid, strlen(uid)));
 }
 
 /* A new link for @uid pointing at @node; NULL on ENOMEM. */
@@ -175,6 +115,7 @@ gx_ledger_new(void)
         return NULL;
     }
     gx_strmap_init(&l->nodes);
+    gx_strmap_init(&l->uids);
     return l;
 }
 
@@ -203,15 +144,14 @@ gx_ledger_free(struct gx_ledger *l)
         }
     }
     gx_strmap_release(&l->nodes);
-    for (size_t i = 0; i < l->n_buckets; i++) {
-        struct uid_link *k = l->buckets[i];
-        while (k != NULL) {
-            struct uid_link *next = k->next;
-            free(k);
-            k = next;
+    for (size_t pos = 0;;) {
+        void *k = gx_strmap_next(&l->uids, &pos, NULL, NULL);
+        if (k == NULL) {
+            break;
         }
+        free(k);
     }
-    free(l->buckets);
+    gx_strmap_release(&l->uids);
     free(l);
 }
 

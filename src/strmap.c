@@ -56,6 +56,19 @@ grow(struct gx_strmap *m)
 }
 
 enum gx_err
+gx_strmap_reserve(struct gx_strmap *m, size_t extra)
+{
+    enum gx_err rc;
+
+    while ((m->count + extra) * 2 > m->cap) {
+        if ((rc = grow(m)) != GX_OK) {
+            return rc;
+        }
+    }
+    return GX_OK;
+}
+
+enum gx_err
 gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value)
 {
     uint64_t h = gx_hash(key, klen);

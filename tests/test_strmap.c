@@ -83,3 +83,21 @@ Test(strmap, interner_keeps_one_copy_per_string_up_to_its_limit)
     gx_intern_release(&in);
     gx_arena_release(&a);
 }
+
+Test(strmap, reserve_makes_the_next_puts_infallible)
+{
+    struct gx_strmap m;
+    char keys[100][8];
+
+    gx_strmap_init(&m);
+    cr_assert_eq(gx_strmap_reserve(&m, 100), GX_OK);
+    cr_assert_geq(m.cap, (size_t)200);
+    for (int i = 0; i < 100; i++) {
+        size_t cap = m.cap;
+        (void)snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+        cr_assert_eq(gx_strmap_put(&m, keys[i], strlen(keys[i]), keys[i]), GX_OK);
+        cr_assert_eq(m.cap, cap, "a put after reserve must not grow the table");
+    }
+    cr_assert_eq(gx_strmap_get(&m, "k42", 3), keys[42]);
+    gx_strmap_release(&m);
+}

@@ -32,6 +32,9 @@ void gx_strmap_release(struct gx_strmap *m);
 /** Insert or replace @key -> @value. GX_ENOMEM. */
 enum gx_err gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value) GX_WUR;
 
+/** Make room for @extra more keys: the next @extra puts cannot fail. GX_ENOMEM. */
+enum gx_err gx_strmap_reserve(struct gx_strmap *m, size_t extra) GX_WUR;
+
 /** Remove @key; returns its value or NULL if absent. Cannot fail. */
 void *gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen);
 
