@@ -16,6 +16,9 @@
  * Card GX_CARD_ANY (-1) marks a shared tenant whose card the NVIDIA device
  * plugin picks (time-slicing replicas): it counts against the node's slots,
  * which the decision code checks, not against any one card.
+ *
+ * Why one file: the bookings, their invariants and the Lease annotation
+ * codec that must round-trip them exactly.
  */
 #include "gx/ledger.h"
 #include "gx/strmap.h"

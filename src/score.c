@@ -17,6 +17,10 @@
  *    utilization headroom is max(measured, declared) + expected; on a node
  *    without device-plugin sharing a card showing a workload pod we did not
  *    book is held by the device plugin and has no slot.
+ *
+ * Why one file: filter, prioritize and the card choice at bind are one
+ * decision per (pod, node); the health, slot, memory and fit rules they
+ * share are static here so that nothing outside can call half of it.
  */
 #include "gx/score.h"
 

@@ -10,6 +10,10 @@
  * The sim keeps its own per-card account of requested milli-GPU for the
  * allocation and fragmentation rates (what the pods asked, not what the
  * ledger rounded them to), so rounding losses show up as lost allocation.
+ *
+ * Why one file: the replay loop, the experiment around it (tuning,
+ * seeds, arrival curve) and its outputs are one pipeline over the same
+ * per-run state.
  */
 #include "gx/sim.h"
 
