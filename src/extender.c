@@ -286,6 +286,31 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, 
  * Enter the top-level object of a request. A body that is valid JSON but
  * not an object is GX_EINVAL; anything else malformed is GX_EPARSE.
  */
+/*
+ * The "Pod" member's value: null (*@null), or an object whose byte span
+ * (*@off, *@plen) goes to gx_kobj_decode_pod. Anything else is a type error.
+ */
+static enum gx_err
+ext_pod_span(struct gx_json *j, bool *null, size_t *off, size_t *plen, struct gx_why *why)
+{
+    enum gx_err rc;
+
+    *null = gx_json_take_null(j);
+    if (*null) {
+        return GX_OK;
+    }
+    if (gx_json_peek(j) != '{') {
+        gx_why_set(why, "Pod must be an object");
+        return ext_wrong_type(j);
+    }
+    *off = j->pos;
+    if ((rc = gx_json_skip(j)) != GX_OK) {
+        return rc;
+    }
+    *plen = j->pos - *off;
+    return GX_OK;
+}
+
 static enum gx_err
 ext_enter_top(struct gx_json *j, const char *what, struct gx_why *why)
 {
@@ -330,20 +355,9 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "Pod")) {
             pod_seen = true;
-            pod_null = gx_json_take_null(&j);
-            if (pod_null) {
-                continue;
-            }
-            if (gx_json_peek(&j) != '{') {
-                gx_why_set(why, "Pod must be an object");
-                rc = ext_wrong_type(&j);
+            if ((rc = ext_pod_span(&j, &pod_null, &pod_off, &pod_len, why)) != GX_OK) {
                 goto out;
             }
-            pod_off = j.pos;
-            if ((rc = gx_json_skip(&j)) != GX_OK) {
-                goto out;
-            }
-            pod_len = j.pos - pod_off;
         } else if (gx_json_key_is(key, klen, "Nodes")) {
             nodes_set = !gx_json_take_null(&j);
             if (nodes_set && (rc = ext_nodes(&j, &args.arena, &items, why)) != GX_OK) {
@@ -1068,20 +1082,9 @@ gx_ext_decode_preempt(const char *body, size_t len, int max_depth, struct gx_ext
     while (gx_json_next_member(&j, &key, &klen, &rc)) {
         if (gx_json_key_is(key, klen, "Pod")) {
             pod_seen = true;
-            pod_null = gx_json_take_null(&j);
-            if (pod_null) {
-                continue;
-            }
-            if (gx_json_peek(&j) != '{') {
-                gx_why_set(why, "Pod must be an object");
-                rc = ext_wrong_type(&j);
+            if ((rc = ext_pod_span(&j, &pod_null, &pod_off, &pod_len, why)) != GX_OK) {
                 goto out;
             }
-            pod_off = j.pos;
-            if ((rc = gx_json_skip(&j)) != GX_OK) {
-                goto out;
-            }
-            pod_len = j.pos - pod_off;
         } else if (gx_json_key_is(key, klen, "NodeNameToVictims")) {
             free(full);
             full = NULL;

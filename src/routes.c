@@ -321,8 +321,12 @@ handle_cards(struct gx_app *app, struct gx_http_req *r)
     gx_reply_json(&app->metrics, r, GX_VERB_OTHER, 200, &out);
 }
 
+typedef enum gx_err (*explain_fn)(struct gx_app *app, const char *body, size_t len, bool json,
+                                  struct gx_buf *out, struct gx_why *why);
+
+/* Answer a debug explain: JSON, or text with ?format=text; 400 with the reason. */
 static void
-handle_explain(struct gx_app *app, struct gx_http_req *r)
+reply_explained(struct gx_app *app, struct gx_http_req *r, explain_fn explain)
 {
     struct gx_why why = {{0}};
     struct gx_buf out;
@@ -332,7 +336,7 @@ handle_explain(struct gx_app *app, struct gx_http_req *r)
     bool json = fmt == NULL || strcmp(fmt, "text") != 0;
 
     gx_buf_init(&out, (size_t)64 << 20);
-    if (gx_app_explain(app, body, len, json, &out, &why) != GX_OK) {
+    if (explain(app, body, len, json, &out, &why) != GX_OK) {
         gx_buf_release(&out);
         gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 400, why.text);
         return;
@@ -342,23 +346,15 @@ handle_explain(struct gx_app *app, struct gx_http_req *r)
 }
 
 static void
+handle_explain(struct gx_app *app, struct gx_http_req *r)
+{
+    reply_explained(app, r, gx_app_explain);
+}
+
+static void
 handle_preempt_explain(struct gx_app *app, struct gx_http_req *r)
 {
-    struct gx_why why = {{0}};
-    struct gx_buf out;
-    size_t len;
-    const char *body = gx_http_body(r, &len);
-    const char *fmt = gx_http_query(r, "format");
-    bool json = fmt == NULL || strcmp(fmt, "text") != 0;
-
-    gx_buf_init(&out, (size_t)64 << 20);
-    if (gx_preempt_explain(app, body, len, json, &out, &why) != GX_OK) {
-        gx_buf_release(&out);
-        gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 400, why.text);
-        return;
-    }
-    gx_reply_body(&app->metrics, r, GX_VERB_OTHER, 200,
-                  json ? "application/json" : "text/plain; charset=utf-8", &out);
+    reply_explained(app, r, gx_preempt_explain);
 }
 
 enum where { AT_ROOT, UNDER_PREFIX };
