@@ -287,17 +287,14 @@ other_writer(struct fake *f, const char *uid)
     f->rv++;
 }
 
+/* Stream MODIFIED events for every change after @sent (the rv when the watch was counted). */
 static void
-serve_watch(struct fake *f, int fd)
+serve_watch(struct fake *f, int fd, long sent)
 {
     static const char h[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-    long sent;
 
     send_all(fd, h, sizeof(h) - 1);
-    pthread_mutex_lock(&f->mu);
-    sent = f->rv;
-    pthread_mutex_unlock(&f->mu);
     for (;;) {
         char *obj = NULL;
         bool stop;
@@ -342,9 +339,11 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
     pthread_mutex_lock(&f->mu);
     if (strncmp(target, LEASE_PATH "?", sizeof(LEASE_PATH)) == 0 &&
         strstr(target, "watch=1") != NULL) {
+        long sent = f->rv; /* read with the count: a write the test makes next is sent */
+
         f->watches++;
         pthread_mutex_unlock(&f->mu);
-        serve_watch(f, fd);
+        serve_watch(f, fd, sent);
         return;
     }
     if (strncmp(target, LEASE_PATH "?", sizeof(LEASE_PATH)) == 0) {
