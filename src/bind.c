@@ -270,33 +270,48 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
     }
 }
 
+/* Where CHECK found the pod: unknown (the read failed), pending, here, or gone elsewhere. */
+enum pod_where { PW_UNKNOWN, PW_PENDING, PW_HERE, PW_ELSEWHERE };
+
+static enum pod_where
+pod_where(const struct bind_op *op, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_arena a;
+    struct gx_pod pod;
+    enum pod_where w = PW_UNKNOWN;
+
+    gx_arena_init(&a, 0);
+    if (rc == GX_OK && status == 200 &&
+        gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK) {
+        if (strcmp(pod.uid, op->uid) != 0 ||
+            (pod.node_name != NULL && strcmp(pod.node_name, op->node) != 0)) {
+            w = PW_ELSEWHERE; /* replaced, or bound once and for all to another node */
+        } else {
+            w = pod.node_name != NULL ? PW_HERE : PW_PENDING;
+        }
+    }
+    gx_arena_release(&a);
+    return w;
+}
+
 static void
 check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct bind_op *op = ctx;
-    struct gx_arena a;
-    struct gx_pod pod;
-    bool here;
+    enum pod_where w;
 
     op->xfer = NULL;
-    gx_arena_init(&a, 0);
-    here = rc == GX_OK && status == 200 &&
-           gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK &&
-           strcmp(pod.uid, op->uid) == 0 && pod.node_name != NULL &&
-           strcmp(pod.node_name, op->node) == 0;
-    gx_arena_release(&a);
-    if (!here && op->uncertain) {
-        /* the reservation stays: the reconciler marks it bound or releases it */
+    w = pod_where(op, rc, status, body, len);
+    if (w == PW_HERE) {
+        op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
+    } else if (op->uncertain && w != PW_ELSEWHERE) {
+        /* our Binding may still land: the reconciler marks the booking bound or releases it */
         op->reserved = false;
         op_fail(op, GX_BIND_ERROR, "cannot create the binding (booking kept until the pod settles)",
                 op->binding_error);
-        return;
-    }
-    if (!here) {
+    } else {
         op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
-        return;
     }
-    op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
 }
 
 /* ---- live mode: the one place state changes ---- */

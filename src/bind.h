@@ -18,9 +18,10 @@
  * then answer, and mark the tenant bound in the background. A failure after
  * RESERVE releases the reservation, except when the Binding's outcome is
  * unknown (a timeout or a 5xx may still be applied): then CHECK reads the
- * pod, and unless it is bound here the booking stays for the reconciler to
- * mark bound or release. A crash leaves at worst a reservation the
- * reconciler settles.
+ * pod: bound here is success, bound to another node (or replaced) releases,
+ * and while it is pending or cannot be read the booking stays for the
+ * reconciler to mark bound or release. A crash leaves at worst a
+ * reservation the reconciler settles.
  */
 #ifndef GX_BIND_H
 #define GX_BIND_H
