@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_bind.c - the bind chain (bind.c) end to end in one process: a real
+ * HTTP server hands POST /bind to gx_bind_handle, and the chain talks to a
+ * fake API server (gx_fakehttp) that holds one pod and its node's Lease
+ * with real resourceVersion semantics and can be told to fail each call.
+ * The fake records the calls in order: that trace is the chain's state
+ * sequence (READ_POD, RESERVE = Lease GET+PUT/POST, LABEL = PATCH,
+ * BINDING = POST binding, CHECK = GET pod), then the background write.
+ */
+#include "gx_test.h"
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "bgwrite.h"
+#include "bind.h"
+#include "gx/config.h"
+#include "gx/httpc.h"
+#include "gx/kube.h"
+#include "gx/podreq.h"
+#include "gx_fakehttp.h"
+#include "seen.h"
+#include "service.h"
+
+GX_SUITE(bind);
+
+#define DEADLINE_MS 8000
+#define NS "ml"
+#define POD "p1"
+#define UID "uid-1"
+#define HERE "gpu-a"
+#define POD_PATH "/api/v1/namespaces/" NS "/pods/" POD
+#define LEASES "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases"
+#define LEASE_PATH LEASES "/gpu-extender-" HERE
+
+/* ---- the fake API server: one pod, the Lease of its node ---- */
+
+struct fake {
+    pthread_mutex_t mu;
+    bool stop;
+    char pod_node[64]; /* spec.nodeName of the pod, "" while pending */
+    bool lease_exists;
+    long rv;
+    char *tenants; /* the Lease's tenants annotation (JSON text), heap */
+    /* faults */
+    int lose;             /* Lease PUTs still to lose to another writer */
+    int patch_status;     /* the label PATCH answers this (0: 200) */
+    int binding_status;   /* the Binding answers this (0: 201, or 409 when bound) */
+    const char *lands_on; /* a failing Binding binds the pod here all the same */
+    int binding_hang_ms;
+    char trace[1024]; /* "GET lease,POST lease,PATCH pod,..." */
+};
+
+/* The pod as the API server shows it (caller holds mu); you own the string. */
+static char *
+pod_json(const struct fake *f)
+{
+    char *s = malloc(1024);
+
+    cr_assert_not_null(s);
+    (void)snprintf(s, 1024,
+                   "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"" POD "\",\"namespace\":\"" NS
+                   "\",\"uid\":\"" UID "\",\"resourceVersion\":\"5\"},\"spec\":{\"nodeName\":"
+                   "\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+                   "{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                   f->pod_node);
+    return s;
+}
+
+/* The Lease (caller holds mu); you own the string. */
+static char *
+lease_json(const struct fake *f)
+{
+    cJSON *ann = cJSON_CreateString(f->tenants != NULL ? f->tenants : "{\"v\":1,\"tenants\":[]}");
+    char *tenants = cJSON_PrintUnformatted(ann), *s = malloc(strlen(tenants) + 512);
+
+    cr_assert_not_null(s);
+    (void)snprintf(s, strlen(tenants) + 512,
+                   "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"gpu-extender-" HERE
+                   "\",\"namespace\":\"gpu-extender\",\"resourceVersion\":\"%ld\","
+                   "\"annotations\":{\"gpu-extender.io/node\":\"" HERE
+                   "\",\"gpu-extender.io/tenants\":%s}}}",
+                   f->rv, tenants);
+    free(tenants);
+    cJSON_Delete(ann);
+    return s;
+}
+
+/* Append @what to the trace (caller holds mu). */
+static void
+note(struct fake *f, const char *what)
+{
+    size_t n = strlen(f->trace);
+
+    (void)snprintf(f->trace + n, sizeof(f->trace) - n, "%s%s", n ? "," : "", what);
+}
+
+/* Keep a written Lease body (caller holds mu). */
+static void
+store_lease(struct fake *f, const char *body)
+{
+    cJSON *o = cJSON_Parse(body);
+    cJSON *t =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"),
+                            "gpu-extender.io/tenants");
+
+    free(f->tenants);
+    f->tenants = cJSON_IsString(t) ? strdup(t->valuestring) : NULL;
+    f->lease_exists = true;
+    f->rv++;
+    cJSON_Delete(o);
+}
+
+/* The Lease's resourceVersion as a PUT @body names it, -1 when none. */
+static long
+body_rv(const char *body)
+{
+    cJSON *o = cJSON_Parse(body);
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+    long rv = cJSON_IsString(v) ? atol(v->valuestring) : -1;
+
+    cJSON_Delete(o);
+    return rv;
+}
+
+/* Answer a Lease call (caller holds mu; unlocked on return); s: the status. */
+static void
+lease_call(struct fake *f, int fd, const struct gx_fakehttp_req *r)
+{
+    int s = 200;
+    char *obj = NULL;
+
+    if (strcmp(r->method, "GET") == 0) {
+        note(f, "GET lease");
+        s = f->lease_exists ? 200 : 404;
+    } else if (strcmp(r->method, "POST") == 0) {
+        note(f, "POST lease");
+        s = f->lease_exists ? 409 : 201;
+    } else {
+        note(f, "PUT lease");
+        s = body_rv(r->body) == f->rv ? 200 : 409;
+        if (s == 200 && f->lose > 0) {
+            f->lose--;
+            f->rv++; /* another replica wrote first */
+            s = 409;
+        }
+    }
+    if (s == 200 && strcmp(r->method, "GET") != 0) {
+        store_lease(f, r->body);
+    } else if (s == 201) {
+        store_lease(f, r->body);
+    }
+    obj = s < 300 ? lease_json(f) : NULL;
+    pthread_mutex_unlock(&f->mu);
+    gx_fakehttp_respond(fd, s, obj != NULL ? obj : "{\"kind\":\"Status\",\"code\":409}");
+    free(obj);
+}
+
+/* The node a Binding @body targets, into @out. */
+static void
+binding_target(const char *body, char *out, size_t n)
+{
+    cJSON *o = cJSON_Parse(body);
+    cJSON *name = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "target"), "name");
+
+    (void)snprintf(out, n, "%s", cJSON_IsString(name) ? name->valuestring : "");
+    cJSON_Delete(o);
+}
+
+/* Answer the Binding (caller holds mu; unlocked on return). */
+static void
+binding_call(struct fake *f, int fd, const struct gx_fakehttp_req *r)
+{
+    int s = f->binding_status, hang = f->binding_hang_ms;
+
+    note(f, "POST binding");
+    if (s == 0 && hang == 0) {
+        s = f->pod_node[0] != '\0' ? 409 : 201; /* the API server's rule: bound once */
+    }
+    if (s == 201) {
+        binding_target(r->body, f->pod_node, sizeof(f->pod_node));
+    } else if (f->lands_on != NULL) {
+        (void)snprintf(f->pod_node, sizeof(f->pod_node), "%s", f->lands_on);
+    }
+    pthread_mutex_unlock(&f->mu);
+    for (int t = 0; t < hang; t += 10) { /* longer than the bind may wait */
+        bool stop;
+        pthread_mutex_lock(&f->mu);
+        stop = f->stop;
+        pthread_mutex_unlock(&f->mu);
+        if (stop) {
+            return;
+        }
+        gx_fakehttp_msleep(10);
+    }
+    gx_fakehttp_respond(fd, s != 0 ? s : 201, "{\"kind\":\"Status\"}");
+}
+
+static void
+handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
+{
+    struct fake *f = ctx;
+    char *obj;
+    int s;
+
+    if (strncmp(r->target, "/api/v1/nodes", 13) == 0 ||
+        strncmp(r->target, "/api/v1/pods", 12) == 0 ||
+        strncmp(r->target, LEASES "?", sizeof(LEASES)) == 0) {
+        /* the stores' lists (the Lease of a past test is not there) and watches */
+        gx_fakehttp_respond(fd, 200,
+                            strstr(r->target, "watch=1") != NULL
+                                ? ""
+                                : "{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    if (strncmp(r->target, LEASES, strlen(LEASES)) == 0) {
+        lease_call(f, fd, r);
+        return;
+    }
+    if (strcmp(r->target, POD_PATH "/binding") == 0) {
+        binding_call(f, fd, r);
+        return;
+    }
+    note(f, strcmp(r->method, "PATCH") == 0 ? "PATCH pod" : "GET pod");
+    s = strcmp(r->method, "PATCH") == 0 && f->patch_status != 0 ? f->patch_status : 200;
+    obj = pod_json(f);
+    pthread_mutex_unlock(&f->mu);
+    gx_fakehttp_respond(fd, s, s == 200 ? obj : "{\"kind\":\"Status\",\"message\":\"boom\"}");
+    free(obj);
+}
+
+/* ---- the extender side ---- */
+
+struct env {
+    struct fake f;
+    struct gx_fakehttp *srv;
+    struct gx_app app;
+    struct gx_snapshot snap;
+    struct gx_node node;
+    struct gx_card cards[2];
+    struct gx_http *http;
+    /* the answer to the bind */
+    bool answered;
+    long status;
+    char error[512];
+};
+
+static void
+serve(void *ctx, struct gx_http_req *r)
+{
+    gx_bind_handle(ctx, r);
+}
+
+/* One L4 node with two fresh, idle cards. */
+static void
+snap_init(struct env *e)
+{
+    struct gx_node *n = &e->node;
+
+    gx_strmap_init(&e->snap.by_name);
+    n->name = HERE;
+    n->product = "NVIDIA-L4";
+    n->gpu_count = 2;
+    n->gpu_memory_mib = 24564;
+    n->replicas = 1;
+    n->ready = true;
+    n->cards = e->cards;
+    n->n_cards = 2;
+    for (int c = 0; c < 2; c++) {
+        e->cards[c].index = c;
+        e->cards[c].numa = -1;
+        for (int s = 0; s < GX_SIG_COUNT; s++) {
+            e->cards[c].at_ms[s] = gx_wall_ms();
+        }
+        e->cards[c].v[GX_SIG_MEM_FREE] = 24564;
+    }
+    cr_assert_eq(gx_strmap_put(&e->snap.by_name, HERE, strlen(HERE), n), GX_OK);
+    e->snap.nodes = n;
+    e->snap.n_nodes = 1;
+}
+
+/* Run the loop until @cond holds or the deadline passes; returns @cond. */
+static bool
+run_until(struct env *e, bool (*cond)(struct env *e))
+{
+    int64_t end = gx_mono_ms() + DEADLINE_MS;
+
+    while (!cond(e) && gx_mono_ms() < end) {
+        struct timeval tv = {0, 10000};
+        (void)event_base_loopexit(e->app.base, &tv);
+        (void)event_base_dispatch(e->app.base);
+    }
+    return cond(e);
+}
+
+static bool
+synced(struct env *e)
+{
+    return gx_leases_synced(e->app.leases);
+}
+
+static void
+env_init(struct env *e)
+{
+    struct gx_app *a = &e->app;
+    struct gx_http_opts o = {.address = "127.0.0.1", .max_body = 1 << 20, .conn_timeout_s = 10};
+    struct gx_why why = {{0}};
+    char url[64];
+
+    memset(e, 0, sizeof(*e));
+    unsetenv("http_proxy");
+    unsetenv("HTTP_PROXY");
+    pthread_mutex_init(&e->f.mu, NULL);
+    e->f.rv = 100;
+    e->srv = gx_fakehttp_start(handle, &e->f);
+    cr_assert_eq(gx_config_default(&a->cfg), GX_OK);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->srv));
+    free(a->cfg->kube_url);
+    a->cfg->kube_url = gx_strndup(url, strlen(url));
+    a->cfg->kube_enabled = true;
+    a->cfg->bind_deadline_ms = 1000;
+    a->cfg->ledger_sync_s = 3600;
+    gx_metrics_init(&a->metrics);
+    LIST_INIT(&a->binds);
+    LIST_INIT(&a->bgs);
+    a->base = event_base_new();
+    a->sync.httpc = gx_httpc_new(a->base);
+    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics, NULL, a, &why);
+    cr_assert_not_null(a->sync.kube, "%s", why.text);
+    snap_init(e);
+    a->sync.snap = &e->snap;
+    a->ledger = gx_ledger_new();
+    a->leases = gx_leases_new(a->base, a->sync.kube, a->cfg, a->ledger, &a->metrics);
+    a->seen = gx_seen_new();
+    cr_assert(a->ledger != NULL && a->leases != NULL && a->seen != NULL);
+    cr_assert_eq(gx_http_start(a->base, &o, serve, a, &e->http, &why), GX_OK, "%s", why.text);
+    cr_assert(run_until(e, synced), "the Leases are listed");
+}
+
+static void
+env_fini(struct env *e)
+{
+    struct gx_app *a = &e->app;
+
+    pthread_mutex_lock(&e->f.mu);
+    e->f.stop = true;
+    pthread_mutex_unlock(&e->f.mu);
+    gx_bind_cancel_all(a);
+    gx_leases_free(a->leases);
+    gx_bg_clear(a);
+    gx_http_free(e->http);
+    gx_kube_free(a->sync.kube);
+    gx_httpc_free(a->sync.httpc);
+    gx_fakehttp_stop(e->srv);
+    gx_seen_free(a->seen);
+    gx_ledger_free(a->ledger);
+    gx_strmap_release(&e->snap.by_name);
+    gx_config_free(a->cfg);
+    event_base_free(a->base);
+    free(e->f.tenants);
+    pthread_mutex_destroy(&e->f.mu);
+}
+
+/* What filter would have remembered about the pod. */
+static void
+seen_by_filter(struct env *e)
+{
+    struct gx_arena ar;
+    struct gx_pod pod;
+    struct gx_podreq req;
+    struct gx_why why = {{0}};
+    char *json = pod_json(&e->f);
+
+    gx_arena_init(&ar, 0);
+    cr_assert_eq(gx_kobj_decode_pod(json, strlen(json), 64, &ar, &pod, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_eq(gx_podreq_parse(e->app.cfg, &pod, &req, &why), GX_OK, "%s", why.text);
+    gx_seen_put(e->app.seen, &pod, &req, gx_mono_ms());
+    gx_arena_release(&ar);
+    free(json);
+}
+
+static void
+answer_done(void *ctx, const struct gx_httpc_result *res)
+{
+    struct env *e = ctx;
+    cJSON *j = cJSON_ParseWithLength(res->body != NULL ? res->body : "", res->body_len);
+    cJSON *err = cJSON_GetObjectItem(j, "Error");
+
+    e->answered = true;
+    e->status = res->status;
+    (void)snprintf(e->error, sizeof(e->error), "%s", cJSON_IsString(err) ? err->valuestring : "?");
+    cJSON_Delete(j);
+}
+
+static bool
+settled(struct env *e)
+{
+    return e->answered && LIST_EMPTY(&e->app.bgs) && LIST_EMPTY(&e->app.binds);
+}
+
+/* POST the bind of the pod to HERE and wait for the answer and the background write. */
+static void
+bind_pod(struct env *e)
+{
+    static const char body[] = "{\"PodName\":\"" POD "\",\"PodNamespace\":\"" NS
+                               "\",\"PodUID\":\"" UID "\",\"Node\":\"" HERE "\"}";
+    char url[64];
+    struct gx_httpc_req req = {.method = "POST",
+                               .url = url,
+                               .body = body,
+                               .body_len = sizeof(body) - 1,
+                               .content_type = "application/json",
+                               .timeout_ms = DEADLINE_MS,
+                               .max_body = 1 << 20};
+
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/bind", gx_http_port(e->http));
+    e->answered = false;
+    cr_assert_not_null(gx_httpc_start(e->app.sync.httpc, &req, answer_done, NULL, e));
+    cr_assert(run_until(e, settled), "the bind is answered and its writes end");
+    cr_assert_eq(e->status, 200);
+}
+
+/* The calls the fake saw, in order. */
+static void
+assert_trace(struct env *e, const char *want)
+{
+    pthread_mutex_lock(&e->f.mu);
+    cr_assert_str_eq(e->f.trace, want);
+    pthread_mutex_unlock(&e->f.mu);
+}
+
+/* The state of the pod's booking in the fake's Lease: "reserved", "bound" or "" (none). */
+static void
+assert_booking(struct env *e, const char *want)
+{
+    cJSON *doc, *t;
+    const char *got = "";
+
+    pthread_mutex_lock(&e->f.mu);
+    doc = cJSON_Parse(e->f.tenants != NULL ? e->f.tenants : "{}");
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(doc, "tenants"))
+    {
+        cJSON *uid = cJSON_GetObjectItem(t, "uid"), *st = cJSON_GetObjectItem(t, "state");
+        if (cJSON_IsString(uid) && strcmp(uid->valuestring, UID) == 0) {
+            got = cJSON_IsString(st) ? st->valuestring : "?";
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->f.mu);
+    cr_assert_str_eq(got, want, "the Lease books the pod as \"%s\"", want);
+    cr_assert_eq(gx_ledger_find_pod(e->app.ledger, UID) != NULL, want[0] != '\0',
+                 "the cache agrees with the Lease");
+    cJSON_Delete(doc);
+}
+
+#define RESERVE "GET lease,POST lease"
+#define MARK_BOUND "GET lease,PUT lease"
+#define RELEASE "GET lease,PUT lease"
+
+Test(bind, reserve_label_binding_then_marks_bound)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding," MARK_BOUND);
+    assert_booking(&e, "bound");
+    cr_assert_str_eq(e.f.pod_node, HERE);
+    env_fini(&e);
+}
+
+Test(bind, a_pod_filter_did_not_see_is_read_first)
+{
+    struct env e;
+
+    env_init(&e);
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    assert_trace(&e, "GET pod," RESERVE ",PATCH pod,POST binding," MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+Test(bind, a_lost_lease_race_retries_the_reservation)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    /* the Lease exists, so the reservation is a PUT; the first one loses */
+    pthread_mutex_lock(&e.f.mu);
+    e.f.lease_exists = true;
+    e.f.lose = 1;
+    pthread_mutex_unlock(&e.f.mu);
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    cr_assert_eq(e.app.metrics.cas_conflicts, 1);
+    assert_trace(&e, "GET lease,PUT lease,GET lease,PUT lease,PATCH pod,POST binding," MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+Test(bind, a_failed_label_patch_releases_the_reservation)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.patch_status = 500;
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1);
+    assert_trace(&e, RESERVE ",PATCH pod," RELEASE);
+    assert_booking(&e, "");
+    env_fini(&e);
+}
+
+Test(bind, a_binding_conflict_for_a_pod_bound_here_is_a_repeat)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    (void)snprintf(e.f.pod_node, sizeof(e.f.pod_node), HERE); /* a retried bind */
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_REPEAT], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod," MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+Test(bind, a_binding_conflict_for_a_pod_bound_elsewhere_releases)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    (void)snprintf(e.f.pod_node, sizeof(e.f.pod_node), "gpu-b");
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "the pod is already bound to another node");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod," RELEASE);
+    assert_booking(&e, "");
+    env_fini(&e);
+}
+
+Test(bind, a_5xx_binding_that_landed_is_success)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.binding_status = 500;
+    e.f.lands_on = HERE;
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod," MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+Test(bind, a_5xx_binding_with_the_pod_unbound_keeps_the_booking)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.binding_status = 503;
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "cannot create the binding (booking kept until the pod settles): "
+                              "HTTP 503");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod");
+    assert_booking(&e, "reserved");
+    env_fini(&e);
+}
+
+Test(bind, a_timed_out_binding_with_the_pod_unbound_keeps_the_booking)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.binding_hang_ms = 3000;
+    bind_pod(&e);
+    cr_assert_not_null(strstr(e.error, "booking kept until the pod settles"), "%s", e.error);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod");
+    assert_booking(&e, "reserved");
+    env_fini(&e);
+}
+
+Test(bind, a_timed_out_binding_that_landed_is_success)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.binding_hang_ms = 3000;
+    e.f.lands_on = HERE;
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod," MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+Test(bind, an_unknown_binding_with_the_pod_bound_elsewhere_releases)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.f.binding_status = 500;
+    e.f.lands_on = "gpu-b"; /* another replica's Binding won meanwhile */
+    bind_pod(&e);
+    cr_assert_str_eq(e.error, "the pod is already bound to another node");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1);
+    assert_trace(&e, RESERVE ",PATCH pod,POST binding,GET pod," RELEASE);
+    assert_booking(&e, "");
+    env_fini(&e);
+}
+
+Test(bind, a_refused_reservation_writes_nothing_and_is_rejected)
+{
+    struct env e;
+
+    env_init(&e);
+    seen_by_filter(&e);
+    e.node.ready = false;
+    bind_pod(&e);
+    cr_assert_neq(e.error[0], '\0');
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_REJECTED], 1, "%s", e.error);
+    assert_trace(&e, "GET lease");
+    assert_booking(&e, "");
+    env_fini(&e);
+}
