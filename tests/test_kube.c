@@ -8,29 +8,22 @@
  */
 #include "gx_test.h"
 
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <event2/event.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gx/config.h"
 #include "gx/httpc.h"
 #include "gx/kube.h"
 #include "gx/metrics.h"
+#include "gx_fakehttp.h"
 #include "kube_int.h"
 
 GX_SUITE(kube);
 
 #define DEADLINE_MS 8000
-#define MAX_CONNS 256
 #define MAX_URLS 32
 
 /* ---- the fake API server ---- */
@@ -39,23 +32,15 @@ enum req_kind { RQ_NODE_LIST, RQ_NODE_WATCH, RQ_POD_LIST, RQ_POD_WATCH, RQ_OTHER
 
 struct fake_req {
     enum req_kind kind;
-    int nth; /* 1 for the first request of this kind */
-    char method[16];
-    char target[2048];
-    char auth[1024];
-    char *body;
-    size_t body_len;
+    int nth;                                   /* 1 for the first request of this kind */
+    const char *method, *target, *auth, *body; /* of the request, borrowed */
 };
 
 struct fake;
 typedef void (*fake_handler)(struct fake *f, int fd, const struct fake_req *r);
 
 struct fake {
-    int lfd;
-    int port;
-    pthread_t accept_thread;
-    pthread_t conns[MAX_CONNS];
-    int n_conns;
+    struct gx_fakehttp *srv;
     fake_handler handler;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -66,71 +51,6 @@ struct fake {
     char last_auth[1024];
 };
 
-struct conn_arg {
-    struct fake *f;
-    int fd;
-};
-
-static void
-msleep(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        ;
-    }
-}
-
-static void
-send_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-}
-
-static void
-send_response(int fd, int status, const char *body)
-{
-    char head[256];
-    size_t len = strlen(body);
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: "
-                     "%zu\r\nConnection: close\r\n\r\n",
-                     status, len);
-
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, len);
-}
-
-static void
-chunk_head(int fd)
-{
-    static const char h[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-
-    send_all(fd, h, sizeof(h) - 1);
-}
-
-static void
-chunk(int fd, const char *data, size_t len)
-{
-    char h[32];
-    int n = snprintf(h, sizeof(h), "%zx\r\n", len);
-
-    if (len == 0) {
-        return;
-    }
-    send_all(fd, h, (size_t)n);
-    send_all(fd, data, len);
-    send_all(fd, "\r\n", 2);
-}
-
 /* Send @s as @pieces chunks with a small pause between them. */
 static void
 chunk_split(int fd, const char *s, int pieces)
@@ -138,15 +58,9 @@ chunk_split(int fd, const char *s, int pieces)
     size_t len = strlen(s), step = (len + (size_t)pieces - 1) / (size_t)pieces;
 
     for (size_t off = 0; off < len; off += step) {
-        chunk(fd, s + off, len - off < step ? len - off : step);
-        msleep(15);
+        gx_fakehttp_chunk(fd, s + off, len - off < step ? len - off : step);
+        gx_fakehttp_msleep(15);
     }
-}
-
-static void
-chunk_end(int fd)
-{
-    send_all(fd, "0\r\n\r\n", 5);
 }
 
 /* Block the handler until the test reaches @step (or the server stops). */
@@ -206,151 +120,33 @@ classify(const char *target)
     return RQ_OTHER;
 }
 
-/* Read one request (headers and Content-Length body); false on EOF or garbage. */
-static bool
-read_request(int fd, struct fake_req *r)
+/* Count the request, then hand it to the test's handler. */
+static void
+dispatch(void *ctx, int fd, const struct gx_fakehttp_req *h)
 {
-    char buf[16384];
-    size_t len = 0, clen = 0;
-    char *end = NULL, *line, *p;
+    struct fake *f = ctx;
+    struct fake_req r = {classify(h->target), 0, h->method, h->target, h->auth, h->body};
 
-    while (end == NULL) {
-        ssize_t n;
-
-        if (len + 1 >= sizeof(buf)) {
-            return false;
-        }
-        n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-        if (n <= 0) {
-            return false;
-        }
-        len += (size_t)n;
-        buf[len] = '\0';
-        end = strstr(buf, "\r\n\r\n");
+    pthread_mutex_lock(&f->mu);
+    r.nth = ++f->count[r.kind];
+    if (r.nth <= MAX_URLS) {
+        (void)snprintf(f->urls[r.kind][r.nth - 1], sizeof(f->urls[0][0]), "%s", r.target);
     }
-    *end = '\0';
-    if (sscanf(buf, "%15s %2047s", r->method, r->target) != 2) {
-        return false;
-    }
-    for (line = strstr(buf, "\r\n"); line != NULL; line = strstr(line + 2, "\r\n")) {
-        p = line + 2;
-        if (strncasecmp(p, "Authorization: ", 15) == 0) {
-            char *e = strstr(p, "\r\n");
-            size_t l = e ? (size_t)(e - p - 15) : strlen(p + 15);
-            (void)snprintf(r->auth, sizeof(r->auth), "%.*s", (int)l, p + 15);
-        } else if (strncasecmp(p, "Content-Length: ", 16) == 0) {
-            clen = strtoul(p + 16, NULL, 10);
-        }
-    }
-    if (clen > 0) {
-        size_t have = len - (size_t)(end + 4 - buf);
-        r->body = calloc(1, clen + 1);
-        if (r->body == NULL) {
-            return false;
-        }
-        memcpy(r->body, end + 4, have < clen ? have : clen);
-        while (have < clen) {
-            ssize_t n = recv(fd, r->body + have, clen - have, 0);
-            if (n <= 0) {
-                return false;
-            }
-            have += (size_t)n;
-        }
-        r->body_len = clen;
-    }
-    return true;
-}
-
-static void *
-conn_main(void *arg)
-{
-    struct conn_arg *ca = arg;
-    struct fake *f = ca->f;
-    struct fake_req r;
-    struct timeval tv = {10, 0};
-
-    memset(&r, 0, sizeof(r));
-    (void)setsockopt(ca->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (read_request(ca->fd, &r)) {
-        r.kind = classify(r.target);
-        pthread_mutex_lock(&f->mu);
-        r.nth = ++f->count[r.kind];
-        if (r.nth <= MAX_URLS) {
-            (void)snprintf(f->urls[r.kind][r.nth - 1], sizeof(f->urls[0][0]), "%s", r.target);
-        }
-        (void)snprintf(f->last_auth, sizeof(f->last_auth), "%s", r.auth);
-        pthread_mutex_unlock(&f->mu);
-        f->handler(f, ca->fd, &r);
-    }
-    free(r.body);
-    close(ca->fd);
-    free(ca);
-    return NULL;
-}
-
-static void *
-accept_main(void *arg)
-{
-    struct fake *f = arg;
-
-    for (;;) {
-        struct pollfd pfd = {f->lfd, POLLIN, 0};
-        struct conn_arg *ca;
-        bool stop;
-        int fd;
-
-        pthread_mutex_lock(&f->mu);
-        stop = f->stop;
-        pthread_mutex_unlock(&f->mu);
-        if (stop) {
-            break;
-        }
-        if (poll(&pfd, 1, 20) <= 0) {
-            continue;
-        }
-        fd = accept(f->lfd, NULL, NULL);
-        if (fd < 0) {
-            continue;
-        }
-        ca = malloc(sizeof(*ca));
-        if (ca == NULL || f->n_conns >= MAX_CONNS) {
-            free(ca);
-            close(fd);
-            continue;
-        }
-        ca->f = f;
-        ca->fd = fd;
-        if (pthread_create(&f->conns[f->n_conns], NULL, conn_main, ca) != 0) {
-            free(ca);
-            close(fd);
-            continue;
-        }
-        f->n_conns++;
-    }
-    return NULL;
+    (void)snprintf(f->last_auth, sizeof(f->last_auth), "%s", r.auth);
+    pthread_mutex_unlock(&f->mu);
+    f->handler(f, fd, &r);
 }
 
 static struct fake *
 fake_start(fake_handler h)
 {
     struct fake *f = calloc(1, sizeof(*f));
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
 
     cr_assert_not_null(f);
     f->handler = h;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(f->lfd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    cr_assert_eq(listen(f->lfd, 64), 0);
-    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    f->port = ntohs(sa.sin_port);
-    cr_assert_eq(pthread_create(&f->accept_thread, NULL, accept_main, f), 0);
+    f->srv = gx_fakehttp_start(dispatch, f);
     return f;
 }
 
@@ -358,14 +154,10 @@ static void
 fake_stop(struct fake *f)
 {
     pthread_mutex_lock(&f->mu);
-    f->stop = true;
+    f->stop = true; /* releases the handlers that wait */
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    pthread_join(f->accept_thread, NULL);
-    for (int i = 0; i < f->n_conns; i++) {
-        pthread_join(f->conns[i], NULL);
-    }
-    close(f->lfd);
+    gx_fakehttp_stop(f->srv);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f);
@@ -513,27 +305,27 @@ serve_pods(struct fake *f, int fd, const struct fake_req *r)
 
     if (r->kind == RQ_POD_LIST) {
         s = pod_list();
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         return;
     }
-    chunk_head(fd);
+    gx_fakehttp_chunk_head(fd);
     if (r->nth == 1) {
         s = event_line("ADDED", managed_pod("901"));
         chunk_split(fd, s, 2);
         free(s);
     }
     wait_step(f, 1000);
-    chunk_end(fd);
+    gx_fakehttp_chunk_end(fd);
 }
 
 /* A watch that stays open (silent) until the server stops. */
 static void
 hold_watch(struct fake *f, int fd)
 {
-    chunk_head(fd);
+    gx_fakehttp_chunk_head(fd);
     wait_step(f, 1000);
-    chunk_end(fd);
+    gx_fakehttp_chunk_end(fd);
 }
 
 /* ---- the client side ---- */
@@ -619,7 +411,7 @@ env_init(struct env *e, fake_handler h)
     unsetenv("ALL_PROXY");
     e->f = fake_start(h);
     cr_assert_eq(gx_config_default(&e->cfg), GX_OK);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", e->f->port);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->f->srv));
     free(e->cfg->kube_url);
     e->cfg->kube_url = dup_str(url);
     e->cfg->kube_enabled = true;
@@ -780,20 +572,20 @@ serve_main(struct fake *f, int fd, const struct fake_req *r)
     switch (r->kind) {
     case RQ_NODE_LIST:
         s = r->nth == 1 ? node_list("48213402", ALL_NODES) : node_list("48213600", relist);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_NODE_WATCH:
         if (r->nth > 1) {
-            chunk_head(fd);
+            gx_fakehttp_chunk_head(fd);
             s = bookmark_event("48213700");
-            chunk(fd, s, strlen(s));
+            gx_fakehttp_chunk(fd, s, strlen(s));
             free(s);
             wait_step(f, 1000);
-            chunk_end(fd);
+            gx_fakehttp_chunk_end(fd);
             break;
         }
-        chunk_head(fd);
+        gx_fakehttp_chunk_head(fd);
         s = event_line("MODIFIED", node_item("gpu-node-a", "gpu-node-a", "48213500",
                                              "test.gpu-extender.io/changed", "yes"));
         chunk_split(fd, s, 4);
@@ -806,14 +598,14 @@ serve_main(struct fake *f, int fd, const struct fake_req *r)
         s = gone_event();
         chunk_split(fd, s, 2);
         free(s);
-        chunk_end(fd);
+        gx_fakehttp_chunk_end(fd);
         break;
     case RQ_POD_LIST:
     case RQ_POD_WATCH:
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }
@@ -902,25 +694,25 @@ serve_truncated_lists(struct fake *f, int fd, const struct fake_req *r)
                          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                          strlen(s));
-            send_all(fd, head, (size_t)n);
-            send_all(fd, s, strlen(s) / 2);
+            gx_fakehttp_send(fd, head, (size_t)n);
+            gx_fakehttp_send(fd, s, strlen(s) / 2);
         } else if (r->nth == 3) {
             /* A complete response whose body is half a NodeList. */
             s[strlen(s) / 2] = '\0';
             wait_step(f, 1);
-            send_response(fd, 200, s);
+            gx_fakehttp_respond(fd, 200, s);
         } else {
-            send_response(fd, 200, s);
+            gx_fakehttp_respond(fd, 200, s);
         }
         free(s);
         break;
     case RQ_NODE_WATCH:
         if (r->nth == 1) {
-            chunk_head(fd);
+            gx_fakehttp_chunk_head(fd);
             s = gone_event();
-            chunk(fd, s, strlen(s));
+            gx_fakehttp_chunk(fd, s, strlen(s));
             free(s);
-            chunk_end(fd);
+            gx_fakehttp_chunk_end(fd);
         } else {
             hold_watch(f, fd);
         }
@@ -930,7 +722,7 @@ serve_truncated_lists(struct fake *f, int fd, const struct fake_req *r)
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }
@@ -983,7 +775,7 @@ serve_garbage(struct fake *f, int fd, const struct fake_req *r)
             wait_step(f, 1);
         }
         s = node_list("48213402", ALL_NODES);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_NODE_WATCH:
@@ -1002,20 +794,20 @@ serve_garbage(struct fake *f, int fd, const struct fake_req *r)
         memcpy(s, a, la);
         memcpy(s + la, junk, sizeof(junk) - 1);
         memcpy(s + la + sizeof(junk) - 1, b, lb + 1);
-        chunk_head(fd);
-        chunk(fd, s, strlen(s));
+        gx_fakehttp_chunk_head(fd);
+        gx_fakehttp_chunk(fd, s, strlen(s));
         free(a);
         free(b);
         free(s);
         wait_step(f, 1000);
-        chunk_end(fd);
+        gx_fakehttp_chunk_end(fd);
         break;
     case RQ_POD_LIST:
     case RQ_POD_WATCH:
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }
@@ -1052,35 +844,35 @@ serve_drops(struct fake *f, int fd, const struct fake_req *r)
     switch (r->kind) {
     case RQ_NODE_LIST:
         s = node_list("48213402", ALL_NODES);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_NODE_WATCH:
-        chunk_head(fd);
+        gx_fakehttp_chunk_head(fd);
         if (r->nth == 1) {
             /* One event, then half of another, then the connection dies. */
             s = event_line("MODIFIED", node_item("gpu-node-a", "gpu-node-a", "48213500",
                                                  "test.gpu-extender.io/changed", "one"));
-            chunk(fd, s, strlen(s));
+            gx_fakehttp_chunk(fd, s, strlen(s));
             free(s);
             s = event_line("MODIFIED", node_item("gpu-node-b", "gpu-node-b", "48213501",
                                                  "test.gpu-extender.io/changed", "half"));
-            chunk(fd, s, strlen(s) / 2);
+            gx_fakehttp_chunk(fd, s, strlen(s) / 2);
             free(s);
             shutdown(fd, SHUT_RDWR);
         } else if (r->nth == 2) {
             /* A bookmark, an event, and the server's timeout ends the watch cleanly. */
             s = bookmark_event("48213520");
-            chunk(fd, s, strlen(s));
+            gx_fakehttp_chunk(fd, s, strlen(s));
             free(s);
             s = event_line("MODIFIED", node_item("gpu-node-c", "gpu-node-c", "48213530",
                                                  "test.gpu-extender.io/changed", "two"));
             chunk_split(fd, s, 3);
             free(s);
-            chunk_end(fd);
+            gx_fakehttp_chunk_end(fd);
         } else {
             wait_step(f, 1000);
-            chunk_end(fd);
+            gx_fakehttp_chunk_end(fd);
         }
         break;
     case RQ_POD_LIST:
@@ -1088,7 +880,7 @@ serve_drops(struct fake *f, int fd, const struct fake_req *r)
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }
@@ -1126,25 +918,26 @@ serve_refusals(struct fake *f, int fd, const struct fake_req *r)
     switch (r->kind) {
     case RQ_NODE_LIST:
         s = node_list("48213402", ALL_NODES);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_NODE_WATCH:
         if (r->nth == 1) {
-            send_response(fd, 410,
-                          "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\","
-                          "\"code\":410}");
+            gx_fakehttp_respond(
+                fd, 410,
+                "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\","
+                "\"code\":410}");
         } else if (r->nth == 2) {
-            send_response(fd, 500, "{\"kind\":\"Status\",\"code\":500}");
+            gx_fakehttp_respond(fd, 500, "{\"kind\":\"Status\",\"code\":500}");
         } else if (r->nth == 3) {
             /* One event larger than the configured cap. */
-            chunk_head(fd);
+            gx_fakehttp_chunk_head(fd);
             s = event_line("MODIFIED", node_item("gpu-node-a", "gpu-node-a", "48213500",
                                                  "test.gpu-extender.io/changed", "big"));
-            chunk(fd, s, strlen(s));
+            gx_fakehttp_chunk(fd, s, strlen(s));
             free(s);
             wait_step(f, 1000);
-            chunk_end(fd);
+            gx_fakehttp_chunk_end(fd);
         } else {
             hold_watch(f, fd);
         }
@@ -1154,7 +947,7 @@ serve_refusals(struct fake *f, int fd, const struct fake_req *r)
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }
@@ -1193,11 +986,11 @@ serve_requests(struct fake *f, int fd, const struct fake_req *r)
     switch (r->kind) {
     case RQ_NODE_LIST:
         s = node_list("1", ALL_NODES);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_POD_LIST:
-        send_response(fd, 200, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}");
+        gx_fakehttp_respond(fd, 200, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}");
         break;
     case RQ_NODE_WATCH:
     case RQ_POD_WATCH:
@@ -1214,7 +1007,7 @@ serve_requests(struct fake *f, int fd, const struct fake_req *r)
         cJSON_AddStringToObject(j, "auth", r->auth);
         cJSON_AddStringToObject(j, "body", r->body != NULL ? r->body : "");
         s = print_free(j);
-        send_response(fd, strstr(r->target, "/conflict") != NULL ? 409 : 201, s);
+        gx_fakehttp_respond(fd, strstr(r->target, "/conflict") != NULL ? 409 : 201, s);
         free(s);
         break;
     }
@@ -1319,7 +1112,7 @@ serve_plain(struct fake *f, int fd, const struct fake_req *r)
     switch (r->kind) {
     case RQ_NODE_LIST:
         s = node_list("48213402", ALL_NODES);
-        send_response(fd, 200, s);
+        gx_fakehttp_respond(fd, 200, s);
         free(s);
         break;
     case RQ_NODE_WATCH:
@@ -1330,7 +1123,7 @@ serve_plain(struct fake *f, int fd, const struct fake_req *r)
         serve_pods(f, fd, r);
         break;
     default:
-        send_response(fd, 404, "{}");
+        gx_fakehttp_respond(fd, 404, "{}");
         break;
     }
 }

@@ -8,30 +8,22 @@
  */
 #include "gx_test.h"
 
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <event2/event.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "gx/config.h"
 #include "gx/httpc.h"
 #include "gx/kube.h"
 #include "gx/ledger.h"
 #include "gx/metrics.h"
+#include "gx_fakehttp.h"
 #include "leases_int.h"
 
 GX_SUITE(leases);
 
 #define DEADLINE_MS 8000
-#define MAX_CONNS 512
 #define NS "gx"
 #define NODE "n1"
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases"
@@ -170,9 +162,7 @@ Test(leases, kobj_rejects_wrongly_typed_annotations)
 /* ---- the fake API server: one Lease ---- */
 
 struct fake {
-    int lfd, port;
-    pthread_t accept_thread, conns[MAX_CONNS];
-    int n_conns;
+    struct gx_fakehttp *srv;
     pthread_mutex_t mu;
     bool stop;
     /* the Lease */
@@ -183,54 +173,6 @@ struct fake {
     bool write_after; /* after a write, another writer writes too, before our answer */
     int puts, posts, gets, lists, watches, conflicts;
 };
-
-static void
-msleep(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        ;
-    }
-}
-
-static void
-send_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-}
-
-static void
-respond(int fd, int status, const char *body)
-{
-    char head[256];
-    size_t len = strlen(body);
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: "
-                     "%zu\r\nConnection: close\r\n\r\n",
-                     status, len);
-
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, len);
-}
-
-static void
-chunk(int fd, const char *data)
-{
-    char h[32];
-    int n = snprintf(h, sizeof(h), "%zx\r\n", strlen(data));
-
-    send_all(fd, h, (size_t)n);
-    send_all(fd, data, strlen(data));
-    send_all(fd, "\r\n", 2);
-}
 
 /* The Lease as the server shows it (caller holds mu); you own the string. */
 static char *
@@ -291,10 +233,7 @@ other_writer(struct fake *f, const char *uid)
 static void
 serve_watch(struct fake *f, int fd, long sent)
 {
-    static const char h[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-
-    send_all(fd, h, sizeof(h) - 1);
+    gx_fakehttp_chunk_head(fd);
     for (;;) {
         char *obj = NULL;
         bool stop;
@@ -314,25 +253,27 @@ serve_watch(struct fake *f, int fd, long sent)
             size_t n = strlen(obj) + 64;
             char *line = malloc(n);
             (void)snprintf(line, n, "{\"type\":\"MODIFIED\",\"object\":%s}\n", obj);
-            chunk(fd, line);
+            gx_fakehttp_chunk(fd, line, strlen(line));
             free(line);
             free(obj);
         }
-        msleep(5);
+        gx_fakehttp_msleep(5);
     }
-    send_all(fd, "0\r\n\r\n", 5);
+    gx_fakehttp_chunk_end(fd);
 }
 
 static void
-handle(struct fake *f, int fd, const char *method, const char *target, const char *body)
+handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
 {
+    struct fake *f = ctx;
+    const char *method = r->method, *target = r->target, *body = r->body;
     char *obj;
 
     if (strncmp(target, "/api/v1/", 8) == 0) {
         if (strstr(target, "watch=1") != NULL) {
-            respond(fd, 200, ""); /* an empty watch: kube backs off */
+            gx_fakehttp_respond(fd, 200, ""); /* an empty watch: kube backs off */
         } else {
-            respond(fd, 200, "{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+            gx_fakehttp_respond(fd, 200, "{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
         }
         return;
     }
@@ -358,7 +299,7 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
         (void)snprintf(list, n, "{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}",
                        obj ? obj : "", rv);
         pthread_mutex_unlock(&f->mu);
-        respond(fd, 200, list);
+        gx_fakehttp_respond(fd, 200, list);
         free(list);
         free(obj);
         return;
@@ -367,7 +308,8 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
         f->posts++;
         if (f->exists) {
             pthread_mutex_unlock(&f->mu);
-            respond(fd, 409, "{\"kind\":\"Status\",\"message\":\"already exists\",\"code\":409}");
+            gx_fakehttp_respond(
+                fd, 409, "{\"kind\":\"Status\",\"message\":\"already exists\",\"code\":409}");
             return;
         }
         store_body(f, body);
@@ -377,9 +319,9 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
         }
         pthread_mutex_unlock(&f->mu);
         if (f->write_after) {
-            msleep(300);
+            gx_fakehttp_msleep(300);
         }
-        respond(fd, 201, obj);
+        gx_fakehttp_respond(fd, 201, obj);
         free(obj);
         return;
     }
@@ -398,13 +340,14 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
         if (!current) {
             f->conflicts++;
             pthread_mutex_unlock(&f->mu);
-            respond(fd, 409, "{\"kind\":\"Status\",\"message\":\"modified\",\"code\":409}");
+            gx_fakehttp_respond(fd, 409,
+                                "{\"kind\":\"Status\",\"message\":\"modified\",\"code\":409}");
             return;
         }
         store_body(f, body);
         obj = lease_json(f);
         pthread_mutex_unlock(&f->mu);
-        respond(fd, 200, obj);
+        gx_fakehttp_respond(fd, 200, obj);
         free(obj);
         return;
     }
@@ -413,113 +356,23 @@ handle(struct fake *f, int fd, const char *method, const char *target, const cha
     obj = f->exists ? lease_json(f) : NULL;
     pthread_mutex_unlock(&f->mu);
     if (obj == NULL) {
-        respond(fd, 404, "{\"kind\":\"Status\",\"message\":\"not found\",\"code\":404}");
+        gx_fakehttp_respond(fd, 404,
+                            "{\"kind\":\"Status\",\"message\":\"not found\",\"code\":404}");
     } else {
-        respond(fd, 200, obj);
+        gx_fakehttp_respond(fd, 200, obj);
     }
     free(obj);
-}
-
-struct conn_arg {
-    struct fake *f;
-    int fd;
-};
-
-static void *
-conn_main(void *arg)
-{
-    struct conn_arg *ca = arg;
-    char buf[65536], method[16], target[2048];
-    size_t len = 0, clen = 0;
-    char *end = NULL, *cl;
-    struct timeval tv = {10, 0};
-
-    (void)setsockopt(ca->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    for (;;) {
-        ssize_t n = recv(ca->fd, buf + len, sizeof(buf) - 1 - len, 0);
-        if (n <= 0) {
-            goto out;
-        }
-        len += (size_t)n;
-        buf[len] = '\0';
-        if (end == NULL && (end = strstr(buf, "\r\n\r\n")) != NULL) {
-            cl = strstr(buf, "Content-Length: ");
-            clen = cl != NULL && cl < end ? strtoul(cl + 16, NULL, 10) : 0;
-        }
-        if (end != NULL && len >= (size_t)(end + 4 - buf) + clen) {
-            break;
-        }
-        if (len + 1 >= sizeof(buf)) {
-            goto out;
-        }
-    }
-    if (sscanf(buf, "%15s %2047s", method, target) == 2) {
-        handle(ca->f, ca->fd, method, target, end + 4);
-    }
-out:
-    close(ca->fd);
-    free(ca);
-    return NULL;
-}
-
-static void *
-accept_main(void *arg)
-{
-    struct fake *f = arg;
-
-    for (;;) {
-        struct pollfd pfd = {f->lfd, POLLIN, 0};
-        struct conn_arg *ca;
-        bool stop;
-        int fd;
-
-        pthread_mutex_lock(&f->mu);
-        stop = f->stop;
-        pthread_mutex_unlock(&f->mu);
-        if (stop) {
-            break;
-        }
-        if (poll(&pfd, 1, 20) <= 0 || (fd = accept(f->lfd, NULL, NULL)) < 0) {
-            continue;
-        }
-        ca = malloc(sizeof(*ca));
-        if (ca == NULL || f->n_conns >= MAX_CONNS) {
-            free(ca);
-            close(fd);
-            continue;
-        }
-        ca->f = f;
-        ca->fd = fd;
-        if (pthread_create(&f->conns[f->n_conns], NULL, conn_main, ca) != 0) {
-            free(ca);
-            close(fd);
-            continue;
-        }
-        f->n_conns++;
-    }
-    return NULL;
 }
 
 static struct fake *
 fake_start(void)
 {
     struct fake *f = calloc(1, sizeof(*f));
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
 
     cr_assert_not_null(f);
     f->rv = 100;
     pthread_mutex_init(&f->mu, NULL);
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(f->lfd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    cr_assert_eq(listen(f->lfd, 64), 0);
-    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    f->port = ntohs(sa.sin_port);
-    cr_assert_eq(pthread_create(&f->accept_thread, NULL, accept_main, f), 0);
+    f->srv = gx_fakehttp_start(handle, f);
     return f;
 }
 
@@ -527,13 +380,9 @@ static void
 fake_stop(struct fake *f)
 {
     pthread_mutex_lock(&f->mu);
-    f->stop = true;
+    f->stop = true; /* ends the watches */
     pthread_mutex_unlock(&f->mu);
-    pthread_join(f->accept_thread, NULL);
-    for (int i = 0; i < f->n_conns; i++) {
-        pthread_join(f->conns[i], NULL);
-    }
-    close(f->lfd);
+    gx_fakehttp_stop(f->srv);
     pthread_mutex_destroy(&f->mu);
     free(f->tenants);
     free(f);
@@ -579,7 +428,7 @@ env_init(struct env *e, int sync_s)
     unsetenv("HTTP_PROXY");
     e->f = fake_start();
     cr_assert_eq(gx_config_default(&e->cfg), GX_OK);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", e->f->port);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->f->srv));
     free(e->cfg->kube_url);
     e->cfg->kube_url = gx_strndup(url, strlen(url));
     free(e->cfg->kube_namespace);

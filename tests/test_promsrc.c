@@ -8,16 +8,10 @@
  */
 #include "gx_test.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <event2/event.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "gx/config.h"
 #include "gx/dcgm.h"
@@ -25,6 +19,7 @@
 #include "gx/log.h"
 #include "gx/metrics.h"
 #include "gx/promsrc.h"
+#include "gx_fakehttp.h"
 
 GX_SUITE(promsrc);
 
@@ -32,42 +27,13 @@ GX_SUITE(promsrc);
 #define ANSWER_DELAY_MS 40
 
 struct fake {
-    int lfd;
+    struct gx_fakehttp *srv;
     int port;
-    pthread_t thread;
     pthread_mutex_t mu;
     int in_flight, max_in_flight, requests;
     bool fail_temp; /* answer the temperature query with HTTP 500 */
     char order[64]; /* first letter of each query, in arrival order */
 };
-
-struct conn {
-    struct fake *f;
-    int fd;
-};
-
-static void
-msleep(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        ;
-    }
-}
-
-static void
-send_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-}
 
 /* Append @c to the arrival order (under f->mu). */
 static void
@@ -81,55 +47,43 @@ note(struct fake *f, char c)
     }
 }
 
-/* Answer one request: the query name picks the value ("q_util" -> 42, ...). */
-static void *
-conn_main(void *arg)
+/* Answer one query: its name picks the value ("q_util" -> 42, ...). */
+static void
+answer(void *ctx, int fd, const struct gx_fakehttp_req *r)
 {
-    struct conn *c = arg;
-    struct fake *f = c->f;
-    char req[4096], body[512], head[256];
-    size_t got = 0;
-    int status = 200, n;
+    struct fake *f = ctx;
+    char body[512];
+    int status = 200;
     const char *value = "0", *fixed = NULL;
 
-    req[0] = '\0';
-    while (got < sizeof(req) - 1 && strstr(req, "\r\n\r\n") == NULL) {
-        ssize_t r = recv(c->fd, req + got, sizeof(req) - 1 - got, 0);
-        if (r <= 0) {
-            break;
-        }
-        got += (size_t)r;
-        req[got] = '\0';
-    }
-    req[got] = '\0';
     pthread_mutex_lock(&f->mu);
     f->requests++;
     f->in_flight++;
     if (f->in_flight > f->max_in_flight) {
         f->max_in_flight = f->in_flight;
     }
-    if (strstr(req, "query=q_util") != NULL) {
+    if (strstr(r->target, "query=q_util") != NULL) {
         value = "42";
         note(f, 'u');
-    } else if (strstr(req, "query=q_mem") != NULL) {
+    } else if (strstr(r->target, "query=q_mem") != NULL) {
         value = "1000";
         note(f, 'm');
-    } else if (strstr(req, "query=q_temp") != NULL) {
+    } else if (strstr(r->target, "query=q_temp") != NULL) {
         value = "61";
         status = f->fail_temp ? 500 : 200;
         note(f, 't');
-    } else if (strstr(req, "query=q_bad") != NULL) {
+    } else if (strstr(r->target, "query=q_bad") != NULL) {
         fixed = "{\"status\":\"error\",\"errorType\":\"bad_data\","
                 "\"error\":\"1:3: parse error: unexpected character\"}";
         note(f, 'b');
-    } else if (strstr(req, "query=q_auth") != NULL) {
+    } else if (strstr(r->target, "query=q_auth") != NULL) {
         status = 401;
         fixed = "Unauthorized\n";
         note(f, 'a');
     }
     pthread_mutex_unlock(&f->mu);
 
-    msleep(ANSWER_DELAY_MS);
+    gx_fakehttp_msleep(ANSWER_DELAY_MS);
     (void)snprintf(body, sizeof(body),
                    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
                    "{\"metric\":{\"Hostname\":\"n1\",\"UUID\":\"GPU-1\",\"gpu\":\"0\"},"
@@ -138,82 +92,25 @@ conn_main(void *arg)
     if (fixed != NULL) {
         (void)snprintf(body, sizeof(body), "%s", fixed);
     }
-    n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                 "Connection: close\r\n\r\n",
-                 status, strlen(body));
     pthread_mutex_lock(&f->mu);
     f->in_flight--;
     pthread_mutex_unlock(&f->mu);
-    send_all(c->fd, head, (size_t)n);
-    send_all(c->fd, body, strlen(body));
-    close(c->fd);
-    free(c);
-    return NULL;
-}
-
-/* Accept connections until the listening socket is shut down. */
-static void *
-accept_main(void *arg)
-{
-    struct fake *f = arg;
-
-    for (;;) {
-        int fd = accept(f->lfd, NULL, NULL);
-        struct conn *c;
-        pthread_t t;
-
-        if (fd < 0) {
-            return NULL;
-        }
-        c = malloc(sizeof(*c));
-        cr_assert_not_null(c);
-        c->f = f;
-        c->fd = fd;
-        cr_assert_eq(pthread_create(&t, NULL, conn_main, c), 0);
-        (void)pthread_detach(t);
-    }
+    gx_fakehttp_respond(fd, status, body);
 }
 
 static void
 fake_start(struct fake *f)
 {
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-
     memset(f, 0, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(f->lfd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    cr_assert_eq(listen(f->lfd, 16), 0);
-    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    f->port = ntohs(sa.sin_port);
-    cr_assert_eq(pthread_create(&f->thread, NULL, accept_main, f), 0);
+    f->srv = gx_fakehttp_start(answer, f);
+    f->port = gx_fakehttp_port(f->srv);
 }
 
 static void
 fake_stop(struct fake *f)
 {
-    (void)shutdown(f->lfd, SHUT_RDWR);
-    (void)close(f->lfd);
-    (void)pthread_join(f->thread, NULL);
-    /* Let detached connection threads finish before the fake goes away. */
-    for (int i = 0; i < 100; i++) {
-        int left;
-
-        pthread_mutex_lock(&f->mu);
-        left = f->in_flight;
-        pthread_mutex_unlock(&f->mu);
-        if (left == 0) {
-            break;
-        }
-        msleep(10);
-    }
-    msleep(20);
+    gx_fakehttp_stop(f->srv); /* every answer has been sent */
     pthread_mutex_destroy(&f->mu);
 }
 
