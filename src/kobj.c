@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kobj.c - Pod, Node, Lease, ResourceSlice, ResourceClaim, their lists
- * and watch events decoded from JSON with cJSON into the plain structs of
- * kobj.h. Every kept string is copied
- * into the caller's arena and the cJSON tree is freed before returning, so
- * cJSON never leaves this file. Input is peer data: nesting is capped by a
- * pre-scan (cJSON's own cap is 1000), every field present with the wrong
- * type is an error naming its path, absent optional fields take defaults.
- * Quantities are kept as strings (JSON numbers are formatted as strings);
- * podreq parses them. No I/O.
+ * and watch events decoded from JSON into the plain structs of kobj.h.
+ * Every kept string is copied into the caller's arena and every tree is
+ * freed before returning, so cJSON never leaves this file. Input is peer
+ * data: nesting is capped, every field present with the wrong type is an
+ * error naming its path, absent optional fields take defaults. Quantities
+ * are kept as strings (JSON numbers are formatted as strings); podreq
+ * parses them. No I/O.
  *
- * Lists (a 5,000-node NodeList is about 50 MiB) are never turned into one
- * tree: the gx_json scanner validates the document and finds each item's
- * span, and items are decoded one cJSON tree at a time. Strings that repeat
- * across a list's items (label keys, short values, resource names) are
- * interned: each is copied into the arena once and shared by every item.
+ * Each document is read once: the gx_json scanner validates it and, in the
+ * same walk, builds the cJSON tree the typed field readers below look into
+ * (build_value). Lists (a 5,000-node NodeList is about 50 MiB) are never
+ * one tree: the walk builds and decodes one item at a time. Strings that
+ * repeat across a list's items (label keys, short values, resource names)
+ * are interned: each is copied into the arena once and shared by every
+ * item.
  *
  * Why one file: every kind is decoded with the same typed field readers
  * (get_field and its family, the last-wins rule, the shared-string
@@ -109,11 +110,6 @@ shared_str(struct dec *d, const char *s)
 }
 
 /*
- * Look up @key in @obj (NULL: absent) and check it with @is. Absent or JSON
- * null gives *out = NULL and GX_OK; a wrong type is GX_EINVAL naming
- * "path.key" and @what ("an object").
- */
-/*
  * Member @key of @obj, the last one when the key repeats: every peer writes
  * and reads JSON with Go's decoders, where the last duplicate wins, and so
  * does extender.c for the rest of an ExtenderArgs (json.h). NULL if absent.
@@ -135,6 +131,11 @@ last_member(const cJSON *obj, const char *key)
     return found;
 }
 
+/*
+ * Look up @key in @obj (NULL: absent) and check it with @is. Absent or JSON
+ * null gives *out = NULL and GX_OK; a wrong type is GX_EINVAL naming
+ * "path.key" and @what ("an object").
+ */
 static enum gx_err
 get_field(struct dec *d, const cJSON *obj, const char *path, const char *key, type_pred is,
           const char *what, const cJSON **out)
@@ -793,90 +794,201 @@ decode_claim_obj(struct dec *d, const cJSON *o, const char *path, struct gx_rcla
 }
 
 /*
- * Reject documents nested deeper than @max_depth before cJSON builds a tree
- * (its own cap is 1000 levels), or, when @max_values is not 0, holding
- * more than @max_values values (a tree costs ~100 bytes per value however
- * short the value's text). Brackets and commas inside strings do not count.
+ * One pass over a document: the gx_json scanner validates it (syntax,
+ * nesting under max_depth) and builds, in the same walk, the cJSON tree
+ * the decoders read, so no byte is read twice. Keys and strings live in
+ * @strs as cJSON references (cJSON_Delete leaves them); @values counts
+ * what a tree holds (~100 bytes per value however short its text) against
+ * @max_values when that is not 0.
  */
+struct tree {
+    struct gx_json *j;
+    struct gx_arena *strs;
+    size_t values, max_values;
+};
+
+static enum gx_err build_value(struct tree *t, cJSON **out);
+
 static enum gx_err
-check_shape(const char *json, size_t len, int max_depth, size_t max_values, struct gx_why *why)
+tree_nomem(struct tree *t)
 {
-    bool in_string = false;
-    int depth = 0;
-    size_t values = 1;
+    gx_why_set(t->j->why, "out of memory");
+    return GX_ENOMEM;
+}
 
-    for (size_t i = 0; i < len; i++) {
-        char c = json[i];
+/* The depth error in the words every decoder of this file uses. */
+static enum gx_err
+too_deep(struct gx_json *j)
+{
+    gx_why_set(j->why, "JSON nested deeper than %d levels", j->max_depth);
+    return GX_ETOOBIG;
+}
 
-        if (in_string) {
-            if (c == '\\') {
-                i++;
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            values++;
-            if (++depth > max_depth) {
-                gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
-                return GX_ETOOBIG;
-            }
-        } else if (c == '}' || c == ']') {
-            depth--;
-        } else if (c == ',') {
-            values++;
-        }
-    }
-    if (max_values > 0 && values > max_values) {
-        gx_why_set(why, "holds more than %zu JSON values", max_values);
+/* Count one more value (an empty container counts once more, as its brackets would). */
+static enum gx_err
+count_value(struct tree *t)
+{
+    if (t->max_values > 0 && ++t->values > t->max_values) {
+        gx_why_set(t->j->why, "holds more than %zu JSON values", t->max_values);
         return GX_ETOOBIG;
     }
     return GX_OK;
 }
 
+/* A NUL-terminated copy of the raw string bytes @raw, unescaped when @esc. */
+static const char *
+tree_str(struct tree *t, const char *raw, size_t len, bool esc)
+{
+    char *s;
+
+    if (!esc) {
+        return gx_arena_strndup(t->strs, raw, len);
+    }
+    s = gx_arena_alloc(t->strs, len + 1); /* unescaping never grows a string */
+    if (s != NULL) {
+        (void)gx_json_unescape(raw, len, s);
+    }
+    return s;
+}
+
+/* The number whose validated text is @p[0..len). */
+static double
+number_at(struct tree *t, const char *p, size_t len)
+{
+    char buf[64];
+    const char *s = buf;
+
+    if (len < sizeof(buf)) {
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+    } else if ((s = gx_arena_strndup(t->strs, p, len)) == NULL) {
+        return 0; /* 64 digits that cannot be copied: out of memory soon anyway */
+    }
+    return strtod(s, NULL);
+}
+
+/* Build the object or array at the cursor. */
+static enum gx_err
+build_container(struct tree *t, bool object, cJSON **out)
+{
+    cJSON *c = object ? cJSON_CreateObject() : cJSON_CreateArray();
+    const char *key = NULL, *k = NULL;
+    size_t klen = 0, n = 0;
+    enum gx_err rc = object ? gx_json_enter_object(t->j) : gx_json_enter_array(t->j);
+
+    if (rc == GX_ETOOBIG) {
+        rc = too_deep(t->j);
+    } else if (rc == GX_OK && c == NULL) {
+        rc = tree_nomem(t);
+    }
+    while (rc == GX_OK && (object ? gx_json_next_member(t->j, &key, &klen, &rc)
+                                  : gx_json_next_element(t->j, &rc))) {
+        cJSON *v = NULL;
+
+        if (object && (k = tree_str(t, key, klen, memchr(key, '\\', klen) != NULL)) == NULL) {
+            rc = tree_nomem(t);
+        } else if ((rc = build_value(t, &v)) == GX_OK) {
+            (void)(object ? cJSON_AddItemToObjectCS(c, k, v) : cJSON_AddItemToArray(c, v));
+            n++;
+        }
+    }
+    if (rc == GX_OK && n == 0) {
+        rc = count_value(t);
+    }
+    if (rc != GX_OK) {
+        cJSON_Delete(c);
+        return rc;
+    }
+    *out = c;
+    return GX_OK;
+}
+
+/* Build the value at the cursor into *out (yours). */
+static enum gx_err
+build_value(struct tree *t, cJSON **out)
+{
+    char c = gx_json_peek(t->j);
+    size_t at = t->j->pos, len = 0;
+    const char *raw = NULL, *s;
+    bool esc = false;
+    enum gx_err rc = count_value(t);
+
+    if (rc != GX_OK) {
+        return rc;
+    }
+    if (c == '{' || c == '[') {
+        return build_container(t, c == '{', out);
+    }
+    if (c == '"') {
+        if ((rc = gx_json_string_raw(t->j, &raw, &len, &esc)) != GX_OK) {
+            return rc;
+        }
+        s = tree_str(t, raw, len, esc);
+        *out = s != NULL ? cJSON_CreateStringReference(s) : NULL;
+    } else {
+        /* a literal or a number, validated by the skip */
+        if ((rc = gx_json_skip(t->j)) != GX_OK) {
+            return rc;
+        }
+        *out = c == 't'   ? cJSON_CreateTrue()
+               : c == 'f' ? cJSON_CreateFalse()
+               : c == 'n' ? cJSON_CreateNull()
+                          : cJSON_CreateNumber(number_at(t, t->j->p + at, t->j->pos - at));
+    }
+    return *out != NULL ? GX_OK : tree_nomem(t);
+}
+
+/* Nothing but whitespace may follow the document's value. */
+static enum gx_err
+doc_end(struct gx_json *j)
+{
+    (void)gx_json_peek(j);
+    if (j->pos < j->len) {
+        gx_why_set(j->why, "trailing data after JSON at offset %zu", j->pos);
+        return GX_EPARSE;
+    }
+    return GX_OK;
+}
+
+/* A single object's tree and the arena its strings live in. */
+struct doc {
+    cJSON *root;
+    struct gx_arena strs;
+};
+
 /*
- * Parse @len bytes (not NUL-terminated) into a cJSON tree after the shape
- * check. Anything but whitespace after the value is an error. You own *out.
+ * Parse @len bytes (not NUL-terminated) into @doc in one pass, holding at
+ * most @max_values values when that is not 0. Free with doc_free, also
+ * after a failure.
  */
 static enum gx_err
-parse_doc_capped(const char *json, size_t len, int max_depth, size_t max_values, cJSON **out,
-                 struct gx_why *why)
+doc_parse(struct doc *doc, const char *json, size_t len, int max_depth, size_t max_values,
+          struct gx_why *why)
 {
-    const char *end = NULL;
-    cJSON *root;
+    struct gx_json j;
+    struct tree t = {&j, &doc->strs, 0, max_values};
     enum gx_err rc;
 
+    /* strings never outgrow the text: one chunk holds a small document's */
+    gx_arena_init(&doc->strs, len < 32768 ? len + len / 2 + 64 : 0);
+    doc->root = NULL;
     if (json == NULL || len == 0) {
         gx_why_set(why, "empty JSON document");
         return GX_EPARSE;
     }
-    if ((rc = check_shape(json, len, max_depth, max_values, why)) != GX_OK) {
-        return rc;
+    gx_json_init(&j, json, len, max_depth, why);
+    if ((rc = build_value(&t, &doc->root)) == GX_OK) {
+        rc = doc_end(&j);
     }
-    root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (root == NULL) {
-        size_t at = end != NULL && end >= json && end <= json + len ? (size_t)(end - json) : 0;
-
-        gx_why_set(why, "invalid JSON at offset %zu", at);
-        return GX_EPARSE;
-    }
-    for (const char *p = end; p != NULL && p < json + len; p++) {
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            gx_why_set(why, "trailing data after JSON at offset %zu", (size_t)(p - json));
-            cJSON_Delete(root);
-            return GX_EPARSE;
-        }
-    }
-    *out = root;
-    return GX_OK;
+    return rc;
 }
 
-/* parse_doc_capped without a cap on values (documents from the API server). */
-static enum gx_err
-parse_doc(const char *json, size_t len, int max_depth, cJSON **out, struct gx_why *why)
+static void
+doc_free(struct doc *doc)
 {
-    return parse_doc_capped(json, len, max_depth, 0, out, why);
+    cJSON_Delete(doc->root);
+    doc->root = NULL;
+    gx_arena_release(&doc->strs);
 }
 
 /* Linear scan of @kv for @key. */
@@ -900,7 +1012,7 @@ gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena 
                    struct gx_pod *out, struct gx_why *why)
 {
     struct dec d = {a, why, NULL};
-    cJSON *root = NULL;
+    struct doc doc;
     enum gx_err rc;
 
     /*
@@ -913,12 +1025,11 @@ gx_kobj_decode_pod(const char *json, size_t len, int max_depth, struct gx_arena 
         gx_why_set(why, "is %zu bytes, more than the %u a Pod may have", len, GX_POD_MAX_BYTES);
         return GX_ETOOBIG;
     }
-    rc = parse_doc_capped(json, len, max_depth, GX_POD_MAX_VALUES, &root, why);
-    if (rc != GX_OK) {
-        return rc;
+    rc = doc_parse(&doc, json, len, max_depth, GX_POD_MAX_VALUES, why);
+    if (rc == GX_OK) {
+        rc = decode_pod_obj(&d, doc.root, "", out);
     }
-    rc = decode_pod_obj(&d, root, "", out);
-    cJSON_Delete(root);
+    doc_free(&doc);
     return rc;
 }
 
@@ -928,23 +1039,15 @@ gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena
                     struct gx_node_info *out, struct gx_why *why)
 {
     struct dec d = {a, why, NULL};
-    cJSON *root = NULL;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    struct doc doc;
+    enum gx_err rc = doc_parse(&doc, json, len, max_depth, 0, why);
 
-    if (rc != GX_OK) {
-        return rc;
+    if (rc == GX_OK) {
+        rc = decode_node_obj(&d, doc.root, "", out);
     }
-    rc = decode_node_obj(&d, root, "", out);
-    cJSON_Delete(root);
+    doc_free(&doc);
     return rc;
 }
-
-/* Spans of a list document's parts, found by list_scan. */
-struct list_doc {
-    size_t items_at, items_len; /* the "items" value; items_len 0 when absent */
-    size_t meta_at, meta_len;   /* the "metadata" value; meta_len 0 when absent */
-    size_t n_items;             /* elements when "items" is an array */
-};
 
 /*
  * True when the raw (still escaped) key @key of @klen bytes is exactly
@@ -970,133 +1073,6 @@ raw_key_eq(const char *key, size_t klen, const char *name)
          memcmp(dec, name, dlen) == 0;
     gx_arena_release(&scratch);
     return eq;
-}
-
-/*
- * Validate a whole list document without building a tree (syntax, nesting
- * under @max_depth, nothing but whitespace after it) and locate the last
- * "items" and "metadata" members of its root object, counting the items.
- * GX_EPARSE, GX_ETOOBIG, GX_EINVAL (root not an object, items not an array).
- */
-static enum gx_err
-list_scan(const char *json, size_t len, int max_depth, struct list_doc *ld, struct gx_why *why)
-{
-    struct gx_json j;
-    const char *key;
-    size_t klen;
-    enum gx_err rc = GX_OK;
-
-    memset(ld, 0, sizeof(*ld));
-    if (json == NULL || len == 0) {
-        gx_why_set(why, "empty JSON document");
-        return GX_EPARSE;
-    }
-    gx_json_init(&j, json, len, max_depth, why);
-    if ((rc = gx_json_skip(&j)) != GX_OK) {
-        if (rc == GX_ETOOBIG) {
-            gx_why_set(why, "JSON nested deeper than %d levels", max_depth);
-        }
-        return rc;
-    }
-    (void)gx_json_peek(&j);
-    if (j.pos < j.len) {
-        gx_why_set(why, "trailing data after JSON at offset %zu", j.pos);
-        return GX_EPARSE;
-    }
-
-    /* The document is valid: walk the root's members. */
-    gx_json_init(&j, json, len, max_depth, why);
-    if (gx_json_peek(&j) != '{') {
-        gx_why_set(why, "list: must be an object");
-        return GX_EINVAL;
-    }
-    if ((rc = gx_json_enter_object(&j)) != GX_OK) {
-        return rc;
-    }
-    while (gx_json_next_member(&j, &key, &klen, &rc)) {
-        size_t at = j.pos;
-        /* a repeated key: the last one wins (last_member) */
-        bool items = raw_key_eq(key, klen, "items");
-
-        if (items) {
-            ld->n_items = 0;
-        }
-        if (items && gx_json_peek(&j) == '[') {
-            if ((rc = gx_json_enter_array(&j)) != GX_OK) {
-                return rc;
-            }
-            while (gx_json_next_element(&j, &rc)) {
-                if ((rc = gx_json_skip(&j)) != GX_OK) {
-                    return rc;
-                }
-                ld->n_items++;
-            }
-        } else if ((rc = gx_json_skip(&j)) != GX_OK) {
-            return rc;
-        }
-        if (rc != GX_OK) {
-            return rc;
-        }
-        if (items) {
-            ld->items_at = at;
-            ld->items_len = j.pos - at;
-        } else if (raw_key_eq(key, klen, "metadata")) {
-            ld->meta_at = at;
-            ld->meta_len = j.pos - at;
-        }
-    }
-    return rc;
-}
-
-/*
- * Parse one value of a validated document (@len bytes at @p) into a cJSON
- * tree. You own *out. GX_ENOMEM, or GX_EPARSE naming @path if cJSON
- * disagrees with the scanner.
- */
-static enum gx_err
-parse_span(struct dec *d, const char *p, size_t len, const char *path, cJSON **out)
-{
-    const char *end = NULL;
-    cJSON *v = cJSON_ParseWithLengthOpts(p, len, &end, 0);
-
-    if (v == NULL) {
-        gx_why_set(d->why, "%s: invalid JSON", path);
-        return GX_EPARSE;
-    }
-    *out = v;
-    return GX_OK;
-}
-
-/*
- * Common part of the list decoders after list_scan: check the types of
- * "items" (absent or null is an empty list) and of metadata.resourceVersion
- * (NULL when absent), in the order the fields are reported.
- */
-static enum gx_err
-list_meta(struct dec *d, const char *json, const struct list_doc *ld, const char **rv)
-{
-    cJSON *meta = NULL;
-    enum gx_err rc;
-
-    /* Absent (items_len 0), null or an array; the document is valid JSON. */
-    if (ld->items_len > 0 && json[ld->items_at] != '[' && json[ld->items_at] != 'n') {
-        gx_why_set(d->why, "items: must be an array");
-        return GX_EINVAL;
-    }
-    *rv = NULL;
-    if (ld->meta_len == 0 || json[ld->meta_at] == 'n') {
-        return GX_OK;
-    }
-    if (json[ld->meta_at] != '{') {
-        gx_why_set(d->why, "metadata: must be an object");
-        return GX_EINVAL;
-    }
-    if ((rc = parse_span(d, json + ld->meta_at, ld->meta_len, "metadata", &meta)) != GX_OK) {
-        return rc;
-    }
-    rc = get_string(d, meta, "metadata", "resourceVersion", NULL, rv);
-    cJSON_Delete(meta);
-    return rc;
 }
 
 /* Decode one list item into the element @slot (a gx_node_info or a gx_pod). */
@@ -1138,68 +1114,219 @@ claim_item(struct dec *d, const cJSON *o, const char *path, void *slot)
 }
 
 /*
- * Decode a list: validate and locate its parts, then decode the items one
- * cJSON tree at a time into an arena array of elements of @size bytes, with
- * repeated strings interned. Peak memory beyond the arena is one item's
- * tree. Outputs are written only on success.
+ * A list document as one pass over it finds it. Items are decoded as the
+ * scan reaches them, one cJSON tree at a time; a repeated "items" or
+ * "metadata" starts over (the last one wins, as last_member). An item that
+ * fails is reported only after the document is known to be valid and its
+ * envelope right, as when those were checked first.
+ */
+struct list_pass {
+    struct dec d; /* for the items: d.why is item_why */
+    size_t size;
+    item_fn decode;
+    unsigned char *items; /* heap, of the last "items" member */
+    size_t n, cap;
+    bool not_object;        /* the root is not an object */
+    char items_at, meta_at; /* first byte of the last "items" / "metadata" value, 0: absent */
+    enum gx_err item_rc;    /* the first item that failed */
+    struct gx_why item_why;
+    cJSON *meta;          /* the last "metadata" object */
+    struct gx_arena strs; /* strings of the item tree being decoded */
+    struct gx_arena meta_strs;
+};
+
+/* Room for one more item. */
+static enum gx_err
+list_grow(struct list_pass *lp)
+{
+    size_t cap = lp->cap ? lp->cap * 2 : 64;
+    unsigned char *p = cap <= SIZE_MAX / 2 / lp->size ? realloc(lp->items, cap * lp->size) : NULL;
+
+    if (p == NULL) {
+        return nomem(&lp->d);
+    }
+    lp->items = p;
+    lp->cap = cap;
+    return GX_OK;
+}
+
+/* Build the item at the cursor and decode it into the next slot. */
+static enum gx_err
+list_item(struct list_pass *lp, struct gx_json *j)
+{
+    char ip[PATH_MAX_LEN];
+    struct tree t = {j, &lp->strs, 0, 0};
+    cJSON *item = NULL;
+    enum gx_err rc = lp->n == lp->cap ? list_grow(lp) : GX_OK;
+
+    if (rc == GX_OK && (rc = build_value(&t, &item)) == GX_OK) {
+        index_path(ip, sizeof(ip), "", "items", lp->n);
+        rc = lp->decode(&lp->d, item, ip, lp->items + lp->n * lp->size);
+        cJSON_Delete(item);
+        if (rc == GX_OK) {
+            lp->n++;
+        } else if (rc != GX_ENOMEM) {
+            lp->item_rc = rc; /* kept for later; the rest is only validated */
+            rc = GX_OK;
+        }
+    }
+    gx_arena_release(&lp->strs);
+    return rc;
+}
+
+/* The "items" array at the cursor. */
+static enum gx_err
+list_items(struct list_pass *lp, struct gx_json *j)
+{
+    enum gx_err rc = gx_json_enter_array(j);
+
+    lp->n = 0;
+    lp->item_rc = GX_OK;
+    while (rc == GX_OK && gx_json_next_element(j, &rc)) {
+        rc = lp->item_rc == GX_OK ? list_item(lp, j) : gx_json_skip(j);
+    }
+    return rc;
+}
+
+/* The "metadata" object at the cursor. */
+static enum gx_err
+list_meta(struct list_pass *lp, struct gx_json *j)
+{
+    struct tree t = {j, &lp->meta_strs, 0, 0};
+
+    return build_value(&t, &lp->meta);
+}
+
+/* Walk the root object's members. */
+static enum gx_err
+list_walk(struct list_pass *lp, struct gx_json *j)
+{
+    const char *key;
+    size_t klen;
+    enum gx_err rc;
+
+    if (gx_json_peek(j) != '{') {
+        lp->not_object = true;
+        return gx_json_skip(j);
+    }
+    if ((rc = gx_json_enter_object(j)) != GX_OK) {
+        return rc;
+    }
+    while (gx_json_next_member(j, &key, &klen, &rc)) {
+        char c = gx_json_peek(j);
+
+        if (raw_key_eq(key, klen, "items")) {
+            lp->items_at = c;
+            rc = c == '[' ? list_items(lp, j) : gx_json_skip(j);
+        } else if (raw_key_eq(key, klen, "metadata")) {
+            lp->meta_at = c;
+            cJSON_Delete(lp->meta);
+            lp->meta = NULL;
+            gx_arena_release(&lp->meta_strs);
+            rc = c == '{' ? list_meta(lp, j) : gx_json_skip(j);
+        } else {
+            rc = gx_json_skip(j);
+        }
+        if (rc != GX_OK) {
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/*
+ * After the walk of a valid document: the envelope's types ("items" absent
+ * or null is an empty list; metadata.resourceVersion NULL when absent),
+ * then the item that failed, in the order they are reported.
+ */
+static enum gx_err
+list_result(struct list_pass *lp, struct gx_why *why, const char **rv)
+{
+    struct dec md = {lp->d.a, why, NULL};
+    enum gx_err rc;
+
+    if (lp->not_object) {
+        gx_why_set(why, "list: must be an object");
+        return GX_EINVAL;
+    }
+    if (lp->items_at != 0 && lp->items_at != '[' && lp->items_at != 'n') {
+        gx_why_set(why, "items: must be an array");
+        return GX_EINVAL;
+    }
+    if (lp->meta_at != 0 && lp->meta_at != '{' && lp->meta_at != 'n') {
+        gx_why_set(why, "metadata: must be an object");
+        return GX_EINVAL;
+    }
+    *rv = NULL;
+    if (lp->meta != NULL &&
+        (rc = get_string(&md, lp->meta, "metadata", "resourceVersion", NULL, rv)) != GX_OK) {
+        return rc;
+    }
+    if (lp->item_rc != GX_OK) {
+        *why = lp->item_why;
+    }
+    return lp->item_rc;
+}
+
+/*
+ * Decode a list in one pass into an arena array of elements of @size
+ * bytes, with repeated strings interned. Peak memory beyond the arena is
+ * one item's tree and the array while it grows. Outputs are written only
+ * on success.
  */
 static enum gx_err
 decode_list(const char *json, size_t len, int max_depth, struct gx_arena *a, size_t size,
             item_fn decode, void **items, size_t *n, const char **resource_version,
             struct gx_why *why)
 {
-    char ip[PATH_MAX_LEN];
     struct gx_interner intern;
-    struct dec d = {a, why, &intern};
-    struct list_doc ld;
+    struct list_pass lp;
     struct gx_json j;
     const char *rv = NULL;
-    unsigned char *arr = NULL;
-    size_t i = 0;
+    void *arr = NULL;
     enum gx_err rc;
 
+    if (json == NULL || len == 0) {
+        gx_why_set(why, "empty JSON document");
+        return GX_EPARSE;
+    }
+    memset(&lp, 0, sizeof(lp));
+    lp.d = (struct dec){a, &lp.item_why, &intern};
+    lp.size = size;
+    lp.decode = decode;
     gx_intern_init(&intern, a, INTERN_MAX_LEN);
-    if ((rc = list_scan(json, len, max_depth, &ld, why)) != GX_OK ||
-        (rc = list_meta(&d, json, &ld, &rv)) != GX_OK) {
-        goto out;
+    gx_arena_init(&lp.strs, 0);
+    gx_arena_init(&lp.meta_strs, 4096);
+    gx_json_init(&j, json, len, max_depth, why);
+    if ((rc = list_walk(&lp, &j)) == GX_OK) {
+        rc = doc_end(&j);
     }
-    if (ld.n_items > 0 && (arr = alloc_array(&d, ld.n_items, size)) == NULL) {
-        rc = nomem(&d);
-        goto out;
+    if (rc == GX_ETOOBIG) {
+        rc = too_deep(&j);
+    } else if (rc == GX_ENOMEM) {
+        gx_why_set(why, "out of memory");
     }
-    if (ld.n_items > 0) {
-        gx_json_init(&j, json + ld.items_at, ld.items_len, max_depth, why);
-        if ((rc = gx_json_enter_array(&j)) != GX_OK) {
-            goto out;
+    if (rc == GX_OK) {
+        rc = list_result(&lp, why, &rv);
+    }
+    if (rc == GX_OK && lp.n > 0) {
+        arr = alloc_array(&lp.d, lp.n, size);
+        rc = arr != NULL ? GX_OK : nomem(&lp.d);
+    }
+    if (rc == GX_OK) {
+        if (lp.n > 0) {
+            memcpy(arr, lp.items, lp.n * size);
         }
-        while (i < ld.n_items && gx_json_next_element(&j, &rc)) {
-            size_t at = j.pos;
-            cJSON *item = NULL;
-
-            if ((rc = gx_json_skip(&j)) != GX_OK) {
-                goto out;
-            }
-            index_path(ip, sizeof(ip), "", "items", i);
-            if ((rc = parse_span(&d, json + ld.items_at + at, j.pos - at, ip, &item)) != GX_OK) {
-                goto out;
-            }
-            rc = decode(&d, item, ip, arr + i * size);
-            cJSON_Delete(item);
-            if (rc != GX_OK) {
-                goto out;
-            }
-            i++;
-        }
-        if (rc != GX_OK) {
-            goto out;
+        *items = arr;
+        *n = lp.n;
+        if (resource_version != NULL) {
+            *resource_version = rv;
         }
     }
-    *items = arr;
-    *n = ld.n_items;
-    if (resource_version != NULL) {
-        *resource_version = rv;
-    }
-out:
+    free(lp.items);
+    cJSON_Delete(lp.meta);
+    gx_arena_release(&lp.meta_strs);
+    gx_arena_release(&lp.strs);
     gx_intern_release(&intern);
     return rc;
 }
@@ -1281,29 +1408,28 @@ gx_kobj_decode_lease(const char *json, size_t len, int max_depth, struct gx_aren
                      struct gx_lease *out, struct gx_why *why)
 {
     struct dec d = {a, why, NULL};
-    cJSON *root = NULL;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    struct doc doc;
+    enum gx_err rc = doc_parse(&doc, json, len, max_depth, 0, why);
 
-    if (rc != GX_OK) {
-        return rc;
+    if (rc == GX_OK) {
+        rc = decode_lease_obj(&d, doc.root, "", out);
     }
-    rc = decode_lease_obj(&d, root, "", out);
-    cJSON_Delete(root);
+    doc_free(&doc);
     return rc;
 }
 
 void
 gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out, size_t n)
 {
-    cJSON *root = NULL;
+    struct doc doc;
     const cJSON *msg = NULL;
 
     if (rc != GX_OK) {
         (void)snprintf(out, n, "%s", gx_strerror(rc));
         return;
     }
-    if (body != NULL && len > 0 && parse_doc(body, len, 8, &root, NULL) == GX_OK) {
-        msg = last_member(root, "message");
+    if (doc_parse(&doc, body, len, 8, 0, NULL) == GX_OK) {
+        msg = last_member(doc.root, "message");
     }
     if (msg != NULL && cJSON_IsString(msg) && msg->valuestring != NULL &&
         msg->valuestring[0] != '\0') {
@@ -1311,7 +1437,7 @@ gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, 
     } else {
         (void)snprintf(out, n, "HTTP %ld", status);
     }
-    cJSON_Delete(root);
+    doc_free(&doc);
 }
 
 static const char *const watch_types[] = {
@@ -1350,14 +1476,16 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
 {
     struct dec d = {a, why, NULL};
     struct gx_watch_event ev;
-    cJSON *root = NULL;
-    const cJSON *type, *obj, *meta;
+    struct doc doc;
+    const cJSON *root, *type, *obj, *meta;
     size_t t;
-    enum gx_err rc = parse_doc(json, len, max_depth, &root, why);
+    enum gx_err rc = doc_parse(&doc, json, len, max_depth, 0, why);
 
     if (rc != GX_OK) {
+        doc_free(&doc);
         return rc;
     }
+    root = doc.root;
     memset(&ev, 0, sizeof(ev));
     if (!cJSON_IsObject(root)) {
         gx_why_set(why, "watch event: must be an object");
@@ -1424,6 +1552,6 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         *out = ev;
     }
 out:
-    cJSON_Delete(root);
+    doc_free(&doc);
     return rc;
 }

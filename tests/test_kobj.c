@@ -736,3 +736,71 @@ Test(kobj, repeated_pod_fields_take_the_last_value, .init = setup, .fini = teard
     cr_assert_str_eq(pod.name, "last");
     cr_assert_str_eq(pod.node_name, "b");
 }
+
+/*
+ * A list is decoded in one pass, items as the scan reaches them; what it
+ * reports is what validating first, then the envelope, then the items
+ * reported: a syntax error after a bad item, then a bad envelope after it,
+ * wins; a bad item of an "items" that a later one replaces is no error.
+ */
+Test(kobj, one_pass_list_reports_in_the_order_of_the_checks, .init = setup, .fini = teardown)
+{
+    static const struct {
+        const char *json;
+        enum gx_err rc;
+        const char *why;
+    } cases[] = {
+        {"{\"items\":[{\"metadata\":1},{]}", GX_EPARSE, "offset 26: expected a string key"},
+        {"{\"items\":[{\"metadata\":1}],\"kind\":[[[[[[[[]]]]]]]]}", GX_ETOOBIG,
+         "JSON nested deeper than 8 levels"},
+        {"{\"items\":[{\"metadata\":1}],\"metadata\":[]}", GX_EINVAL,
+         "metadata: must be an object"},
+        {"{\"items\":[{\"metadata\":1}],\"metadata\":{\"resourceVersion\":2}}", GX_EINVAL,
+         "metadata.resourceVersion: must be a string"},
+        {"{\"items\":[{},{\"spec\":[]},{\"metadata\":1}]}", GX_EINVAL,
+         "items[1].spec: must be an object"},
+        {"{\"items\":[{\"metadata\":1}],\"items\":[{},{}]}", GX_OK, NULL},
+    };
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
+        struct gx_node_info *nodes = NULL;
+        size_t n = 99, len = strlen(cases[i].json);
+        char *buf = unterminated(cases[i].json, len);
+        struct gx_why why = {{0}};
+
+        cr_assert_eq(gx_kobj_decode_node_list(buf, len, 8, &arena, &nodes, &n, NULL, &why),
+                     cases[i].rc, "%s: %s", cases[i].json, why.text);
+        free(buf);
+        if (cases[i].why != NULL) {
+            cr_assert_str_eq(why.text, cases[i].why, "%s", cases[i].json);
+            cr_assert_eq(n, 99, "output written on error");
+        } else {
+            cr_assert_eq(n, 2, "the last items member");
+        }
+    }
+}
+
+/* The tree the decoders read is built by the scanner: escapes, numbers and literals as cJSON. */
+Test(kobj, one_pass_pod_tree_keeps_values, .init = setup, .fini = teardown)
+{
+    const char *json =
+        "{\"metadata\":{\"n\\u0061me\":\"a\\\"b\\u00e9\",\"labels\":{\"k\":\"v\"},"
+        "\"deletionTimestamp\":null},\"spec\":{\"priority\":-2.5e1,\"containers\":[{\"name\":"
+        "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":2,\"cpu\":0.5}}}],"
+        "\"initContainers\":[{\"name\":\"i\",\"restartPolicy\":\"Always\"}]}}";
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(gx_kobj_decode_pod(json, strlen(json), DEPTH, &arena, &pod, &why), GX_OK, "%s",
+                 why.text);
+    cr_assert_str_eq(pod.name, "a\"b\xc3\xa9");
+    cr_assert_not(pod.deleting);
+    cr_assert_str_eq(gx_kv_get(pod.labels, pod.n_labels, "k"), "v");
+    cr_assert(pod.has_priority);
+    cr_assert_eq(pod.priority, -25);
+    cr_assert_str_eq(gx_kv_get(pod.containers[0].limits, 2, "nvidia.com/gpu"), "2");
+    cr_assert_str_eq(gx_kv_get(pod.containers[0].limits, 2, "cpu"), "0.5");
+    cr_assert(pod.init_containers[0].restartable);
+    /* a document cut short is a syntax error */
+    cr_assert_eq(gx_kobj_decode_pod("{\"a\":[1,2,3", 11, DEPTH, &arena, &pod, &why), GX_EPARSE);
+}
