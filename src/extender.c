@@ -6,8 +6,10 @@
  * gx_kobj_decode_pod, and in full Nodes mode each NodeList item is only
  * scanned for metadata.name while its byte span is kept, so the filter
  * reply can echo kept nodes verbatim without ever building a tree of
- * thousands of Node objects. Keys match case-insensitively and the last
- * duplicate wins, as with Go's encoding/json; unknown keys are skipped.
+ * thousands of Node objects. ExtenderArgs and ExtenderPreemptionArgs share
+ * one envelope walk (ext_envelope: a Pod and exactly one of two members).
+ * Keys match case-insensitively and the last duplicate wins, as with Go's
+ * encoding/json; unknown keys are skipped.
  *
  * Encoding writes the exact PascalCase keys. kube-scheduler passes the
  * Error text of filter and bind results to fmt.Errorf as a format string,
@@ -283,10 +285,6 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, 
 }
 
 /*
- * Enter the top-level object of a request. A body that is valid JSON but
- * not an object is GX_EINVAL; anything else malformed is GX_EPARSE.
- */
-/*
  * The "Pod" member's value: null (*@null), or an object whose byte span
  * (*@off, *@plen) goes to gx_kobj_decode_pod. Anything else is a type error.
  */
@@ -311,6 +309,10 @@ ext_pod_span(struct gx_json *j, bool *null, size_t *off, size_t *plen, struct gx
     return GX_OK;
 }
 
+/*
+ * Enter the top-level object of a request. A body that is valid JSON but
+ * not an object is GX_EINVAL; anything else malformed is GX_EPARSE.
+ */
 static enum gx_err
 ext_enter_top(struct gx_json *j, const char *what, struct gx_why *why)
 {
@@ -332,99 +334,140 @@ ext_expect_end(struct gx_json *j, struct gx_why *why)
     return GX_OK;
 }
 
+/*
+ * The shape ExtenderArgs and ExtenderPreemptionArgs share: a top-level
+ * object with a required "Pod" and exactly one of two members non-null
+ * (@names), each decoded by @member; other members are skipped, and of a
+ * repeated key the last one wins.
+ */
+struct ext_envelope {
+    const char *what;     /* "ExtenderArgs", for the type error */
+    const char *names[2]; /* the two alternatives */
+    /* Decode the non-null value of names[@which] at the cursor, replacing an earlier one. */
+    enum gx_err (*member)(struct gx_json *j, void *ctx, int which, struct gx_why *why);
+    void *ctx;
+};
+
+/*
+ * Walk @body as @e says, then decode its Pod into @a and @pod; *which is
+ * the member that is set.
+ */
+static enum gx_err
+ext_envelope(const char *body, size_t len, int max_depth, const struct ext_envelope *e,
+             struct gx_arena *a, struct gx_pod *pod, int *which, struct gx_why *why)
+{
+    struct gx_json j;
+    const char *key;
+    size_t klen, pod_off = 0, pod_len = 0;
+    bool pod_seen = false, pod_null = false, set[2] = {false, false};
+    enum gx_err rc;
+
+    gx_json_init(&j, body, len, max_depth, why);
+    if ((rc = ext_enter_top(&j, e->what, why)) != GX_OK) {
+        return rc;
+    }
+    while (rc == GX_OK && gx_json_next_member(&j, &key, &klen, &rc)) {
+        int m = gx_json_key_is(key, klen, e->names[0])   ? 0
+                : gx_json_key_is(key, klen, e->names[1]) ? 1
+                                                         : -1;
+
+        if (gx_json_key_is(key, klen, "Pod")) {
+            pod_seen = true;
+            rc = ext_pod_span(&j, &pod_null, &pod_off, &pod_len, why);
+        } else if (m >= 0) {
+            set[m] = !gx_json_take_null(&j);
+            rc = set[m] ? e->member(&j, e->ctx, m, why) : GX_OK;
+        } else {
+            rc = gx_json_skip(&j);
+        }
+    }
+    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK) {
+        return rc;
+    }
+    if (!pod_seen || pod_null) {
+        gx_why_set(why, "%s", pod_seen ? "Pod is null" : "Pod is missing");
+        return GX_EINVAL;
+    }
+    if (set[0] == set[1]) {
+        gx_why_set(why, "%s %s %s %s %s set; exactly one must be non-null",
+                   set[0] ? "both" : "neither", e->names[0], set[0] ? "and" : "nor", e->names[1],
+                   set[0] ? "are" : "is");
+        return GX_EINVAL;
+    }
+    /* The Pod sits one level inside the request. */
+    rc =
+        gx_kobj_decode_pod(body + pod_off, pod_len, max_depth > 1 ? max_depth - 1 : 1, a, pod, why);
+    if (rc != GX_OK) {
+        gx_why_prefix(why, "Pod");
+        return rc;
+    }
+    *which = set[0] ? 0 : 1;
+    return GX_OK;
+}
+
+/* Copy @n elements of @size bytes at @src into *@dst in @a (NULL when n is 0). */
+static enum gx_err
+ext_to_arena(struct gx_arena *a, const void *src, size_t n, size_t size, void **dst,
+             struct gx_why *why)
+{
+    *dst = NULL;
+    if (n == 0) {
+        return GX_OK;
+    }
+    if (n > SIZE_MAX / size || (*dst = gx_arena_alloc(a, n * size)) == NULL) {
+        return ext_nomem(why);
+    }
+    memcpy(*dst, src, n * size);
+    return GX_OK;
+}
+
+/* What an ExtenderArgs walk collects. */
+struct ext_args_ctx {
+    struct gx_arena *a;
+    struct ext_vec items;      /* Nodes */
+    struct gx_ext_node *names; /* NodeNames, in the arena */
+    size_t n_names;
+};
+
+static enum gx_err
+ext_args_member(struct gx_json *j, void *ctx, int which, struct gx_why *why)
+{
+    struct ext_args_ctx *c = ctx;
+
+    return which == 0 ? ext_nodes(j, c->a, &c->items, why)
+                      : ext_node_names(j, c->a, &c->names, &c->n_names, why);
+}
+
 enum gx_err
 gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_args *out,
                    struct gx_why *why)
 {
     struct gx_ext_args args;
-    struct ext_vec items = {0};
-    struct gx_ext_node *names = NULL;
-    size_t n_names = 0;
-    struct gx_json j;
-    const char *key;
-    size_t klen, pod_off = 0, pod_len = 0;
-    bool pod_seen = false, pod_null = false, nodes_set = false, names_set = false;
-    enum gx_err rc = GX_OK;
+    struct ext_args_ctx c = {&args.arena, {0}, NULL, 0};
+    const struct ext_envelope e = {"ExtenderArgs", {"Nodes", "NodeNames"}, ext_args_member, &c};
+    void *nodes = NULL;
+    int which = 0;
+    enum gx_err rc;
 
     memset(&args, 0, sizeof(args));
     gx_arena_init(&args.arena, 0);
-    gx_json_init(&j, body, len, max_depth, why);
-    if ((rc = ext_enter_top(&j, "ExtenderArgs", why)) != GX_OK) {
-        goto out;
+    rc = ext_envelope(body, len, max_depth, &e, &args.arena, &args.pod, &which, why);
+    if (rc == GX_OK && which == 0) {
+        rc = ext_to_arena(&args.arena, c.items.v, c.items.n, sizeof(*args.nodes), &nodes, why);
+        args.nodes = nodes;
+        args.n_nodes = c.items.n;
+    } else if (rc == GX_OK) {
+        args.nodes = c.names;
+        args.n_nodes = c.n_names;
     }
-    while (gx_json_next_member(&j, &key, &klen, &rc)) {
-        if (gx_json_key_is(key, klen, "Pod")) {
-            pod_seen = true;
-            if ((rc = ext_pod_span(&j, &pod_null, &pod_off, &pod_len, why)) != GX_OK) {
-                goto out;
-            }
-        } else if (gx_json_key_is(key, klen, "Nodes")) {
-            nodes_set = !gx_json_take_null(&j);
-            if (nodes_set && (rc = ext_nodes(&j, &args.arena, &items, why)) != GX_OK) {
-                goto out;
-            }
-        } else if (gx_json_key_is(key, klen, "NodeNames")) {
-            names_set = !gx_json_take_null(&j);
-            if (names_set &&
-                (rc = ext_node_names(&j, &args.arena, &names, &n_names, why)) != GX_OK) {
-                goto out;
-            }
-        } else if ((rc = gx_json_skip(&j)) != GX_OK) {
-            goto out;
-        }
-    }
-    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK) {
-        goto out;
-    }
-    rc = GX_EINVAL;
-    if (!pod_seen) {
-        gx_why_set(why, "Pod is missing");
-        goto out;
-    }
-    if (pod_null) {
-        gx_why_set(why, "Pod is null");
-        goto out;
-    }
-    if (nodes_set && names_set) {
-        gx_why_set(why, "both Nodes and NodeNames are set; exactly one must be non-null");
-        goto out;
-    }
-    if (!nodes_set && !names_set) {
-        gx_why_set(why, "neither Nodes nor NodeNames is set; exactly one must be non-null");
-        goto out;
-    }
-    /* The Pod sits one level inside ExtenderArgs. */
-    rc = gx_kobj_decode_pod(body + pod_off, pod_len, max_depth > 1 ? max_depth - 1 : 1, &args.arena,
-                            &args.pod, why);
-    if (rc != GX_OK) {
-        gx_why_prefix(why, "Pod");
-        goto out;
-    }
-    args.mode = nodes_set ? GX_ARGS_NODES : GX_ARGS_NAMES;
-    if (!nodes_set) {
-        args.nodes = names;
-        args.n_nodes = n_names;
-    } else if (items.n > 0) {
-        if (items.n > SIZE_MAX / sizeof(*args.nodes)) {
-            rc = ext_nomem(why);
-            goto out;
-        }
-        args.nodes = gx_arena_alloc(&args.arena, items.n * sizeof(*args.nodes));
-        if (args.nodes == NULL) {
-            rc = ext_nomem(why);
-            goto out;
-        }
-        memcpy(args.nodes, items.v, items.n * sizeof(*args.nodes));
-        args.n_nodes = items.n;
-    }
-    *out = args;
-    rc = GX_OK;
-out:
-    free(items.v);
+    args.mode = which == 0 ? GX_ARGS_NODES : GX_ARGS_NAMES;
+    free(c.items.v);
     if (rc != GX_OK) {
         gx_arena_release(&args.arena);
+        return rc;
     }
-    return rc;
+    *out = args;
+    return GX_OK;
 }
 
 void
@@ -1059,101 +1102,58 @@ ext_victims_map(struct gx_json *j, struct gx_arena *a, bool meta, int depth,
     return GX_OK;
 }
 
+/* What an ExtenderPreemptionArgs walk collects: the two maps, heap arrays. */
+struct ext_preempt_ctx {
+    struct gx_arena *a;
+    int depth;
+    struct gx_ext_node_victims *v[2]; /* NodeNameToVictims, NodeNameToMetaVictims */
+    size_t n[2];
+};
+
+static enum gx_err
+ext_preempt_member(struct gx_json *j, void *ctx, int which, struct gx_why *why)
+{
+    struct ext_preempt_ctx *c = ctx;
+
+    free(c->v[which]);
+    c->v[which] = NULL;
+    c->n[which] = 0;
+    return ext_victims_map(j, c->a, which == 1, c->depth, &c->v[which], &c->n[which], why);
+}
+
 enum gx_err
 gx_ext_decode_preempt(const char *body, size_t len, int max_depth, struct gx_ext_preempt_args *out,
                       struct gx_why *why)
 {
     struct gx_ext_preempt_args args;
-    struct gx_ext_node_victims *full = NULL, *meta = NULL;
-    size_t n_full = 0, n_meta = 0, klen, pod_off = 0, pod_len = 0;
     /* a victim Pod sits four levels in: args, map, Victims, Pods */
-    int depth = max_depth > 4 ? max_depth - 4 : 1;
-    bool pod_seen = false, pod_null = false, full_set = false, meta_set = false;
-    struct gx_json j;
-    const char *key;
-    enum gx_err rc = GX_OK;
+    struct ext_preempt_ctx c = {
+        &args.arena, max_depth > 4 ? max_depth - 4 : 1, {NULL, NULL}, {0, 0}};
+    const struct ext_envelope e = {"ExtenderPreemptionArgs",
+                                   {"NodeNameToVictims", "NodeNameToMetaVictims"},
+                                   ext_preempt_member,
+                                   &c};
+    void *nodes = NULL;
+    int which = 0;
+    enum gx_err rc;
 
     memset(&args, 0, sizeof(args));
     gx_arena_init(&args.arena, 0);
-    gx_json_init(&j, body, len, max_depth, why);
-    if ((rc = ext_enter_top(&j, "ExtenderPreemptionArgs", why)) != GX_OK) {
-        goto out;
+    rc = ext_envelope(body, len, max_depth, &e, &args.arena, &args.pod, &which, why);
+    if (rc == GX_OK) {
+        rc = ext_to_arena(&args.arena, c.v[which], c.n[which], sizeof(*args.nodes), &nodes, why);
+        args.meta = which == 1;
+        args.nodes = nodes;
+        args.n_nodes = c.n[which];
     }
-    while (gx_json_next_member(&j, &key, &klen, &rc)) {
-        if (gx_json_key_is(key, klen, "Pod")) {
-            pod_seen = true;
-            if ((rc = ext_pod_span(&j, &pod_null, &pod_off, &pod_len, why)) != GX_OK) {
-                goto out;
-            }
-        } else if (gx_json_key_is(key, klen, "NodeNameToVictims")) {
-            free(full);
-            full = NULL;
-            n_full = 0;
-            full_set = !gx_json_take_null(&j);
-            if (full_set && (rc = ext_victims_map(&j, &args.arena, false, depth, &full, &n_full,
-                                                  why)) != GX_OK) {
-                goto out;
-            }
-        } else if (gx_json_key_is(key, klen, "NodeNameToMetaVictims")) {
-            free(meta);
-            meta = NULL;
-            n_meta = 0;
-            meta_set = !gx_json_take_null(&j);
-            if (meta_set && (rc = ext_victims_map(&j, &args.arena, true, depth, &meta, &n_meta,
-                                                  why)) != GX_OK) {
-                goto out;
-            }
-        } else if ((rc = gx_json_skip(&j)) != GX_OK) {
-            goto out;
-        }
-    }
-    if (rc != GX_OK || (rc = ext_expect_end(&j, why)) != GX_OK) {
-        goto out;
-    }
-    rc = GX_EINVAL;
-    if (!pod_seen || pod_null) {
-        gx_why_set(why, "%s", pod_seen ? "Pod is null" : "Pod is missing");
-        goto out;
-    }
-    if (full_set && meta_set) {
-        gx_why_set(why, "both NodeNameToVictims and NodeNameToMetaVictims are set; exactly one "
-                        "must be non-null");
-        goto out;
-    }
-    if (!full_set && !meta_set) {
-        gx_why_set(why, "neither NodeNameToVictims nor NodeNameToMetaVictims is set; exactly "
-                        "one must be non-null");
-        goto out;
-    }
-    rc = gx_kobj_decode_pod(body + pod_off, pod_len, max_depth > 1 ? max_depth - 1 : 1, &args.arena,
-                            &args.pod, why);
-    if (rc != GX_OK) {
-        gx_why_prefix(why, "Pod");
-        goto out;
-    }
-    args.meta = meta_set;
-    {
-        struct gx_ext_node_victims *src = meta_set ? meta : full;
-        size_t n = meta_set ? n_meta : n_full;
-        if (n > 0) {
-            args.nodes = gx_arena_alloc(&args.arena, n * sizeof(*args.nodes));
-            if (args.nodes == NULL) {
-                rc = ext_nomem(why);
-                goto out;
-            }
-            memcpy(args.nodes, src, n * sizeof(*args.nodes));
-            args.n_nodes = n;
-        }
-    }
-    *out = args;
-    rc = GX_OK;
-out:
-    free(full);
-    free(meta);
+    free(c.v[0]);
+    free(c.v[1]);
     if (rc != GX_OK) {
         gx_arena_release(&args.arena);
+        return rc;
     }
-    return rc;
+    *out = args;
+    return GX_OK;
 }
 
 void
