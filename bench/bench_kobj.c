@@ -20,57 +20,12 @@
 #include "gx/arena.h"
 #include "gx/kobj.h"
 
+#include "bench_util.h"
+
 #define FILE_CAP ((size_t)1 << 30)
 #define MAX_RUNS 1000
 #define POD_REPS 2000 /* Pod decodes per run: one is too short to time */
 #define DEPTH 64
-
-static double
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double
-median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_dbl);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static const char *
-opt(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], name) == 0) {
-            return argv[i + 1];
-        }
-    }
-    return NULL;
-}
-
-static char *
-slurp(const char *path, size_t *len)
-{
-    char *data = NULL;
-
-    if (gx_read_file(path, FILE_CAP, &data, len) != GX_OK) {
-        fprintf(stderr, "bench_kobj: cannot read %s\n", path);
-        exit(2);
-    }
-    return data;
-}
 
 /* {"items":[POD,POD,...],"metadata":{"resourceVersion":"1"}} with @n copies. */
 static char *
@@ -138,8 +93,11 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: bench_kobj --nodes N --pod P [--pods 5000] [--runs 20] [-j]\n");
         return 2;
     }
-    nodes = slurp(nodes_path, &nodes_len);
-    pod = slurp(pod_path, &pod_len);
+    nodes = slurp("bench_kobj", nodes_path, FILE_CAP, &nodes_len);
+    pod = slurp("bench_kobj", pod_path, FILE_CAP, &pod_len);
+    if (nodes == NULL || pod == NULL) {
+        return 2;
+    }
     list = pod_list(pod, pod_len, n_pods, &list_len);
     for (int r = 0; r < runs; r++) {
         bool all = only == NULL;

@@ -24,6 +24,8 @@
 #include "gx/prom.h"
 #include "gx/snapshot.h"
 
+#include "bench_util.h"
+
 #define FILE_CAP ((size_t)1 << 30)
 #define MAX_RUNS 1000
 
@@ -36,16 +38,6 @@ struct collect {
     size_t n, cap;
     int64_t now_ms;
 };
-
-/* Monotonic time in milliseconds, sub-millisecond resolution. */
-static double
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Bytes of heap in use (malloc'ed and not freed), from mallinfo2. */
 static size_t
@@ -69,22 +61,6 @@ rss_bytes(void)
         res = 0;
     fclose(f);
     return (size_t)res * 4096;
-}
-
-static int
-cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-/* Median of @n values (sorts them). */
-static double
-median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_dbl);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Map one series to a card sample and keep a copy; GX_ENOMEM on failure. */
@@ -146,27 +122,6 @@ out:
     return n;
 }
 
-static const char *
-opt(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return argv[i + 1];
-    return NULL;
-}
-
-static char *
-slurp(const char *path, size_t *len)
-{
-    char *text = NULL;
-
-    if (gx_read_file(path, FILE_CAP, &text, len) != GX_OK) {
-        fprintf(stderr, "bench_parse: cannot read %s\n", path);
-        return NULL;
-    }
-    return text;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -198,9 +153,9 @@ main(int argc, char **argv)
         fprintf(stderr, "bench_parse: %s\n", why.text);
         return 2;
     }
-    prom = slurp(prom_path, &prom_len);
-    ntext = slurp(nodes_path, &nodes_len);
-    page = slurp(page_path, &page_len);
+    prom = slurp("bench_parse", prom_path, FILE_CAP, &prom_len);
+    ntext = slurp("bench_parse", nodes_path, FILE_CAP, &nodes_len);
+    page = slurp("bench_parse", page_path, FILE_CAP, &page_len);
     ms = gx_mstore_new();
     if (prom == NULL || ntext == NULL || page == NULL || ms == NULL)
         goto out;
