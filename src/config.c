@@ -201,6 +201,7 @@ static const struct kspec keys_table[] = {
      .off_n = ROFF(n_values)},
     RULE("weight", K_INT, weight, -100, 100, NULL, F_REQUIRED),
     BOOL("score.prefer_cpu_nodes_for_cpu_pods", prefer_cpu_nodes_for_cpu_pods, 1),
+    BOOL("score.relative", relative_scores, 0),
 
     ENUM("simulate.scheduler.scoring_strategy", sim_strategy, strategy_names, 0),
     INT("simulate.scheduler.fit_weight", sim_fit_weight, 0, 100, 1, 0),

@@ -184,6 +184,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_podreq req;
     struct gx_decide_ctx ctx;
     struct gx_buf out;
+    double *exact;
     int *scores;
     bool bad = false;
 
@@ -191,14 +192,24 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     if (scores == NULL) {
         return;
     }
+    /* the exact scores only when the answer is relative; without memory for them, rounded */
+    exact =
+        app->cfg->relative_scores ? calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*exact)) : NULL;
     gx_sync_decide_ctx(app, &ctx);
     for (size_t i = 0; i < args.n_nodes && !bad; i++) {
         struct gx_vshort v;
 
         verdict(app, &ctx, &req, false, &args.nodes[i], &v);
         scores[i] = v.keep ? v.score : 0;
+        if (exact != NULL) {
+            exact[i] = !v.keep ? -1.0 : v.exact < 0.0 ? 0.0 : v.exact;
+        }
         log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
     }
+    if (exact != NULL && !bad) {
+        gx_score_relative(exact, args.n_nodes, scores);
+    }
+    free(exact);
     gx_buf_init(&out, (size_t)64 << 20);
     reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, &args, scores), &out,
                   "cannot encode the priority list");

@@ -209,6 +209,34 @@ weighted_score(double exact)
     return s < 0 ? 0 : s > 10 ? 10 : (int)s;
 }
 
+/* Exact scores this close to the best are the best (same inputs, other order of sums). */
+#define RELATIVE_TIE 1e-9
+
+void
+gx_score_relative(const double *exact, size_t n, int *out)
+{
+    double lo = 0.0, hi = 0.0;
+    bool any = false;
+
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] >= 0.0) {
+            lo = !any || exact[i] < lo ? exact[i] : lo;
+            hi = !any || exact[i] > hi ? exact[i] : hi;
+            any = true;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] < 0.0) {
+            out[i] = 0;
+        } else if (exact[i] >= hi - RELATIVE_TIE) {
+            out[i] = 10;
+        } else {
+            int s = (int)(9.0 * (exact[i] - lo) / (hi - lo));
+            out[i] = s < 0 ? 0 : s > 9 ? 9 : s;
+        }
+    }
+}
+
 /* Bit of signal @sig in a card's freshness mask (card_fresh). */
 #define FRESH(sig) (1u << (unsigned)(sig))
 

@@ -41,6 +41,7 @@ gx_sim_opts_default(struct gx_sim_opts *o, const struct gx_config *cfg)
     memset(o, 0, sizeof(*o));
     o->cfg = cfg;
     gx_ksched_profile_default(&o->profile);
+    gx_ksched_profile_default(&o->cpu_profile);
     o->mode = GX_SIM_EXTENDER;
     o->tune = 1.3;
     o->shuffle = true;
@@ -95,7 +96,9 @@ struct run {
     struct gx_fgd_model seen;  /* the extender's typical pods, learned as pods arrive */
     struct gx_fgd_model truth; /* the workload's, for the fragmentation rate */
     size_t *feasible;
-    size_t start; /* kube-scheduler's nextStartNodeIndex */
+    double *exact; /* per feasible node: the extender's score, negative = dropped */
+    int *ext;      /* per feasible node: its 0..10 answer */
+    size_t start;  /* kube-scheduler's nextStartNodeIndex */
     int64_t capacity, allocated, arrived;
     int64_t ledger_errs;
     uint64_t uid;
@@ -234,7 +237,9 @@ build_nodes(struct run *r, struct gx_why *why)
     r->n = t->n_nodes;
     r->nodes = calloc(r->n ? r->n : 1, sizeof(*r->nodes));
     r->feasible = calloc(r->n ? r->n : 1, sizeof(*r->feasible));
-    if (r->nodes == NULL || r->feasible == NULL) {
+    r->exact = calloc(r->n ? r->n : 1, sizeof(*r->exact));
+    r->ext = calloc(r->n ? r->n : 1, sizeof(*r->ext));
+    if (r->nodes == NULL || r->feasible == NULL || r->exact == NULL || r->ext == NULL) {
         return GX_ENOMEM;
     }
     for (size_t i = 0; i < r->n; i++) {
@@ -369,16 +374,23 @@ classify(const struct run *r, const struct gx_trace_pod *p, struct gx_podreq *re
     return gx_podreq_parse(cfg, &pod, req, &why);
 }
 
+/* The decision context the extender has in this run. */
+static struct gx_decide_ctx
+decide_ctx(const struct run *r)
+{
+    return (struct gx_decide_ctx){.cfg = r->o->cfg,
+                                  .snap = r->snap,
+                                  .ledger = r->ledger,
+                                  .now_ms = SIM_NOW_MS,
+                                  .fgd = &r->seen};
+}
+
 /* Book pod @p on node @i as bind does (gx_admit_reserve decides again and books). */
 static enum gx_err
 book(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_podreq *req,
      struct gx_admit_plan *plan)
 {
-    const struct gx_decide_ctx ctx = {.cfg = r->o->cfg,
-                                      .snap = r->snap,
-                                      .ledger = r->ledger,
-                                      .now_ms = SIM_NOW_MS,
-                                      .fgd = &r->seen};
+    const struct gx_decide_ctx ctx = decide_ctx(r);
     char uid[32];
     const struct gx_admit_pod pod = {.uid = uid, .ns = "sim", .name = p->name, .req = req};
     struct gx_why why = {{0}};
@@ -387,47 +399,60 @@ book(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_podr
     return gx_admit_reserve(&ctx, r->ledger, r->nodes[i].node->name, &pod, plan, &why);
 }
 
-/* The extender's total for one node, or false when its filter drops it. */
-static bool
-extender_total(struct run *r, size_t i, const struct gx_podreq *req, const struct gx_trace_pod *p,
-               const struct gx_ksched_res *q, struct gx_verdict *v, double *total)
+/*
+ * The extender's prioritize answer for every feasible node, as the server's
+ * handler makes it (rounded, or relative to the call's best: gx_score_relative),
+ * into r->ext[k]; negative where its filter drops the node.
+ */
+static void
+extender_scores(struct run *r, size_t n_feasible, const struct gx_podreq *req)
 {
-    const struct gx_decide_ctx ctx = {.cfg = r->o->cfg,
-                                      .snap = r->snap,
-                                      .ledger = r->ledger,
-                                      .now_ms = SIM_NOW_MS,
-                                      .fgd = &r->seen};
-    double ext;
+    const struct gx_decide_ctx ctx = decide_ctx(r);
+    const struct gx_config *cfg = r->o->cfg;
+    struct gx_verdict v;
 
-    gx_score_node(&ctx, req, r->nodes[i].node, v);
-    if (!v->keep) {
-        return false;
+    for (size_t k = 0; k < n_feasible; k++) {
+        gx_score_node(&ctx, req, r->nodes[r->feasible[k]].node, &v);
+        r->exact[k] = !v.keep ? -1.0 : v.score_exact < 0.0 ? 0.0 : v.score_exact;
+        r->ext[k] = v.keep ? v.score : -1;
     }
-    ext = r->o->exact_score ? v->score_exact : (double)v->score;
-    *total = (double)gx_ksched_plugins_score(&r->o->profile, &r->nodes[i].ks, q) +
-             ext * (double)gx_ksched_extender_points(&r->o->profile, 1);
-    (void)p;
-    return true;
+    if (r->o->exact_score) {
+        return;
+    }
+    if (cfg->relative_scores) {
+        gx_score_relative(r->exact, n_feasible, r->ext);
+    }
+    for (size_t k = 0; k < n_feasible; k++) {
+        r->exact[k] = r->exact[k] < 0.0 ? -1.0 : (double)r->ext[k];
+    }
 }
 
-/* Choose a node among the feasible ones; -1 when none passes. */
+/*
+ * Choose a node among the feasible ones; -1 when none passes. A pod the
+ * extender does not see is scored by the default scheduler's profile.
+ */
 static long
-choose(struct run *r, size_t n_feasible, const struct gx_podreq *req, const struct gx_trace_pod *p,
-       const struct gx_ksched_res *q, struct gx_verdict *best)
+choose(struct run *r, size_t n_feasible, const struct gx_podreq *req, const struct gx_ksched_res *q,
+       struct gx_verdict *best)
 {
-    struct gx_verdict v;
-    double best_total = 0.0, total = 0.0;
+    bool ext = req->kind != GX_REQ_NONE || r->o->cpu_pods_too;
+    const struct gx_ksched_profile *prof = ext ? &r->o->profile : &r->o->cpu_profile;
+    double best_total = 0.0;
     long pick = -1;
     size_t ties = 0;
 
+    if (ext) {
+        extender_scores(r, n_feasible, req);
+    }
     for (size_t k = 0; k < n_feasible; k++) {
         size_t i = r->feasible[k];
+        double total = (double)gx_ksched_plugins_score(prof, &r->nodes[i].ks, q);
 
-        if (req->kind == GX_REQ_NONE && !r->o->cpu_pods_too) {
-            memset(&v, 0, sizeof(v));
-            total = (double)gx_ksched_plugins_score(&r->o->profile, &r->nodes[i].ks, q);
-        } else if (!extender_total(r, i, req, p, q, &v, &total)) {
+        if (ext && r->exact[k] < 0.0) {
             continue;
+        }
+        if (ext) {
+            total += r->exact[k] * (double)gx_ksched_extender_points(prof, 1);
         }
         if (r->o->mode == GX_SIM_RANDOM) {
             total = 0.0; /* every feasible node ties: uniform choice */
@@ -437,11 +462,14 @@ choose(struct run *r, size_t n_feasible, const struct gx_podreq *req, const stru
             pick = (long)i;
             best_total = total;
             ties = 1;
-            *best = v;
         } else if (total == best_total && rng_below(&r->rng, ++ties) == 0) {
             pick = (long)i;
-            *best = v;
         }
+    }
+    memset(best, 0, sizeof(*best));
+    if (pick >= 0 && ext) {
+        const struct gx_decide_ctx ctx = decide_ctx(r);
+        gx_score_node(&ctx, req, r->nodes[pick].node, best); /* the verdict bind decides again */
     }
     return pick;
 }
@@ -541,7 +569,7 @@ schedule_one(struct run *r, const struct gx_trace_pod *p)
     }
     nf = find_feasible(r, p, &q);
     memset(&v, 0, sizeof(v));
-    i = choose(r, nf, &req, p, &q, &v);
+    i = choose(r, nf, &req, &q, &v);
     if (i < 0) {
         return false;
     }
@@ -623,6 +651,8 @@ run_free(struct run *r)
     gx_ledger_free(r->ledger);
     free(r->nodes);
     free(r->feasible);
+    free(r->exact);
+    free(r->ext);
     free(r->order);
 }
 

@@ -166,6 +166,7 @@ vc_short(const struct gx_verdict *v, struct gx_vshort *out)
     out->keep = v->keep;
     out->reason = v->reason;
     out->score = v->score;
+    out->exact = v->score_exact;
 }
 
 void

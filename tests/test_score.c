@@ -1012,3 +1012,33 @@ Test(score, fgd_scores_cpu_pods_by_the_gpus_they_strand)
     cr_assert_lt(v.score, 5);
     world_free(&w);
 }
+
+Test(score, relative_scores_give_ten_to_the_best_node_only)
+{
+    const double exact[] = {4.2, 4.25, -1.0, 3.0, 4.25, 3.6};
+    int out[GX_ARRAY_LEN(exact)];
+
+    gx_score_relative(exact, GX_ARRAY_LEN(exact), out);
+    cr_assert_eq(out[1], 10, "the best");
+    cr_assert_eq(out[4], 10, "a tie with the best is the best");
+    cr_assert_eq(out[2], 0, "a dropped node");
+    cr_assert_eq(out[3], 0, "the worst kept node");
+    cr_assert_eq(out[0], 8, "9 x (4.2 - 3) / 1.25 rounded down");
+    cr_assert_eq(out[5], 4, "9 x 0.6 / 1.25 rounded down");
+}
+
+Test(score, relative_scores_of_equal_or_single_nodes_are_ten)
+{
+    const double same[] = {2.0, 2.0, 2.0};
+    const double one[] = {0.0};
+    const double none[] = {-1.0, -1.0};
+    int out[3];
+
+    gx_score_relative(same, 3, out);
+    cr_assert(out[0] == 10 && out[1] == 10 && out[2] == 10);
+    gx_score_relative(one, 1, out);
+    cr_assert_eq(out[0], 10);
+    gx_score_relative(none, 2, out);
+    cr_assert(out[0] == 0 && out[1] == 0);
+    gx_score_relative(NULL, 0, out); /* an empty call touches nothing */
+}

@@ -200,3 +200,35 @@ Test(sim, json_has_exactly_the_documented_keys)
     cr_assert(strstr(b.data, "binpack 91.00%") != NULL);
     gx_buf_release(&b);
 }
+
+/*
+ * Relative scores keep the exact score's choice: with no in-tree scores
+ * beside the extender, a run answered relative to each call's best node
+ * places exactly as a run adding the unrounded score, and unlike a run
+ * answered with the rounded score.
+ */
+Test(sim, relative_scores_choose_as_the_exact_score_does)
+{
+    struct gx_config *rel = config("{\"score\":{\"policy\":\"fgd\",\"relative\":true}}");
+    struct gx_config *abs = config("{\"score\":{\"policy\":\"fgd\"}}");
+    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_opts o;
+    struct gx_sim_result exact, relative, rounded;
+    struct gx_why why = {{0}};
+
+    gx_sim_opts_default(&o, abs);
+    o.profile.fit_weight = o.profile.balanced_weight = 0;
+    o.cpu_pods_too = o.sees_all_pods = true;
+    o.exact_score = true;
+    cr_assert_eq(gx_sim_run(&o, &t, 5, NULL, NULL, &exact, &why), GX_OK, "%s", why.text);
+    o.exact_score = false;
+    cr_assert_eq(gx_sim_run(&o, &t, 5, NULL, NULL, &rounded, &why), GX_OK, "%s", why.text);
+    o.cfg = rel;
+    cr_assert_eq(gx_sim_run(&o, &t, 5, NULL, NULL, &relative, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(memcmp(exact.alloc_pct, relative.alloc_pct, sizeof(exact.alloc_pct)), 0);
+    cr_assert_eq(exact.failed, relative.failed);
+    cr_assert_neq(memcmp(exact.alloc_pct, rounded.alloc_pct, sizeof(exact.alloc_pct)), 0,
+                  "rounding to 0..10 changes choices on this cluster");
+    gx_config_free(rel);
+    gx_config_free(abs);
+}

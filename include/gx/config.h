@@ -118,6 +118,7 @@ struct gx_config {
     struct gx_label_rule *label_rules;
     size_t n_label_rules;
     bool prefer_cpu_nodes_for_cpu_pods; /* true */
+    bool relative_scores; /* true: prioritize answers 10 for the best node of the call */
 
     /* simulate: the kube-scheduler profile `gpu-extender simulate` runs around the extender */
     int sim_strategy;           /* 0 LeastAllocated, 1 MostAllocated (enum gx_ksched_strategy) */

@@ -95,6 +95,16 @@ void gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req
 void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
                    const struct gx_node *node, struct gx_verdict *out);
 
+/**
+ * Scores of one prioritize call made relative to its best node: @out[i] is
+ * 10 for the nodes whose @exact score (0..10) equals the best one, and 0..9
+ * for the others by where they sit between the worst and the best; 0 where
+ * @exact[i] is negative (a node filter drops). kube-scheduler picks the
+ * highest total, so this keeps the exact score's choice that rounding to
+ * 0..10 would lose. Cannot fail.
+ */
+void gx_score_relative(const double *exact, size_t n, int *out);
+
 /** Why a card cannot take work, as explain shows it per card. */
 enum gx_card_state {
     GX_CARD_OK,

@@ -29,7 +29,9 @@ enum gx_sim_mode {
 
 struct gx_sim_opts {
     const struct gx_config *cfg;      /* extender config (borrowed) */
-    struct gx_ksched_profile profile; /* the scheduler around it */
+    struct gx_ksched_profile profile; /* the scheduler around it (the gpu-scheduler's) */
+    struct gx_ksched_profile
+        cpu_profile; /* default-scheduler's, for pods the extender never sees */
     enum gx_sim_mode mode;
     double tune;        /* append random pods up to tune x GPU capacity; <= 0: as is */
     bool shuffle;       /* shuffle the pods (the published runs do) */

@@ -32,6 +32,7 @@ struct gx_vshort {
     bool keep;
     enum gx_reason reason; /* NONE when keep */
     int score;             /* 0..10, only when keep */
+    double exact;          /* the score before rounding (score.relative) */
 };
 
 struct gx_vcache;

@@ -413,6 +413,7 @@ DECISION = {
     "score.label_rules": [{"label": "kubernetes.io/hostname", "operator": "In",
                            "values": ["gpu-node-c"], "weight": 100}],
     "score.prefer_cpu_nodes_for_cpu_pods": False,
+    "score.relative": True,
     "quotas.default_milli_gpus": 100,
     "quotas.default_memory_mib": 1000,
     "quotas.milli_gpus": {"ml": 100},

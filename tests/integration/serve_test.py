@@ -98,6 +98,25 @@ try:
         c.ok(all(set(h) == {"Host", "Score"} and isinstance(h["Score"], int) and 0 <= h["Score"] <= 10
                  for h in res), "scores are integers 0..10")
 
+    # -- score.relative: the call's best node gets 10, the worst kept one 0, the
+    # order of the rounded scores is kept (the same binary, one key changed)
+    rel = Extender(sys.argv[1], overrides={"score.relative": True}).start()
+    try:
+        for a in (args, full):
+            _, absolute = ext.post_json(ext.verb("prioritize"), a)
+            st, relative = rel.post_json(rel.verb("prioritize"), a)
+            c.eq(st, 200, "relative prioritize status")
+            r = {h["Host"]: h["Score"] for h in relative}
+            b = {h["Host"]: h["Score"] for h in absolute}
+            c.eq(set(r), set(b), "relative: one score per node")
+            c.eq(max(r.values()), 10, f"relative: the best node gets 10 ({r})")
+            if len(set(b.values())) > 1:
+                c.eq(min(r.values()), 0, f"relative: the worst node gets 0 ({r} vs {b})")
+            c.ok(all(b[n] == max(b.values()) for n in r if r[n] == 10),
+                 f"relative: the nodes given 10 are the best rounded ones ({r} vs {b})")
+    finally:
+        rel.cleanup()
+
     # -- shared pods and bind on gpu-node-a: card 0 is held by a device-plugin pod
     # (vLLM), card 1 is idle with the default 4 slots: exactly 4 are admitted.
     shared = []
