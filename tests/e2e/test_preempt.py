@@ -15,15 +15,17 @@ visible: the scheduler sees the shared resource. gpu-extender.io/time-slice is n
     2. no single card can be freed (each card keeps a pod of higher priority than the
        preemptor): the verb drops the node, nobody is evicted;
     3. an exclusive high-priority pod on the node of shared pods;
-    4. the freed share is held: the verb's victim is marked and deleted as the scheduler does
+    4. a PodDisruptionBudget allowing no disruption protects the pods of card 1: the victim
+       moves to card 0 (the verb asked by hand first, then the scheduler's preemption);
+    5. the freed share is held: the verb's victim is marked and deleted as the scheduler does
        it, for a preemptor no scheduler serves; a lower-priority pod must not take the share.
 hidden: the shipped configuration (gpu-extender.io/time-slice ignoredByScheduler, annotations).
-    The same four cases on gpu-node-q.
+    The same five cases on gpu-node-q.
 hidden_next: as hidden, with the kube-scheduler of v1.38.0-beta.0 (tests/k8s-next/build.sh; the
     API server and the rest stay the pinned rig's). Its DefaultPreemption keeps candidates with no
     in-tree victims for a preempt-capable extender, so the scheduler itself runs the whole
-    preemption: cases 1-3 evict exactly the verb's victims and the preemptor binds to the freed
-    card; case 4 is the real flow: a lower-priority pod waiting for the same share while the
+    preemption: cases 1-4 evict exactly the verb's victims and the preemptor binds to the freed
+    card; case 5 is the real flow: a lower-priority pod waiting for the same share while the
     scheduler's victims terminate does not get it.
 
 In the pinned release v1.37.2 the scheduler calls the verb only for nodes where its own dry run found
@@ -79,7 +81,7 @@ if VISIBLE:
     rigmod.shipped_scheduler_config = _visible_config
 
 
-def gpod(name, prio, slices=1, exclusive=False, grace=1):
+def gpod(name, prio, slices=1, exclusive=False, grace=1, labels=None):
     """A GPU pod pinned to NODE with PriorityClass @prio."""
     sel = {"kubernetes.io/hostname": NODE}
     if exclusive:
@@ -90,6 +92,7 @@ def gpod(name, prio, slices=1, exclusive=False, grace=1):
         p = pod(name, {"gpu-extender.io/time-slice": "1"},
                 annotations={ANN + "time-slices": str(slices)}, node_selector=sel, grace=grace)
     p["spec"]["priorityClassName"] = prio
+    p["metadata"]["labels"].update(labels or {})
     return p
 
 
@@ -186,6 +189,53 @@ def hold_real(c):
     chk.ok("a1" not in now and "a1" in layout, "a1 was the victim")
     for n in ("a2", "a3", "b1", "b2", "b3", "b4"):
         chk.eq(now.get(n), before.get(n), f"{n} untouched")
+
+
+def pdb_case(c):
+    """Four 2-slot pods, two a card; the cheapest victim is the youngest (q2, card 1) until a
+    budget that allows no disruption protects card 1's pods (grp=b): then it is p2 on card 0."""
+    layout = place(c, [("p1", "gx-low", 2, False, 1, {"grp": "a"}),
+                       ("p2", "gx-low", 2, False, 1, {"grp": "a"}),
+                       ("q1", "gx-low", 2, False, 1, {"grp": "b"}),
+                       ("q2", "gx-low", 2, False, 1, {"grp": "b"})])
+    chk.eq({n: card for n, (_, card) in layout.items()},
+           {"p1": "0", "p2": "0", "q1": "1", "q2": "1"}, "p1, p2 on card 0; q1, q2 on card 1")
+    uid = {n: u for n, (u, _) in layout.items()}
+    probe = gpod("probe", "gx-high", 2)
+    probe["spec"]["schedulerName"] = "nobody"  # asked by hand, never scheduled
+    create(c, probe)
+    st, ans = post_preempt(c, "probe", [])
+    chk.eq(answer_uids(ans), [uid.get("q2")], f"without a budget: the youngest, q2 ({ans})")
+    c.kubectl("apply", "-f", "-", input=json.dumps(
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+         "metadata": {"name": "card1", "namespace": NS},
+         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"grp": "b"}}}}))
+    # No controller-manager runs in the rig: the status is written as the disruption
+    # controller would write it for two healthy pods and minAvailable 2.
+    c.kubectl("-n", NS, "patch", "pdb", "card1", "--subresource=status", "--type=merge", "-p",
+              json.dumps({"status": {"disruptionsAllowed": 0, "currentHealthy": 2,
+                                     "desiredHealthy": 2, "expectedPods": 2}}))
+    got = wait_for(lambda: (lambda a: a if answer_uids(a) == [uid.get("p2")] else None)(
+        post_preempt(c, "probe", [])[1]), 20, interval=0.5)
+    chk.ok(got is not None, "with the budget the verb names p2 on card 0 instead")
+    if got:
+        chk.eq(got["NodeNameToMetaVictims"][NODE]["NumPDBViolations"], 0,
+               "and reports no PDB violation")
+    c.kubectl("-n", NS, "delete", "pod", "probe", "--wait=false")
+    if not REAL:
+        c.kubectl("-n", NS, "delete", "pdb", "card1")
+        return
+    before = alive(c)
+    create(c, gpod("hi", "gx-high", 2))
+    hi = wait_bound(c, ["hi"], timeout=90).get("hi")
+    if chk.ok(hi is not None, "the preemptor binds"):
+        chk.eq(hi["metadata"].get("annotations", {}).get(ANN + "gpu-index"), "0",
+               "to card 0, away from the budget")
+    now = alive(c)
+    chk.ok("p2" not in now, "p2 was the victim")
+    for n in ("p1", "q1", "q2"):
+        chk.eq(now.get(n), before.get(n), f"{n} untouched")
+    c.kubectl("-n", NS, "delete", "pdb", "card1")
 
 
 # binpack fills one card before the next, so the layouts below are known (fgd, the default,
@@ -300,12 +350,17 @@ try:
                f"the verb frees the whole card with fewer pods ({ans})")
     reset(c)
 
-    # ---- 4. the freed share is held for the preemptor while the victims go -------------------
+    # ---- 4. a PodDisruptionBudget on one card's pods steers the choice to the other card ------
+    log(f"case 4 ({MODE}): a PodDisruptionBudget protects the pods of one card")
+    pdb_case(c)
+    reset(c)
+
+    # ---- 5. the freed share is held for the preemptor while the victims go -------------------
     # The scheduler's part is played by hand, so that the preemptor cannot take the share at
     # once: it belongs to no running scheduler. The verb answers, the victim is marked as
     # kube-scheduler marks its victims (DisruptionTarget / PreemptionByScheduler) and deleted;
     # a lower-priority pod that would fit the freed slots must then be refused.
-    log(f"case 4 ({MODE}): the freed share is held for the preemptor")
+    log(f"case 5 ({MODE}): the freed share is held for the preemptor")
     if NEXT:
         hold_real(c)
     else:
