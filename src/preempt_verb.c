@@ -120,6 +120,17 @@ hold_put(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *r
     slot->seq = ++hs->seq;
 }
 
+static bool
+names_victim(const struct hold *h, const char *uid)
+{
+    for (size_t k = 0; k < h->n_victims; k++) {
+        if (strcmp(h->victims[k], uid) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The hold of the latest answer naming victim @uid (active or not), or NULL. */
 static struct hold *
 hold_of_victim(struct gx_holds *hs, const char *uid)
@@ -128,14 +139,8 @@ hold_of_victim(struct gx_holds *hs, const char *uid)
 
     for (size_t i = 0; i < HOLDS_MAX; i++) {
         struct hold *h = &hs->h[i];
-        if (!h->used || (best != NULL && h->seq < best->seq)) {
-            continue;
-        }
-        for (size_t k = 0; k < h->n_victims; k++) {
-            if (strcmp(h->victims[k], uid) == 0) {
-                best = h;
-                break;
-            }
+        if (h->used && (best == NULL || h->seq > best->seq) && names_victim(h, uid)) {
+            best = h;
         }
     }
     return best;
@@ -169,10 +174,14 @@ gx_preempt_pod_event(struct gx_app *app, const struct gx_pod *pod, bool gone)
         gx_info("preemption carried out, holding the freed GPU share for the preemptor",
                 "node=%s pod=%s ttl_s=%d", gx_log_quote(qn, sizeof(qn), h->node),
                 gx_log_quote_pod(qp, sizeof(qp), h->ns, h->name), app->cfg->reservation_ttl_s);
-        /* the scheduler chose this node: the preemptor's other candidates are moot */
+        /*
+         * The scheduler chose this node: the preemptor's other candidates are
+         * moot, and so are older answers naming this victim (it goes once).
+         */
         for (size_t j = 0; j < HOLDS_MAX; j++) {
             struct hold *o = &hs->h[j];
-            if (o != h && o->used && !o->active && strcmp(o->uid, h->uid) == 0) {
+            if (o != h && o->used && !o->active &&
+                (strcmp(o->uid, h->uid) == 0 || names_victim(o, pod->uid))) {
                 hold_clear(hs, o);
             }
         }
