@@ -16,6 +16,12 @@ k8s_t0=$(date +%s)
 GX_K8S_BIN=$(tests/k8s/build.sh)
 export GX_K8S_BIN
 echo "test.sh: e2e control plane in $GX_K8S_BIN ($(( $(date +%s) - k8s_t0 )) s)"
+# The pre-release kube-scheduler for e2e_preempt_hidden_next (tests/k8s-next/build.sh: cached
+# the same way, next to the binaries above; cold: see docs/testing.md).
+k8s_t0=$(date +%s)
+GX_K8S_NEXT_BIN=$(tests/k8s-next/build.sh)
+export GX_K8S_NEXT_BIN
+echo "test.sh: next kube-scheduler in $GX_K8S_NEXT_BIN ($(( $(date +%s) - k8s_t0 )) s)"
 # Helm for the chart tests (tests/helm/build.sh: cached like the control plane, ~4 min cold).
 tests/helm/build.sh >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1

@@ -793,6 +793,133 @@ decode_claim_obj(struct dec *d, const cJSON *o, const char *path, struct gx_rcla
     return GX_OK;
 }
 
+/* An optional array of strings at @path.@key into an arena array. */
+static enum gx_err
+get_strings(struct dec *d, const cJSON *obj, const char *path, const char *key, const char ***out,
+            size_t *n)
+{
+    char xp[PATH_MAX_LEN];
+    const cJSON *arr, *c;
+    size_t count, i = 0;
+    enum gx_err rc = get_array(d, obj, path, key, &arr);
+
+    *out = NULL;
+    *n = 0;
+    if (rc != GX_OK) {
+        return rc;
+    }
+    count = count_children(arr);
+    if (count > 0 && (*out = alloc_array(d, count, sizeof(**out))) == NULL) {
+        return nomem(d);
+    }
+    for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        if (!cJSON_IsString(c)) {
+            index_path(xp, sizeof(xp), path, key, i);
+            gx_why_set(d->why, "%s: must be a string", xp);
+            return GX_EINVAL;
+        }
+        if (((*out)[i] = shared_str(d, c->valuestring)) == NULL) {
+            return nomem(d);
+        }
+    }
+    *n = count;
+    return GX_OK;
+}
+
+/* spec.selector.matchExpressions of a PDB (@sel at @selp). */
+static enum gx_err
+decode_sel_exprs(struct dec *d, const cJSON *sel, const char *selp, struct gx_pdb *p)
+{
+    static const char *const ops[] = {[GX_SEL_IN] = "In",
+                                      [GX_SEL_NOT_IN] = "NotIn",
+                                      [GX_SEL_EXISTS] = "Exists",
+                                      [GX_SEL_DOES_NOT_EXIST] = "DoesNotExist"};
+    char xp[PATH_MAX_LEN];
+    const cJSON *arr, *c;
+    size_t count, i = 0;
+    enum gx_err rc = get_array(d, sel, selp, "matchExpressions", &arr);
+
+    if (rc != GX_OK) {
+        return rc;
+    }
+    count = count_children(arr);
+    if (count > 0 && (p->exprs = alloc_array(d, count, sizeof(*p->exprs))) == NULL) {
+        return nomem(d);
+    }
+    for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
+        struct gx_sel_expr *x = &p->exprs[i];
+        const char *op = NULL;
+
+        index_path(xp, sizeof(xp), selp, "matchExpressions", i);
+        if (!cJSON_IsObject(c)) {
+            gx_why_set(d->why, "%s: must be an object", xp);
+            return GX_EINVAL;
+        }
+        if ((rc = get_shared_string(d, c, xp, "key", "", &x->key)) != GX_OK ||
+            (rc = get_string(d, c, xp, "operator", "", &op)) != GX_OK ||
+            (rc = get_strings(d, c, xp, "values", &x->values, &x->n_values)) != GX_OK) {
+            return rc;
+        }
+        x->op = GX_SEL_INVALID;
+        for (size_t k = 0; k < GX_ARRAY_LEN(ops); k++) {
+            if (strcmp(op, ops[k]) == 0) {
+                x->op = (enum gx_sel_op)k;
+            }
+        }
+    }
+    p->n_exprs = count;
+    return GX_OK;
+}
+
+/* Decode a PodDisruptionBudget object @o at @path. */
+static enum gx_err
+decode_pdb_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pdb *out)
+{
+    char pp[3][PATH_MAX_LEN], selp[PATH_MAX_LEN];
+    const cJSON *parts[3], *sel, *allowed, *disrupted, *c;
+    const char *mp = pp[0], *sp = pp[1], *tp = pp[2];
+    struct gx_pdb p;
+    size_t i = 0;
+    enum gx_err rc;
+
+    memset(&p, 0, sizeof(p));
+    if ((rc = object_parts(d, o, path, "poddisruptionbudget", parts, pp)) != GX_OK) {
+        return rc;
+    }
+    sub_path(selp, sizeof(selp), sp, "selector");
+    if ((rc = get_string(d, parts[0], mp, "name", "", &p.name)) != GX_OK ||
+        (rc = get_shared_string(d, parts[0], mp, "namespace", "", &p.namespace)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "uid", "", &p.uid)) != GX_OK ||
+        (rc = get_string(d, parts[0], mp, "resourceVersion", "", &p.resource_version)) != GX_OK ||
+        (rc = get_object(d, parts[1], sp, "selector", &sel)) != GX_OK ||
+        (rc = get_map(d, sel, selp, "matchLabels", MAP_SHARE_VALUES, &p.match_labels,
+                      &p.n_match_labels)) != GX_OK ||
+        (rc = decode_sel_exprs(d, sel, selp, &p)) != GX_OK ||
+        (rc = get_field(d, parts[2], tp, "disruptionsAllowed", cJSON_IsNumber, "a number",
+                        &allowed)) != GX_OK ||
+        (rc = get_object(d, parts[2], tp, "disruptedPods", &disrupted)) != GX_OK) {
+        return rc;
+    }
+    p.has_selector = sel != NULL;
+    if (allowed != NULL) {
+        double v = cJSON_GetNumberValue(allowed);
+        p.disruptions_allowed = v >= 2147483647.0 ? INT32_MAX : v <= 0.0 ? 0 : (int32_t)v;
+    }
+    p.n_disrupted = count_children(disrupted);
+    if (p.n_disrupted > 0 &&
+        (p.disrupted = alloc_array(d, p.n_disrupted, sizeof(*p.disrupted))) == NULL) {
+        return nomem(d);
+    }
+    for (c = disrupted != NULL ? disrupted->child : NULL; c != NULL && i < p.n_disrupted;
+         c = c->next, i++) {
+        if ((p.disrupted[i] = gx_arena_strdup(d->a, c->string != NULL ? c->string : "")) == NULL) {
+            return nomem(d);
+        }
+    }
+    *out = p;
+    return GX_OK;
+}
+
 /*
  * One pass over a document: the gx_json scanner validates it (syntax,
  * nesting under max_depth) and builds, in the same walk, the cJSON tree
@@ -1113,6 +1240,13 @@ claim_item(struct dec *d, const cJSON *o, const char *path, void *slot)
     return decode_claim_obj(d, o, path, slot);
 }
 
+/* item_fn for PodDisruptionBudgetList items. */
+static enum gx_err
+pdb_item(struct dec *d, const cJSON *o, const char *path, void *slot)
+{
+    return decode_pdb_obj(d, o, path, slot);
+}
+
 /*
  * A list document as one pass over it finds it. Items are decoded as the
  * scan reaches them, one cJSON tree at a time; a repeated "items" or
@@ -1377,6 +1511,7 @@ static const struct {
     [GX_KIND_LEASE] = {sizeof(struct gx_lease), lease_item},
     [GX_KIND_RESOURCE_SLICE] = {sizeof(struct gx_rslice), slice_item},
     [GX_KIND_RESOURCE_CLAIM] = {sizeof(struct gx_rclaim), claim_item},
+    [GX_KIND_PDB] = {sizeof(struct gx_pdb), pdb_item},
 };
 
 /* Decode a list of @kind into an arena array; fails as gx_kobj_decode_pod does. */
@@ -1544,6 +1679,10 @@ gx_kobj_decode_event(const char *json, size_t len, enum gx_kind kind, int max_de
         case GX_KIND_RESOURCE_CLAIM:
             rc = decode_claim_obj(&d, obj, "object", &ev.obj.claim);
             ev.resource_version = ev.obj.claim.resource_version;
+            break;
+        case GX_KIND_PDB:
+            rc = decode_pdb_obj(&d, obj, "object", &ev.obj.pdb);
+            ev.resource_version = ev.obj.pdb.resource_version;
             break;
         }
         break;

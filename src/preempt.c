@@ -316,6 +316,31 @@ sort_units(struct pe_unit **v, size_t n, int (*cmp)(const struct pe_unit *, cons
     }
 }
 
+/*
+ * Known PDB violations of the pods removed now: the budgets' count when
+ * pdb_count is set, else the scheduler's own victims it counted (capped at
+ * its count when @cap).
+ */
+static int64_t
+pdb_of(const struct pe *e, bool cap)
+{
+    const char *uids[PE_MAX_UIDS];
+    size_t n = 0;
+    int64_t risk = 0;
+
+    for (size_t k = 0; k < e->n_pods; k++) {
+        if (e->removed[k] == 0) {
+            continue;
+        }
+        uids[n++] = e->pods[k].uid;
+        risk += gx_preempt_pdb_risk(e->in, e->pods[k].uid) ? 1 : 0;
+    }
+    if (e->in->pdb_count != NULL) {
+        return e->in->pdb_count(e->in->arg, uids, n);
+    }
+    return cap && risk > e->in->sched_pdb ? e->in->sched_pdb : risk;
+}
+
 /* Cost of the pods removed now. */
 static void
 cost_of(const struct pe *e, int card, struct pe_cost *c)
@@ -331,7 +356,6 @@ cost_of(const struct pe *e, int card, struct pe_cost *c)
         }
         c->pods++;
         c->prio_sum += p->priority;
-        c->pdb += gx_preempt_pdb_risk(e->in, p->uid) ? 1 : 0;
         if (first || p->priority > c->max_priority) {
             c->max_priority = p->priority;
         }
@@ -340,6 +364,7 @@ cost_of(const struct pe *e, int card, struct pe_cost *c)
         }
         first = false;
     }
+    c->pdb = pdb_of(e, false);
 }
 
 /* True when @a is cheaper than @b. */
@@ -468,8 +493,6 @@ card_units(struct pe *e, struct pe_unit *units)
 static void
 take_choice(const struct pe *e, const struct pe_cost *cost, struct gx_preempt_choice *out)
 {
-    int64_t in_sched = 0;
-
     out->keep = true;
     out->n_victims = 0;
     for (size_t k = 0; k < e->n_pods && out->n_victims < GX_PREEMPT_MAX_VICTIMS; k++) {
@@ -477,11 +500,10 @@ take_choice(const struct pe *e, const struct pe_cost *cost, struct gx_preempt_ch
             continue;
         }
         memcpy(out->victims[out->n_victims++], e->pods[k].uid, strlen(e->pods[k].uid) + 1);
-        in_sched += gx_preempt_pdb_risk(e->in, e->pods[k].uid) ? 1 : 0;
     }
     out->n_cards = e->last.n_cards;
     memcpy(out->cards, e->last.cards, sizeof(out->cards));
-    out->pdb = in_sched < e->in->sched_pdb ? in_sched : e->in->sched_pdb;
+    out->pdb = pdb_of(e, true);
     out->max_priority = cost->max_priority;
 }
 

@@ -23,6 +23,7 @@
 #include "gx/admit.h"
 #include "gx/extender.h"
 #include "gx/log.h"
+#include "gx/pdb.h"
 #include "gx/preempt.h"
 #include "gx/quota.h"
 #include "reconcile.h"
@@ -42,11 +43,13 @@ struct hold {
     char victims[HOLD_VICTIMS][GX_UID_MAX];
     size_t n_victims;
     int64_t expires_ms; /* monotonic */
+    uint64_t seq;       /* order of the answers */
 };
 
 struct gx_holds {
     struct hold h[HOLDS_MAX];
     size_t n_active;
+    uint64_t seq;
 };
 
 void
@@ -114,6 +117,33 @@ hold_put(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *r
         memcpy(slot->victims[slot->n_victims++], c->victims[i], GX_UID_MAX);
     }
     slot->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
+    slot->seq = ++hs->seq;
+}
+
+static bool
+names_victim(const struct hold *h, const char *uid)
+{
+    for (size_t k = 0; k < h->n_victims; k++) {
+        if (strcmp(h->victims[k], uid) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The hold of the latest answer naming victim @uid (active or not), or NULL. */
+static struct hold *
+hold_of_victim(struct gx_holds *hs, const char *uid)
+{
+    struct hold *best = NULL;
+
+    for (size_t i = 0; i < HOLDS_MAX; i++) {
+        struct hold *h = &hs->h[i];
+        if (h->used && (best == NULL || h->seq > best->seq) && names_victim(h, uid)) {
+            best = h;
+        }
+    }
+    return best;
 }
 
 void
@@ -121,25 +151,22 @@ gx_preempt_pod_event(struct gx_app *app, const struct gx_pod *pod, bool gone)
 {
     struct gx_holds *hs = app->holds;
     int64_t now = gx_mono_ms();
+    char qn[300], qp[700];
+    struct hold *h;
 
     for (size_t i = 0; hs != NULL && i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        char qn[300], qp[700];
-        bool hit = false;
-
+        h = &hs->h[i];
         if (h->used && strcmp(h->uid, pod->uid) == 0 && (gone || pod->node_name != NULL)) {
             hold_clear(hs, h); /* the preemptor is bound (its own booking holds) or gone */
-            continue;
         }
-        if (!h->used || h->active || !pod->preempted) {
-            continue;
-        }
-        for (size_t k = 0; k < h->n_victims && !hit; k++) {
-            hit = strcmp(h->victims[k], pod->uid) == 0;
-        }
-        if (!hit) {
-            continue;
-        }
+    }
+    /*
+     * The scheduler evicts for the preemptor it asked about last: only the
+     * latest answer naming this victim is held, so an older answer (a
+     * preemptor deleted while pending, whose deletion the managed-pod watch
+     * never shows) cannot hold the share against it.
+     */
+    if (hs != NULL && pod->preempted && (h = hold_of_victim(hs, pod->uid)) != NULL && !h->active) {
         h->active = true;
         hs->n_active++;
         h->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
@@ -147,10 +174,14 @@ gx_preempt_pod_event(struct gx_app *app, const struct gx_pod *pod, bool gone)
         gx_info("preemption carried out, holding the freed GPU share for the preemptor",
                 "node=%s pod=%s ttl_s=%d", gx_log_quote(qn, sizeof(qn), h->node),
                 gx_log_quote_pod(qp, sizeof(qp), h->ns, h->name), app->cfg->reservation_ttl_s);
-        /* the scheduler chose this node: the preemptor's other candidates are moot */
+        /*
+         * The scheduler chose this node: the preemptor's other candidates are
+         * moot, and so are older answers naming this victim (it goes once).
+         */
         for (size_t j = 0; j < HOLDS_MAX; j++) {
             struct hold *o = &hs->h[j];
-            if (o != h && o->used && !o->active && strcmp(o->uid, h->uid) == 0) {
+            if (o != h && o->used && !o->active &&
+                (strcmp(o->uid, h->uid) == 0 || names_victim(o, pod->uid))) {
                 hold_clear(hs, o);
             }
         }
@@ -249,6 +280,44 @@ prio_of(void *arg, const char *uid, int32_t *prio)
      * on this node, and naming it would fail the whole preemption.
      */
     return gx_recon_priority(s->app, uid, s->node, prio);
+}
+
+/*
+ * PodDisruptionBudget violations of evicting @uids (pdb.h), from the
+ * watched budgets and the pods' labels the pod watch keeps. A pod we have
+ * no labels of matches no budget. Out of memory counts every pod, so a
+ * set is never chosen for looking cheap.
+ */
+static int64_t
+pdb_count(void *arg, const char *const *uids, size_t n)
+{
+    const struct prio_src *s = arg;
+    struct gx_pdb_pod *pods = n > 0 ? calloc(n, sizeof(*pods)) : NULL;
+    size_t k = 0, out = 0;
+    enum gx_err rc;
+
+    if (n == 0) {
+        return 0;
+    }
+    if (pods == NULL) {
+        return (int64_t)n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gx_pdb_pod *p = gx_recon_pdb_pod(s->app, uids[i]);
+        if (p != NULL) {
+            pods[k++] = *p;
+        }
+    }
+    rc = gx_pdbs_violations(s->app->sync.pdbs, pods, k, &out);
+    free(pods);
+    return rc == GX_OK ? (int64_t)out : (int64_t)n;
+}
+
+/* The budget count when the budgets are known (their watch listed), else none. */
+static gx_preempt_pdb_fn
+pdb_counter(const struct gx_app *app)
+{
+    return gx_pdbs_synced(app->sync.pdbs) ? pdb_count : NULL;
 }
 
 /* True when @uid holds a tenant in ledger entry @e. */
@@ -412,6 +481,7 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
             .sched = sched,
             .n_sched = nv->n_pods,
             .sched_pdb = nv->pdb,
+            .pdb_count = pdb_counter(app),
         };
         const char **uids = NULL;
         size_t n_uids = 0;
@@ -600,6 +670,7 @@ gx_preempt_explain(struct gx_app *app, const char *pod_json, size_t len, bool js
             .node = n,
             .priority_of = prio_of,
             .arg = &ps,
+            .pdb_count = pdb_counter(app),
         };
 
         if (n->gpu_count <= 0) {

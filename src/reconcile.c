@@ -22,7 +22,53 @@ struct pod_state {
     bool finished;     /* Succeeded, Failed or being deleted */
     bool has_priority; /* spec.priority, for the preempt verb */
     int32_t priority;
+    struct gx_arena meta; /* namespace, name and labels, for PodDisruptionBudgets */
+    struct gx_pdb_pod pdb;
 };
+
+static void
+pod_state_free(struct pod_state *ps)
+{
+    if (ps != NULL) {
+        gx_arena_release(&ps->meta);
+        free(ps);
+    }
+}
+
+/* Copy what the budgets match on; on ENOMEM the pod matches no budget. */
+static void
+pod_state_meta(struct pod_state *ps, const struct gx_pod *pod)
+{
+    struct gx_kv *labels = NULL;
+    struct gx_pdb_pod m = {0};
+
+    size_t need = strlen(pod->namespace) + strlen(pod->name) + 64;
+
+    for (size_t i = 0; i < pod->n_labels; i++) {
+        need += sizeof(*labels) + strlen(pod->labels[i].key) + strlen(pod->labels[i].value) + 32;
+    }
+    /* one chunk sized to the pod: the default chunk would cost 64 KiB per pod */
+    gx_arena_release(&ps->meta);
+    gx_arena_init(&ps->meta, need);
+    memset(&ps->pdb, 0, sizeof(ps->pdb));
+    m.namespace = gx_arena_strdup(&ps->meta, pod->namespace);
+    m.name = gx_arena_strdup(&ps->meta, pod->name);
+    if (m.namespace == NULL || m.name == NULL ||
+        (pod->n_labels > 0 &&
+         (labels = gx_arena_alloc(&ps->meta, pod->n_labels * sizeof(*labels))) == NULL)) {
+        return;
+    }
+    for (size_t i = 0; i < pod->n_labels; i++) {
+        labels[i].key = gx_arena_strdup(&ps->meta, pod->labels[i].key);
+        labels[i].value = gx_arena_strdup(&ps->meta, pod->labels[i].value);
+        if (labels[i].key == NULL || labels[i].value == NULL) {
+            return;
+        }
+    }
+    m.labels = labels;
+    m.n_labels = pod->n_labels;
+    ps->pdb = m;
+}
 
 static bool
 pod_finished(const struct gx_pod *pod)
@@ -47,11 +93,13 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
             return;
         }
         memcpy(ps->uid, pod->uid, len + 1);
+        gx_arena_init(&ps->meta, 64);
         if (gx_strmap_put(&rc->pods, ps->uid, len, ps) != GX_OK) {
-            free(ps);
+            pod_state_free(ps);
             return;
         }
     }
+    pod_state_meta(ps, pod);
     (void)snprintf(ps->node, sizeof(ps->node), "%s", pod->node_name ? pod->node_name : "");
     ps->finished = pod_finished(pod);
     ps->has_priority = pod->has_priority;
@@ -70,6 +118,14 @@ gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, i
     return true;
 }
 
+const struct gx_pdb_pod *
+gx_recon_pdb_pod(const struct gx_app *app, const char *uid)
+{
+    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+
+    return ps != NULL && ps->pdb.name != NULL ? &ps->pdb : NULL;
+}
+
 static void
 pod_states_clear(struct gx_recon *rc)
 {
@@ -77,7 +133,7 @@ pod_states_clear(struct gx_recon *rc)
     void *v;
 
     while ((v = gx_strmap_next(&rc->pods, &pos, NULL, NULL)) != NULL) {
-        free(v);
+        pod_state_free(v);
     }
     gx_strmap_release(&rc->pods);
 }
@@ -102,7 +158,7 @@ gx_recon_pod_event(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
     /* before a victim's share is released, so the hold takes over from it */
     gx_preempt_pod_event(app, pod, type == GX_WATCH_DELETED || pod_finished(pod));
     if (type == GX_WATCH_DELETED) {
-        free(gx_strmap_del(&app->recon.pods, pod->uid, strlen(pod->uid)));
+        pod_state_free(gx_strmap_del(&app->recon.pods, pod->uid, strlen(pod->uid)));
         release_now(app, pod->uid);
     } else if (type == GX_WATCH_ADDED || type == GX_WATCH_MODIFIED) {
         pod_state_put(&app->recon, pod);

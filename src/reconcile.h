@@ -9,6 +9,7 @@
 #define GX_RECONCILE_H
 
 #include "gx/kube.h"
+#include "gx/pdb.h"
 #include "service.h"
 
 /** Start the periodic reconcile over app->leases (live mode). GX_ENOMEM. */
@@ -29,6 +30,9 @@ void gx_recon_pods_listed(void *app, const struct gx_pod *pods, size_t n);
  * so one it accepts as a victim there); false otherwise.
  */
 bool gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, int32_t *prio);
+
+/** Namespace, name and labels of managed pod @uid, for PodDisruptionBudgets; NULL when unknown. */
+const struct gx_pdb_pod *gx_recon_pdb_pod(const struct gx_app *app, const char *uid);
 
 /** True once the first pod list arrived. */
 bool gx_recon_synced(const struct gx_app *app);

@@ -42,6 +42,8 @@ struct gx_vcache;
 struct bind_op;
 struct bgwrite;
 struct gx_holds;
+struct gx_pdbs;
+struct gx_kube_watch;
 
 /* sync.c: where the snapshot comes from. */
 struct gx_sync {
@@ -56,7 +58,10 @@ struct gx_sync {
     struct gx_httpc *httpc; /* live sources */
     struct gx_promsrc *prom;
     struct gx_kube *kube;
-    struct gx_dra *dra; /* cards held through DRA claims, with kube_watch_dra */
+    struct gx_dra *dra;   /* cards held through DRA claims, with kube_watch_dra */
+    struct gx_pdbs *pdbs; /* PodDisruptionBudgets, for the preempt verb (live mode) */
+    struct gx_kube_watch *w_pdbs;
+    bool pdbs_listed_once;
     struct event *rebuild_timer;
     bool rebuild_pending;
     struct event *refresh_timer; /* file sources */

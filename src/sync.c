@@ -14,6 +14,7 @@
 #include "gx/dra.h"
 #include "gx/httpc.h"
 #include "gx/log.h"
+#include "gx/pdb.h"
 #include "gx/promsrc.h"
 #include "reconcile.h"
 
@@ -258,6 +259,61 @@ gx_sync_schedule_rebuild(void *ctx)
     (void)evtimer_add(app->sync.rebuild_timer, &tv);
 }
 
+/* ---- the PodDisruptionBudget watch (policy/v1, all namespaces) ---- */
+
+static void
+pdbs_listed(void *ctx, const void *items, size_t n)
+{
+    struct gx_app *app = ctx;
+
+    if (gx_pdbs_set(app->sync.pdbs, items, n) != GX_OK) {
+        gx_warn("out of memory storing PodDisruptionBudgets, keeping the previous ones", NULL);
+    } else if (!app->sync.pdbs_listed_once) {
+        app->sync.pdbs_listed_once = true;
+        gx_info("poddisruptionbudgets synced", "pdbs=%zu", n);
+    }
+}
+
+static void
+pdb_event(void *ctx, const struct gx_watch_event *ev)
+{
+    struct gx_app *app = ctx;
+
+    if (gx_pdbs_put(app->sync.pdbs, &ev->obj.pdb, ev->type == GX_WATCH_DELETED) != GX_OK) {
+        gx_warn("out of memory storing a PodDisruptionBudget", NULL);
+    }
+}
+
+static void
+pdbs_absent(void *ctx, long status)
+{
+    struct gx_app *app = ctx;
+
+    if (status == 403) {
+        gx_warn("not allowed to read PodDisruptionBudgets, preemption counts no PDB violation "
+                "(grant list/watch poddisruptionbudgets, see manifests/02-rbac.yaml)",
+                NULL);
+    } else {
+        gx_info("the API server has no policy/v1 PodDisruptionBudgets", NULL);
+    }
+    gx_pdbs_absent(app->sync.pdbs);
+}
+
+/* Start the PDB watch; the preempt verb reads the store once it is synced. */
+static enum gx_err
+watch_pdbs(struct gx_app *app)
+{
+    static const struct gx_kube_watch_cbs cbs = {pdbs_listed, pdb_event, pdbs_absent};
+    struct gx_sync *s = &app->sync;
+
+    if ((s->pdbs = gx_pdbs_new()) == NULL) {
+        return GX_ENOMEM;
+    }
+    s->w_pdbs = gx_kube_watch_new(s->kube, GX_KIND_PDB, "poddisruptionbudgets",
+                                  "/apis/policy/v1/poddisruptionbudgets", NULL, &cbs, app);
+    return s->w_pdbs != NULL ? GX_OK : GX_ENOMEM;
+}
+
 enum gx_err
 gx_sync_start(struct gx_app *app, const struct gx_kube_cbs *cbs, struct gx_why *why)
 {
@@ -294,6 +350,9 @@ gx_sync_start(struct gx_app *app, const struct gx_kube_cbs *cbs, struct gx_why *
         }
         if (cfg->kube_watch_dra && ((s->dra = gx_dra_new(gx_sync_schedule_rebuild, app)) == NULL ||
                                     gx_dra_watch(s->dra, s->kube) != GX_OK)) {
+            return GX_ENOMEM;
+        }
+        if (watch_pdbs(app) != GX_OK) {
             return GX_ENOMEM;
         }
     }
@@ -345,6 +404,8 @@ gx_sync_free(struct gx_app *app)
     }
     gx_promsrc_free(s->prom);
     gx_dra_free(s->dra); /* its watches before the kube they run on */
+    gx_kube_watch_free(s->w_pdbs);
+    gx_pdbs_free(s->pdbs);
     gx_kube_free(s->kube);
     gx_httpc_free(s->httpc);
     if (s->rebuild_timer != NULL) {

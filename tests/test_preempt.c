@@ -343,6 +343,52 @@ Test(preempt, known_pdb_violations_are_avoided_and_counted)
     world_free(&w);
 }
 
+/* A budget protecting the pods whose UID starts with "b", allowing none of them to go. */
+static int64_t
+budget_b(void *arg, const char *const *uids, size_t n)
+{
+    int64_t v = 0;
+
+    (void)arg;
+    for (size_t i = 0; i < n; i++) {
+        v += uids[i][0] == 'b' ? 1 : 0;
+    }
+    return v;
+}
+
+Test(preempt, watched_budgets_steer_the_choice_to_another_card)
+{
+    struct world w;
+    struct gx_preempt_choice c;
+    struct gx_preempt_input in;
+
+    world_init(&w);
+    /* card 1 alone would win (one pod frees two slots); a budget protects it */
+    tenant(&w, "a0", 0, 1, 50, 100);
+    tenant(&w, "a1", 0, 1, 40, 100);
+    tenant(&w, "a2", 0, 1, 30, 100);
+    tenant(&w, "a3", 0, 1, 20, 100);
+    tenant(&w, "b0", 1, 2, 50, 100);
+    tenant(&w, "b1", 1, 2, 10, 100);
+    commit(&w);
+    in = input(&w, &shared2);
+    in.pdb_count = budget_b;
+    in.sched_pdb = 7; /* the scheduler's count is ignored when the budgets are known */
+    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    cr_assert(c.keep);
+    cr_assert_eq(c.cards[0], 0);
+    cr_assert_str_eq(victims(&c), "a2,a3", "the two youngest of card 0");
+    cr_assert_eq(c.pdb, 0);
+    /* card 0 is out of reach: the budget is broken, and the answer says so */
+    w.prio[0].prio = w.prio[1].prio = w.prio[2].prio = w.prio[3].prio = 5000;
+    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    cr_assert(c.keep);
+    cr_assert_eq(c.cards[0], 1);
+    cr_assert_str_eq(victims(&c), "b1");
+    cr_assert_eq(c.pdb, 1);
+    world_free(&w);
+}
+
 Test(preempt, exclusive_frees_the_cheapest_whole_card)
 {
     struct world w;

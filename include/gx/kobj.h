@@ -146,18 +146,50 @@ struct gx_rclaim {
     size_t n_reserved_for;
 };
 
+/** Operator of one matchExpressions requirement of a label selector. */
+enum gx_sel_op {
+    GX_SEL_IN,
+    GX_SEL_NOT_IN,
+    GX_SEL_EXISTS,
+    GX_SEL_DOES_NOT_EXIST,
+    GX_SEL_INVALID /* any other text: the selector matches nothing (as kube-scheduler reads it) */
+};
+
+/** One requirement of spec.selector.matchExpressions. */
+struct gx_sel_expr {
+    const char *key;
+    enum gx_sel_op op;
+    const char **values;
+    size_t n_values;
+};
+
+/** A policy/v1 PodDisruptionBudget: whom it protects and how many of them may go now. */
+struct gx_pdb {
+    const char *name, *namespace, *uid, *resource_version; /* "" when absent */
+    bool has_selector;                                     /* spec.selector set */
+    struct gx_kv *match_labels;                            /* spec.selector.matchLabels */
+    size_t n_match_labels;
+    struct gx_sel_expr *exprs; /* spec.selector.matchExpressions */
+    size_t n_exprs;
+    int32_t disruptions_allowed; /* status.disruptionsAllowed, 0 when absent */
+    const char **disrupted;      /* names of status.disruptedPods (deletions in flight) */
+    size_t n_disrupted;
+};
+
 enum gx_kind {
     GX_KIND_NODE,
     GX_KIND_POD,
     GX_KIND_LEASE,
     GX_KIND_RESOURCE_SLICE,
-    GX_KIND_RESOURCE_CLAIM
+    GX_KIND_RESOURCE_CLAIM,
+    GX_KIND_PDB
 };
 
 /**
  * Decode a list of @kind (NodeList, PodList, LeaseList, ResourceSliceList,
- * ResourceClaimList) into an arena array *items of *n elements of that
- * kind's struct (gx_node_info, gx_pod, gx_lease, gx_rslice, gx_rclaim);
+ * ResourceClaimList, PodDisruptionBudgetList) into an arena array *items of
+ * *n elements of that kind's struct (gx_node_info, gx_pod, gx_lease,
+ * gx_rslice, gx_rclaim, gx_pdb);
  * *resource_version may be NULL. Fails as gx_kobj_decode_pod does.
  */
 enum gx_err gx_kobj_decode_list(const char *json, size_t len, enum gx_kind kind, int max_depth,
@@ -180,6 +212,7 @@ struct gx_watch_event {
         struct gx_lease lease;
         struct gx_rslice slice;
         struct gx_rclaim claim;
+        struct gx_pdb pdb;
     } obj;
 };
 

@@ -44,6 +44,9 @@ enum gx_preempt_drop {
 /** Snake-case name for metrics labels and logs ("no_victims"). Static. */
 const char *gx_preempt_drop_name(enum gx_preempt_drop d);
 
+/** PodDisruptionBudget violations evicting pods @uids[0..n) causes (pdb.h). */
+typedef int64_t (*gx_preempt_pdb_fn)(void *arg, const char *const *uids, size_t n);
+
 /** What the preempt call says about one candidate node. */
 struct gx_preempt_input {
     const struct gx_decide_ctx *ctx; /* ctx->ledger: the ledger view filter reads */
@@ -56,6 +59,12 @@ struct gx_preempt_input {
     const char *const *sched; /* UIDs of the scheduler's own victims on this node */
     size_t n_sched;
     int64_t sched_pdb; /* their NumPDBViolations */
+    /*
+     * PodDisruptionBudget violations evicting pods @uids[0..n) causes (pdb.h),
+     * with @arg; NULL when the budgets are not known (then only the
+     * scheduler's count is: see gx_preempt_pdb_risk).
+     */
+    gx_preempt_pdb_fn pdb_count;
 };
 
 /** The choice for one node. */
@@ -81,10 +90,10 @@ enum gx_err gx_preempt_choose(const struct gx_preempt_input *in,
                               struct gx_preempt_choice *out) GX_WUR;
 
 /**
- * True when pod @uid is one of @in's scheduler victims that may violate a
- * PodDisruptionBudget as far as anyone told us: the scheduler counted
- * violations for its set (sched_pdb > 0) and @uid is in it. The extender
- * does not watch PDBs; other pods count as no violation.
+ * Without pdb_count: true when pod @uid is one of @in's scheduler victims
+ * that may violate a PodDisruptionBudget as far as anyone told us: the
+ * scheduler counted violations for its set (sched_pdb > 0) and @uid is in
+ * it; other pods count as no violation.
  */
 bool gx_preempt_pdb_risk(const struct gx_preempt_input *in, const char *uid);
 

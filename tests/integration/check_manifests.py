@@ -47,6 +47,7 @@ EXTENDER_CLUSTER_RULES = {
     ("", "pods/binding"): {"create"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
 }
 EXTENDER_LEDGER_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 READ_VERBS = {"get", "list", "watch"}

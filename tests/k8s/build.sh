@@ -5,22 +5,40 @@
 #   ${GX_K8S_CACHE:-$HOME/.cache/gpu-extender}/k8s-<version>/
 # with a stamp holding a hash of go.mod, go.sum, the Go sources, the Go version and this
 # script, so a stale cache rebuilds. Prints the binary directory on stdout; logs on stderr.
+#
+#   build.sh [MODULE_DIR]
+# With MODULE_DIR (tests/k8s-next/build.sh passes its own), the Kubernetes release of
+# MODULE_DIR/go.mod gives kube-scheduler only; kube-apiserver, etcd, kubectl and the fake kubelet
+# are symlinks to the pinned rig in $GX_K8S_BIN (built here when unset), so a second release
+# costs only the binary whose behaviour differs. (v1.38.0-beta.0's kube-apiserver needs
+# k8s.io/apiextensions-api, which the Go module proxy does not serve.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+mod=$(cd "${1:-$here}" && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "build.sh: go not found (expected /usr/local/go/bin)" >&2; exit 1; }
 # go.sum is committed: never let the build rewrite go.mod.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly -buildvcs=false"
-export GOTOOLCHAIN=local
+# A module that needs a newer Go than the machine's names it in GX_K8S_TOOLCHAIN (its build.sh).
+export GOTOOLCHAIN=${GX_K8S_TOOLCHAIN:-local}
 
-version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$here/go.mod")
+version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")
 [ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes version in go.mod" >&2; exit 1; }
 cache=${GX_K8S_CACHE:-$HOME/.cache/gpu-extender}
 out="$cache/k8s-$version"
 bins=(kube-apiserver kube-scheduler kubectl etcd fake-kubelet)
+pkgs=(k8s.io/kubernetes/cmd/kube-scheduler)
+linked=()
+if [ "$mod" = "$here" ]; then
+    pkgs+=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd ./cmd/fake-kubelet)
+    base=
+else
+    linked=(kube-apiserver kubectl etcd fake-kubelet)
+    base=${GX_K8S_BIN:-$(env -u GX_K8S_TOOLCHAIN "$here/build.sh")}
+fi
 
-stamp=$( (cd "$here" && go version && sha256sum go.mod go.sum build.sh &&
-          find . -name '*.go' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1)
+stamp=$( (cd "$mod" && go version && echo "$base" && sha256sum go.mod go.sum build.sh "$here/build.sh" &&
+          find . -name '*.go' -print0 | sort -z | xargs -0 -r sha256sum) | sha256sum | cut -d' ' -f1)
 
 fresh() {
     [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] || return 1
@@ -50,11 +68,8 @@ for p in $vpkg k8s.io/client-go/pkg/version; do
     ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 # One invocation, so the packages shared by the binaries compile once.
-(cd "$here" && go build -trimpath -ldflags="$ldflags" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-scheduler \
-    k8s.io/kubernetes/cmd/kubectl \
-    ./cmd/etcd ./cmd/fake-kubelet) >&2
+(cd "$mod" && go build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >&2
+for b in "${linked[@]}"; do ln -s "$base/$b" "$tmp/$b"; done
 for b in "${bins[@]}"; do [ -x "$tmp/$b" ] || { echo "build.sh: $b missing after build" >&2; exit 1; }; done
 echo "$stamp" > "$tmp/stamp"
 rm -rf "$out"

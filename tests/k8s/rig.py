@@ -71,6 +71,17 @@ def build_binaries():
     return out.strip().splitlines()[-1]
 
 
+def build_next_binaries():
+    """tests/k8s-next/build.sh: the pre-release kube-scheduler next to the pinned rig's other
+    binaries (GX_K8S_NEXT_BIN when scripts/test.sh built it; else built here, cached)."""
+    if os.environ.get("GX_K8S_NEXT_BIN"):
+        return os.environ["GX_K8S_NEXT_BIN"]
+    env = dict(os.environ, GX_K8S_BIN=build_binaries())
+    out = subprocess.run(["bash", os.path.join(ROOT, "tests", "k8s-next", "build.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True, env=env).stdout
+    return out.strip().splitlines()[-1]
+
+
 def shipped_scheduler_config(name="kube-scheduler-config.yaml"):
     """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME."""
     with open(os.path.join(ROOT, "manifests", "scheduler", name)) as f:
