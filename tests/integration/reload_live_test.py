@@ -14,8 +14,9 @@ probes kubernetes.*, ledger.* and the names bind writes. A live key without a pr
 fails the test, so a new live key gets one. Keys not probed yet are in NEEDS_API_SERVER
 (with why), keys with no effect observable from outside in NO_EFFECT, and documented
 live keys that nothing reads in KNOWN_NOT_LIVE: all three are printed on every run.
-Before the fix of issue 11 server.connection_timeout_s and prometheus.interval_s (the
-wait for the next round kept the old interval) failed here.
+Before the fix of issue 11 server.connection_timeout_s, prometheus.interval_s (the
+wait for the next round kept the old interval) and ledger.reconcile_interval_s (the
+same, for the next reconcile pass) failed here.
 """
 import copy
 import http.server
@@ -496,13 +497,108 @@ KNOWN_NOT_LIVE = {
                               "annotation 1 slice, not sharing.default_slices",
 }
 
-NEEDS_API_SERVER = {
-    "sharing.reservation_ttl_s": "expires Lease reservations that never bound: needs a bind "
-                                 "whose Binding is lost and a wait of the TTL",
-    "score.fgd_half_life": "learns from the pods it sees over time (issue 12)",
-    "ledger.reconcile_interval_s": "a safety net: deleted pods are released from the watch "
-                                   "event, so the period shows only when an event is lost",
-}
+NEEDS_API_SERVER = {}
+
+
+def fgd_fits(p):
+    st, data, _ = post("/debug/explain", p)
+    nodes = json.loads(data)["nodes"] if st == 200 else []
+    return {n["node"]: n["parts"]["fit"] for n in nodes if n.get("parts")}
+
+
+def probe_fgd_half_life():
+    # fgd learns the typical pods from what filter sees. Teach it whole cards, then
+    # shares, then whole cards again: with a half-life of 10 requests the shares are
+    # forgotten (the fit of a share is what it was after the first lesson); with the
+    # base 5,000 they still weigh a third of the model.
+    whole, share, asked = PODS[0], PODS[3], PODS[2]
+
+    def teach(p, n=150):
+        for _ in range(n):
+            post(PREFIX + "/filter", {"Pod": p, "Nodes": None, "NodeNames": NAMES})
+
+    def forgets():
+        teach(whole)
+        first = fgd_fits(asked)
+        teach(share)
+        teach(whole)
+        again = fgd_fits(asked)
+        c.ok(first, "score.fgd_half_life: explain shows the fgd fit")
+        return first and first.keys() == again.keys() and \
+            all(abs(first[k] - again[k]) < 0.002 for k in first)
+    cfg = copy.deepcopy(base_cfg)
+    set_key(cfg, "score.policy", "fgd")  # the demo's binpack does not read the model
+    if apply(cfg, "score.policy=fgd"):
+        c.ok(not forgets(), "score.fgd_half_life: the base 5,000 remembers the shares")
+        set_key(cfg, "score.fgd_half_life", 10)
+        if apply(cfg, "score.fgd_half_life=10"):
+            c.ok(forgets(), "score.fgd_half_life: the reload to 10 took effect")
+    apply(copy.deepcopy(base_cfg), "score.fgd_half_life: restore")
+
+
+def lease_tenant(node, uid):
+    return next((t for t in api.lease_tenants(node) if t["uid"] == uid), None)
+
+
+def probe_reconcile_interval():
+    # A tenant whose pod the watch never showed (a crashed bind of another replica, a
+    # lost event) is left to the periodic pass: with a pass an hour away it stays, after
+    # the reload to 1 s the next pass releases it.
+    node = "gpu-node-b"
+    cfg = copy.deepcopy(base_cfg)
+    set_key(cfg, "ledger.reconcile_interval_s", 3600)
+    if not apply(cfg, "ledger.reconcile_interval_s=3600"):
+        return
+    time.sleep(1.5)  # a pass of the 1 s base may be under way
+    p = new_api_pod()
+    st, err, _ = bind_pod(p, node)
+    c.ok(st == 200 and not err, f"ledger.reconcile_interval_s: bind a pod ({err})")
+    c.ok(wait_for(lambda: lease_tenant(node, p["metadata"]["uid"]), 5),
+         "ledger.reconcile_interval_s: the bound pod is in the Lease")
+    key = f"gpu-extender/gpu-extender-{node}"
+    lease = copy.deepcopy(api.state()["leases"][key])
+    doc = json.loads(lease["metadata"]["annotations"]["gpu-extender.io/tenants"])
+    orphan = "uid-orphan-" + str(time.time())
+    for t in doc["tenants"]:
+        if t["uid"] == p["metadata"]["uid"]:
+            t["uid"], t["pod"], t["since_ms"] = orphan, "team-a/orphan", t["since_ms"] - 600000
+    lease["metadata"]["annotations"]["gpu-extender.io/tenants"] = json.dumps(doc)
+    api.control("POST", "/control/leases", lease)
+    time.sleep(3)
+    c.ok(lease_tenant(node, orphan), "ledger.reconcile_interval_s: with passes an hour apart "
+                                     "the orphan stays")
+    set_key(cfg, "ledger.reconcile_interval_s", 1)
+    if apply(cfg, "ledger.reconcile_interval_s=1"):
+        c.ok(wait_for(lambda: not lease_tenant(node, orphan), 4),
+             "ledger.reconcile_interval_s: the reload to 1 s took effect (orphan released)")
+    apply(copy.deepcopy(base_cfg), "ledger.reconcile_interval_s: restore")
+
+
+def probe_reservation_ttl():
+    # A bind whose Binding got a 5xx keeps its reservation (the API server may still apply
+    # it); the pod stays pending and managed. Only the TTL releases it. The bind deadline
+    # is cut first so the reservation is settled after 1 s instead of 8.
+    node = "gpu-node-b"
+    cfg = copy.deepcopy(base_cfg)
+    set_key(cfg, "ledger.bind_deadline_ms", 500)
+    if not apply(cfg, "ledger.bind_deadline_ms=500"):
+        return
+    p = new_api_pod()
+    md = p["metadata"]
+    api_fault(kind="500", path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/"
+                                      f"{md['name']}/binding")
+    st, err, _ = bind_pod(p, node)
+    api.control("DELETE", "/control/fault")
+    c.ok(st == 200 and err, f"sharing.reservation_ttl_s: the bind fails ({err})")
+    c.ok(wait_for(lambda: lease_tenant(node, md["uid"]), 3),
+         "sharing.reservation_ttl_s: the failed bind keeps its reservation")
+    time.sleep(3)
+    c.ok(lease_tenant(node, md["uid"]), "sharing.reservation_ttl_s: kept with the base 300 s")
+    set_key(cfg, "sharing.reservation_ttl_s", 2)
+    if apply(cfg, "sharing.reservation_ttl_s=2"):
+        c.ok(wait_for(lambda: not lease_tenant(node, md["uid"]), 4),
+             "sharing.reservation_ttl_s: the reload to 2 s took effect (reservation expired)")
+    apply(copy.deepcopy(base_cfg), "sharing.reservation_ttl_s: restore")
 
 PROBES = {
     "server.connection_timeout_s": probe_conn_timeout,
@@ -519,6 +615,7 @@ PROBES = {
     "prometheus.basic_auth.password_file": probe_prom_basic_password,
 }
 PROBES["metrics.on_stale"] = probe_on_stale
+PROBES["score.fgd_half_life"] = probe_fgd_half_life
 PROM_PROBES = {k: PROBES.pop(k) for k in list(PROBES) if k.startswith("prometheus.")}
 for s in ("util", "mem_used", "mem_free", "temp", "power", "xid"):
     PROM_PROBES[f"prometheus.queries.{s}"] = (lambda s=s: probe_prom_query(s))
@@ -736,6 +833,8 @@ API_PROBES = {
     "ledger.bind_deadline_ms": probe_bind_deadline,
     "names.gpu_uuids_annotation": lambda: probe_bind_annotation("names.gpu_uuids_annotation"),
     "names.gpu_index_annotation": lambda: probe_bind_annotation("names.gpu_index_annotation"),
+    "ledger.reconcile_interval_s": probe_reconcile_interval,
+    "sharing.reservation_ttl_s": probe_reservation_ttl,
 }
 for k in API_PROBES:
     NEEDS_API_SERVER.pop(k, None)
