@@ -492,10 +492,8 @@ NO_EFFECT = {
                                   "nvidia.com/gpu.memory label; every demo node has it",
 }
 # Documented live keys that nothing reads: reported on every run until fixed.
-KNOWN_NOT_LIVE = {
-    "sharing.default_slices": "src/podreq.c gives a shared pod without a time-slices "
-                              "annotation 1 slice, not sharing.default_slices",
-}
+# (sharing.default_slices was one; it is retired: marked "ignored", no longer live)
+KNOWN_NOT_LIVE = {}
 
 NEEDS_API_SERVER = {}
 
