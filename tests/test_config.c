@@ -579,21 +579,6 @@ Test(config, load_reports_missing_file)
     cr_assert(strstr(why.text, "no-such.json") != NULL, "%s", why.text);
 }
 
-/* Lines of @f holding @needle. */
-static int
-lines_with(FILE *f, const char *needle)
-{
-    char line[512];
-    int n = 0;
-
-    (void)fflush(f);
-    rewind(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, needle) != NULL;
-    }
-    return n;
-}
-
 /* sharing.default_slices is read by nothing: old files still load, with a warning. */
 Test(config, deprecated_key_loads_with_a_warning)
 {
@@ -604,10 +589,10 @@ Test(config, deprecated_key_loads_with_a_warning)
     gx_log_set_sink(f);
     c = parse_ok("{\"sharing\":{\"default_slots\":3}}");
     gx_config_free(c);
-    cr_assert_eq(lines_with(f, "deprecated"), 0, "no warning without the key");
+    cr_assert_eq(gx_test_lines_with(f, "deprecated"), 0, "no warning without the key");
     c = parse_ok("{\"sharing\":{\"default_slices\":2}}");
-    cr_assert_eq(lines_with(f, "key=sharing.default_slices"), 1);
-    cr_assert_eq(lines_with(f, "level=warn msg=\"config key is deprecated and ignored"), 1);
+    cr_assert_eq(gx_test_lines_with(f, "key=sharing.default_slices"), 1);
+    cr_assert_eq(gx_test_lines_with(f, "level=warn msg=\"config key is deprecated and ignored"), 1);
     gx_config_free(c);
     expect_error("{\"sharing\":{\"default_slices\":65}}", GX_EINVAL, "sharing.default_slices");
     gx_log_set_sink(NULL);

@@ -361,21 +361,6 @@ Test(promsrc, failed_query_does_not_stop_the_round)
     free(m);
 }
 
-/* Lines of @f that contain @needle. */
-static int
-grep_count(FILE *f, const char *needle)
-{
-    char line[4096];
-    int n = 0;
-
-    (void)fflush(f);
-    rewind(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, needle) != NULL;
-    }
-    return n;
-}
-
 Test(promsrc, error_texts_say_what_happened)
 {
     struct fake f;
@@ -409,12 +394,14 @@ Test(promsrc, error_texts_say_what_happened)
     /* a 200 carrying status=error is Prometheus refusing the query, not an HTTP failure */
     cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_QUERY], 1);
     cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1, "only the 401");
-    cr_assert_eq(grep_count(log, "signal=util kind=query error=\"Prometheus answered HTTP 200 "
-                                 "with an error"),
+    cr_assert_eq(gx_test_lines_with(log,
+                                    "signal=util kind=query error=\"Prometheus answered HTTP 200 "
+                                    "with an error"),
                  1);
-    cr_assert_eq(grep_count(log, "unexpected character"), 1, "Prometheus' own text is kept");
-    cr_assert_eq(grep_count(log, "signal=mem_used kind=http error=\"HTTP 401"), 1);
-    cr_assert_eq(grep_count(log, "error=\"ok"), 0);
+    cr_assert_eq(gx_test_lines_with(log, "unexpected character"), 1,
+                 "Prometheus' own text is kept");
+    cr_assert_eq(gx_test_lines_with(log, "signal=mem_used kind=http error=\"HTTP 401"), 1);
+    cr_assert_eq(gx_test_lines_with(log, "error=\"ok"), 0);
 
     gx_log_set_sink(NULL);
     (void)fclose(log);

@@ -498,6 +498,20 @@ KNOWN_NOT_LIVE = {}
 NEEDS_API_SERVER = {}
 
 
+def with_base_then_key(base, key, value, setup, check):
+    """Apply the changes @base over the base config, run @setup() (it returns what
+    @check gets), then reload @key=@value alone: @check(that) must be true. Restore."""
+    cfg = copy.deepcopy(base_cfg)
+    for k, v in base.items():
+        set_key(cfg, k, v)
+    if apply(cfg, f"{key}: its base {base}"):
+        state = setup()
+        set_key(cfg, key, value)
+        if apply(cfg, f"{key}={value!r}"):
+            c.ok(check(state), f"{key}: the reload to {value!r} took effect")
+    apply(copy.deepcopy(base_cfg), f"{key}: restore")
+
+
 def fgd_fits(p):
     st, data, _ = post("/debug/explain", p)
     nodes = json.loads(data)["nodes"] if st == 200 else []
@@ -515,7 +529,7 @@ def probe_fgd_half_life():
         for _ in range(n):
             post(PREFIX + "/filter", {"Pod": p, "Nodes": None, "NodeNames": NAMES})
 
-    def forgets():
+    def forgets(_=None):
         teach(whole)
         first = fgd_fits(asked)
         teach(share)
@@ -524,18 +538,37 @@ def probe_fgd_half_life():
         c.ok(first, "score.fgd_half_life: explain shows the fgd fit")
         return first and first.keys() == again.keys() and \
             all(abs(first[k] - again[k]) < 0.002 for k in first)
-    cfg = copy.deepcopy(base_cfg)
-    set_key(cfg, "score.policy", "fgd")  # the demo's binpack does not read the model
-    if apply(cfg, "score.policy=fgd"):
+
+    def remembers():
         c.ok(not forgets(), "score.fgd_half_life: the base 5,000 remembers the shares")
-        set_key(cfg, "score.fgd_half_life", 10)
-        if apply(cfg, "score.fgd_half_life=10"):
-            c.ok(forgets(), "score.fgd_half_life: the reload to 10 took effect")
-    apply(copy.deepcopy(base_cfg), "score.fgd_half_life: restore")
+    # the demo's binpack does not read the model
+    with_base_then_key({"score.policy": "fgd"}, "score.fgd_half_life", 10, remembers, forgets)
 
 
 def lease_tenant(node, uid):
     return next((t for t in api.lease_tenants(node) if t["uid"] == uid), None)
+
+
+def orphan_tenant(node):
+    """Bind a pod, then rewrite its Lease tenant as one of a pod nobody knows, 10 min old."""
+    p = new_api_pod()
+    st, err, _ = bind_pod(p, node)
+    c.ok(st == 200 and not err, f"bind a pod ({err})")
+    c.ok(wait_for(lambda: lease_tenant(node, p["metadata"]["uid"]), 5), "the pod is in the Lease")
+    lease = copy.deepcopy(api.state()["leases"][f"gpu-extender/gpu-extender-{node}"])
+    ann = lease["metadata"]["annotations"]
+    doc = json.loads(ann["gpu-extender.io/tenants"])
+    orphan = "uid-orphan-" + str(time.time())
+    for t in doc["tenants"]:
+        if t["uid"] == p["metadata"]["uid"]:
+            t["uid"], t["pod"], t["since_ms"] = orphan, "team-a/orphan", t["since_ms"] - 600000
+    ann["gpu-extender.io/tenants"] = json.dumps(doc)
+    api.control("POST", "/control/leases", lease)
+    return orphan
+
+
+def released_within(node, uid, seconds):
+    return wait_for(lambda: not lease_tenant(node, uid), seconds)
 
 
 def probe_reconcile_interval():
@@ -543,33 +576,16 @@ def probe_reconcile_interval():
     # lost event) is left to the periodic pass: with a pass an hour away it stays, after
     # the reload to 1 s the next pass releases it.
     node = "gpu-node-b"
-    cfg = copy.deepcopy(base_cfg)
-    set_key(cfg, "ledger.reconcile_interval_s", 3600)
-    if not apply(cfg, "ledger.reconcile_interval_s=3600"):
-        return
-    time.sleep(1.5)  # a pass of the 1 s base may be under way
-    p = new_api_pod()
-    st, err, _ = bind_pod(p, node)
-    c.ok(st == 200 and not err, f"ledger.reconcile_interval_s: bind a pod ({err})")
-    c.ok(wait_for(lambda: lease_tenant(node, p["metadata"]["uid"]), 5),
-         "ledger.reconcile_interval_s: the bound pod is in the Lease")
-    key = f"gpu-extender/gpu-extender-{node}"
-    lease = copy.deepcopy(api.state()["leases"][key])
-    doc = json.loads(lease["metadata"]["annotations"]["gpu-extender.io/tenants"])
-    orphan = "uid-orphan-" + str(time.time())
-    for t in doc["tenants"]:
-        if t["uid"] == p["metadata"]["uid"]:
-            t["uid"], t["pod"], t["since_ms"] = orphan, "team-a/orphan", t["since_ms"] - 600000
-    lease["metadata"]["annotations"]["gpu-extender.io/tenants"] = json.dumps(doc)
-    api.control("POST", "/control/leases", lease)
-    time.sleep(3)
-    c.ok(lease_tenant(node, orphan), "ledger.reconcile_interval_s: with passes an hour apart "
-                                     "the orphan stays")
-    set_key(cfg, "ledger.reconcile_interval_s", 1)
-    if apply(cfg, "ledger.reconcile_interval_s=1"):
-        c.ok(wait_for(lambda: not lease_tenant(node, orphan), 4),
-             "ledger.reconcile_interval_s: the reload to 1 s took effect (orphan released)")
-    apply(copy.deepcopy(base_cfg), "ledger.reconcile_interval_s: restore")
+
+    def setup():
+        time.sleep(1.5)  # a pass of the 1 s base may be under way
+        orphan = orphan_tenant(node)
+        time.sleep(3)
+        c.ok(lease_tenant(node, orphan), "ledger.reconcile_interval_s: with passes an hour "
+                                         "apart the orphan stays")
+        return orphan
+    with_base_then_key({"ledger.reconcile_interval_s": 3600}, "ledger.reconcile_interval_s", 1,
+                       setup, lambda orphan: released_within(node, orphan, 4))
 
 
 def probe_reservation_ttl():
@@ -577,26 +593,23 @@ def probe_reservation_ttl():
     # it); the pod stays pending and managed. Only the TTL releases it. The bind deadline
     # is cut first so the reservation is settled after 1 s instead of 8.
     node = "gpu-node-b"
-    cfg = copy.deepcopy(base_cfg)
-    set_key(cfg, "ledger.bind_deadline_ms", 500)
-    if not apply(cfg, "ledger.bind_deadline_ms=500"):
-        return
-    p = new_api_pod()
-    md = p["metadata"]
-    api_fault(kind="500", path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/"
-                                      f"{md['name']}/binding")
-    st, err, _ = bind_pod(p, node)
-    api.control("DELETE", "/control/fault")
-    c.ok(st == 200 and err, f"sharing.reservation_ttl_s: the bind fails ({err})")
-    c.ok(wait_for(lambda: lease_tenant(node, md["uid"]), 3),
-         "sharing.reservation_ttl_s: the failed bind keeps its reservation")
-    time.sleep(3)
-    c.ok(lease_tenant(node, md["uid"]), "sharing.reservation_ttl_s: kept with the base 300 s")
-    set_key(cfg, "sharing.reservation_ttl_s", 2)
-    if apply(cfg, "sharing.reservation_ttl_s=2"):
-        c.ok(wait_for(lambda: not lease_tenant(node, md["uid"]), 4),
-             "sharing.reservation_ttl_s: the reload to 2 s took effect (reservation expired)")
-    apply(copy.deepcopy(base_cfg), "sharing.reservation_ttl_s: restore")
+
+    def setup():
+        p = new_api_pod()
+        md = p["metadata"]
+        api_fault(kind="500", path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/"
+                                          f"{md['name']}/binding")
+        st, err, _ = bind_pod(p, node)
+        api.control("DELETE", "/control/fault")
+        c.ok(st == 200 and err, f"sharing.reservation_ttl_s: the bind fails ({err})")
+        c.ok(wait_for(lambda: lease_tenant(node, md["uid"]), 3),
+             "sharing.reservation_ttl_s: the failed bind keeps its reservation")
+        time.sleep(3)
+        c.ok(lease_tenant(node, md["uid"]), "sharing.reservation_ttl_s: kept with the base 300 s")
+        return md["uid"]
+    with_base_then_key({"ledger.bind_deadline_ms": 500}, "sharing.reservation_ttl_s", 2, setup,
+                       lambda uid: released_within(node, uid, 4))
+
 
 PROBES = {
     "server.connection_timeout_s": probe_conn_timeout,
