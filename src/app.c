@@ -46,6 +46,7 @@ gx_app_reload(struct gx_app *app)
     struct gx_config *cfg = NULL;
     struct gx_why why = {{0}};
     char changed[256], q[300];
+    bool retime;
 
     app->metrics.last_reload_ms = gx_wall_ms();
     if (gx_config_load(app->config_path, &cfg, &why) != GX_OK) {
@@ -70,9 +71,13 @@ gx_app_reload(struct gx_app *app)
             return;
         }
     }
+    retime = cfg->ledger_reconcile_s != app->cfg->ledger_reconcile_s;
     gx_config_free(app->cfg);
     app->cfg = cfg;
     gx_sync_set_config(app);
+    if (retime) {
+        gx_recon_retime(app);
+    }
     if (app->leases != NULL) {
         gx_leases_set_config(app->leases, cfg);
     }

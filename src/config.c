@@ -64,6 +64,7 @@ enum {
     F_NONEMPTY = 1u << 3,    /* K_STR: not ""; K_STR_LIST: at least one element */
     F_REQUIRED = 1u << 4,    /* element key that must be present */
     F_METRIC_NAME = 1u << 5, /* K_STR: a Prometheus metric name */
+    F_DEPRECATED = 1u << 6,  /* still parsed (old files load), read by nothing: warned */
 };
 
 struct kspec {
@@ -183,7 +184,8 @@ static const struct kspec keys_table[] = {
     NUM("sharing.oversubscription", K_DOUBLE, oversubscription, 1.0, 4.0, 1.0),
     NUM("sharing.memory_reserve_mib", K_I64, memory_reserve_mib, 0, 1048576, 512),
     NUM("sharing.util_ceiling_pct", K_DOUBLE, util_ceiling_pct, 0, 100, 100),
-    INT("sharing.default_slices", default_slices, 1, 64, 1, 0),
+    /* the time-slice request sizes a share without the annotation (docs/configuration.md) */
+    INT("sharing.default_slices", default_slices, 1, 64, 1, F_DEPRECATED),
     LIST("sharing.product_slots", K_SLOTS, product_slots, 1, 64, NULL, 0),
     INT("sharing.reservation_ttl_s", reservation_ttl_s, 1, 86400, 300, 0),
 
@@ -1077,6 +1079,9 @@ walk_object(const cJSON *obj, const char *match, const char *show, void *base,
         if (k != NULL) {
             if ((rc = parse_value(m, base, k, spath, ctx)) != GX_OK) {
                 return rc;
+            }
+            if (k->flags & F_DEPRECATED) {
+                gx_warn("config key is deprecated and ignored; remove it", "key=%s", spath);
             }
         } else if (is_section(mpath)) {
             if (!cJSON_IsObject(m)) {

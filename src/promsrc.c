@@ -41,6 +41,7 @@ struct gx_promsrc {
     int round_failed; /* queries of the current round that failed */
     int round_ok;
     unsigned failures; /* consecutive failed rounds */
+    bool reconfigured; /* the config changed during the round in flight */
     int interval_s;    /* prometheus.interval_s of the config in use */
     uint64_t rounds_ok;
     uint64_t rng;
@@ -139,9 +140,12 @@ round_end(struct gx_promsrc *p)
         p->rounds_ok++;
         p->m->up_syncs[GX_UP_PROMETHEUS]++;
         p->m->up_last_success_ms[GX_UP_PROMETHEUS] = gx_wall_ms();
+    } else if (p->reconfigured) {
+        p->failures = 0; /* failed under the old config: no backoff for the new one */
     } else {
         p->failures++;
     }
+    p->reconfigured = false;
     if (p->round_ok > 0 && p->cb != NULL) {
         p->cb(p->ctx);
     }
@@ -357,9 +361,12 @@ gx_promsrc_set_config(struct gx_promsrc *p, const struct gx_config *cfg)
      * from 3600 s to 5 s would otherwise apply only an hour later. And a
      * failing Prometheus may be waiting out a backoff of up to a minute
      * that the new config (a fixed URL, CA or credential) does not deserve.
-     * Re-arm at the new interval (a round in flight arms its successor).
+     * Re-arm at the new interval (a round in flight arms its successor, and
+     * its failure does not count: it ran with the old config).
      */
-    if (!p->in_round && (cfg->prom_interval_s != old_interval || p->failures > 0)) {
+    if (p->in_round) {
+        p->reconfigured = true;
+    } else if (cfg->prom_interval_s != old_interval || p->failures > 0) {
         p->failures = 0;
         (void)evtimer_del(p->timer);
         arm(p, next_delay_ms(p));

@@ -303,6 +303,17 @@ gx_recon_start(struct gx_app *app)
 }
 
 void
+gx_recon_retime(struct gx_app *app)
+{
+    struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
+
+    /* a pass waiting out the old period would keep it for up to an hour */
+    if (app->recon.timer != NULL) {
+        (void)evtimer_add(app->recon.timer, &tv);
+    }
+}
+
+void
 gx_recon_stop(struct gx_app *app)
 {
     if (app->recon.timer != NULL) {

@@ -15,6 +15,9 @@
 /** Start the periodic reconcile over app->leases (live mode). GX_ENOMEM. */
 enum gx_err gx_recon_start(struct gx_app *app) GX_WUR;
 
+/** Restart the wait for the next pass with app->cfg's interval (after a reload changed it). */
+void gx_recon_retime(struct gx_app *app);
+
 /** Stop the timer and free the pod view. */
 void gx_recon_stop(struct gx_app *app);
 

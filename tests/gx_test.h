@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gx/common.h"
 
@@ -44,6 +45,22 @@ gx_fixture(const char *name, size_t *len)
     if (len != NULL)
         *len = n;
     return data;
+}
+
+/** Lines written to @f so far that contain @needle (a captured log); @f stays at its end. */
+static inline int
+gx_test_lines_with(FILE *f, const char *needle)
+{
+    char line[4096];
+    int n = 0;
+
+    (void)fflush(f);
+    rewind(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, needle) != NULL;
+    }
+    (void)fseek(f, 0, SEEK_END);
+    return n;
 }
 
 #endif

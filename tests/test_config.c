@@ -579,6 +579,26 @@ Test(config, load_reports_missing_file)
     cr_assert(strstr(why.text, "no-such.json") != NULL, "%s", why.text);
 }
 
+/* sharing.default_slices is read by nothing: old files still load, with a warning. */
+Test(config, deprecated_key_loads_with_a_warning)
+{
+    FILE *f = tmpfile();
+    struct gx_config *c;
+
+    cr_assert_not_null(f);
+    gx_log_set_sink(f);
+    c = parse_ok("{\"sharing\":{\"default_slots\":3}}");
+    gx_config_free(c);
+    cr_assert_eq(gx_test_lines_with(f, "deprecated"), 0, "no warning without the key");
+    c = parse_ok("{\"sharing\":{\"default_slices\":2}}");
+    cr_assert_eq(gx_test_lines_with(f, "key=sharing.default_slices"), 1);
+    cr_assert_eq(gx_test_lines_with(f, "level=warn msg=\"config key is deprecated and ignored"), 1);
+    gx_config_free(c);
+    expect_error("{\"sharing\":{\"default_slices\":65}}", GX_EINVAL, "sharing.default_slices");
+    gx_log_set_sink(NULL);
+    (void)fclose(f);
+}
+
 /* Collect the keys of table rows "| `key` |" in docs/configuration.md. */
 Test(config, docs_list_exactly_the_config_keys)
 {

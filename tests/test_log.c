@@ -16,22 +16,6 @@ fake_clock(void)
     return fake_now;
 }
 
-/* Lines written to @f so far that contain @needle. */
-static int
-count_lines(FILE *f, const char *needle)
-{
-    char line[4096];
-    int n = 0;
-
-    (void)fflush(f);
-    rewind(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, needle) != NULL;
-    }
-    (void)fseek(f, 0, SEEK_END);
-    return n;
-}
-
 static FILE *
 capture(void)
 {
@@ -60,15 +44,15 @@ Test(log, one_message_is_limited_and_the_rest_counted)
     for (int i = 0; i < 1000; i++) {
         gx_warn("request rejected", "status=%d", 400);
     }
-    cr_assert_eq(count_lines(f, "msg=\"request rejected\""), GX_LOG_BURST);
+    cr_assert_eq(gx_test_lines_with(f, "msg=\"request rejected\""), GX_LOG_BURST);
     cr_assert_eq(gx_log_suppressed_total(), 1000 - GX_LOG_BURST);
     /* the window ends: the next line of that message says how many were held back */
     fake_now += GX_LOG_WINDOW_MS;
     gx_warn("request rejected", "status=%d", 400);
-    cr_assert_eq(count_lines(f, "msg=\"similar log lines suppressed\" suppressed=990 "
-                                "of=\"request rejected\""),
+    cr_assert_eq(gx_test_lines_with(f, "msg=\"similar log lines suppressed\" suppressed=990 "
+                                       "of=\"request rejected\""),
                  1);
-    cr_assert_eq(count_lines(f, "msg=\"request rejected\""), GX_LOG_BURST + 1);
+    cr_assert_eq(gx_test_lines_with(f, "msg=\"request rejected\""), GX_LOG_BURST + 1);
     release(f);
 }
 
@@ -80,8 +64,8 @@ Test(log, messages_are_limited_separately)
         gx_warn("first reason", NULL);
         gx_error("second reason", NULL);
     }
-    cr_assert_eq(count_lines(f, "first reason"), GX_LOG_BURST);
-    cr_assert_eq(count_lines(f, "second reason"), GX_LOG_BURST);
+    cr_assert_eq(gx_test_lines_with(f, "first reason"), GX_LOG_BURST);
+    cr_assert_eq(gx_test_lines_with(f, "second reason"), GX_LOG_BURST);
     release(f);
 }
 
@@ -93,11 +77,11 @@ Test(log, tick_reports_suppressed_lines_after_the_window_once)
         gx_info("noisy", NULL);
     }
     gx_log_tick();
-    cr_assert_eq(count_lines(f, "similar log lines suppressed"), 0, "window not over yet");
+    cr_assert_eq(gx_test_lines_with(f, "similar log lines suppressed"), 0, "window not over yet");
     fake_now += GX_LOG_WINDOW_MS;
     gx_log_tick();
     gx_log_tick();
-    cr_assert_eq(count_lines(f, "suppressed=15 of=\"noisy\""), 1);
+    cr_assert_eq(gx_test_lines_with(f, "suppressed=15 of=\"noisy\""), 1);
     release(f);
 }
 
@@ -108,7 +92,7 @@ Test(log, debug_lines_are_not_limited)
     for (int i = 0; i < 100; i++) {
         gx_debug("decision", "i=%d", i);
     }
-    cr_assert_eq(count_lines(f, "msg=\"decision\""), 100);
+    cr_assert_eq(gx_test_lines_with(f, "msg=\"decision\""), 100);
     release(f);
 }
 

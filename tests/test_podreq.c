@@ -223,6 +223,19 @@ Test(podreq, classifies_virtual_resource_shared, .init = setup, .fini = teardown
     cr_assert_eq(r.slices, 2);
 }
 
+/* The request the cluster counts (quota, node capacity) sizes the share, not a default. */
+Test(podreq, deprecated_default_slices_sizes_nothing, .init = setup, .fini = teardown)
+{
+    struct gx_podreq r;
+
+    cfg.default_slices = 5;
+    r = classify("{'spec':{'containers':[{'resources':{'limits':{'gpu-extender.io/time-slice':'1'"
+                 "}}}]}}");
+    cr_assert_eq(r.slices, 1);
+    r = classify("{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'300'}}}");
+    cr_assert_eq(r.slices, 1);
+}
+
 Test(podreq, classifies_device_plugin_shared, .init = setup, .fini = teardown)
 {
     struct gx_podreq r =

@@ -32,33 +32,36 @@ struct world {
     size_t n_prio;
 };
 
+/* One world per test (criterion runs each in its own process): set up by .init. */
+static struct world w;
+
 static void
-world_init(struct world *w)
+world_init(void)
 {
-    memset(w, 0, sizeof(*w));
+    memset(&w, 0, sizeof(w));
     for (int s = 0; s < GX_SIG_COUNT; s++) {
-        w->cfg.max_age_s[s] = 60;
+        w.cfg.max_age_s[s] = 60;
     }
-    w->cfg.max_temperature_c = 85;
-    w->cfg.max_utilization_pct = 90;
-    w->cfg.default_slots = 4;
-    w->cfg.oversubscription = 1.0;
-    w->cfg.memory_reserve_mib = 512;
-    w->cfg.util_ceiling_pct = 100;
-    w->cfg.bind_deadline_ms = 4000;
-    w->cfg.reservation_ttl_s = 300;
-    w->cfg.w_util = w->cfg.w_fit = 20;
-    gx_strmap_init(&w->snap.by_name);
-    w->node.name = "gpu-a";
-    w->node.product = "NVIDIA-L4";
-    w->node.gpu_count = 2;
-    w->node.gpu_memory_mib = 24564;
-    w->node.replicas = 1;
-    w->node.ready = true;
-    w->node.cards = w->cards;
-    w->node.n_cards = 2;
+    w.cfg.max_temperature_c = 85;
+    w.cfg.max_utilization_pct = 90;
+    w.cfg.default_slots = 4;
+    w.cfg.oversubscription = 1.0;
+    w.cfg.memory_reserve_mib = 512;
+    w.cfg.util_ceiling_pct = 100;
+    w.cfg.bind_deadline_ms = 4000;
+    w.cfg.reservation_ttl_s = 300;
+    w.cfg.w_util = w.cfg.w_fit = 20;
+    gx_strmap_init(&w.snap.by_name);
+    w.node.name = "gpu-a";
+    w.node.product = "NVIDIA-L4";
+    w.node.gpu_count = 2;
+    w.node.gpu_memory_mib = 24564;
+    w.node.replicas = 1;
+    w.node.ready = true;
+    w.node.cards = w.cards;
+    w.node.n_cards = 2;
     for (int c = 0; c < 2; c++) {
-        struct gx_card *k = &w->cards[c];
+        struct gx_card *k = &w.cards[c];
         k->index = c;
         k->numa = -1;
         for (int s = 0; s < GX_SIG_COUNT; s++) {
@@ -67,29 +70,29 @@ world_init(struct world *w)
         }
         k->v[GX_SIG_MEM_FREE] = 24564;
     }
-    cr_assert_eq(gx_strmap_put(&w->snap.by_name, "gpu-a", 5, &w->node), GX_OK);
-    w->snap.nodes = &w->node;
-    w->snap.n_nodes = 1;
-    w->ledger = gx_ledger_new();
-    cr_assert_not_null(w->ledger);
-    w->ctx.cfg = &w->cfg;
-    w->ctx.snap = &w->snap;
-    w->ctx.ledger = w->ledger;
-    w->ctx.now_ms = NOW;
+    cr_assert_eq(gx_strmap_put(&w.snap.by_name, "gpu-a", 5, &w.node), GX_OK);
+    w.snap.nodes = &w.node;
+    w.snap.n_nodes = 1;
+    w.ledger = gx_ledger_new();
+    cr_assert_not_null(w.ledger);
+    w.ctx.cfg = &w.cfg;
+    w.ctx.snap = &w.snap;
+    w.ctx.ledger = w.ledger;
+    w.ctx.now_ms = NOW;
 }
 
 static void
-world_free(struct world *w)
+world_free(void)
 {
-    gx_ledger_free(w->ledger);
-    gx_strmap_release(&w->snap.by_name);
+    gx_ledger_free(w.ledger);
+    gx_strmap_release(&w.snap.by_name);
 }
 
 /* A bound shared tenant @uid of @slices on @card, booked @age_s ago, of priority @prio. */
 static void
-tenant(struct world *w, const char *uid, int card, int slices, int age_s, int32_t prio)
+tenant(const char *uid, int card, int slices, int age_s, int32_t prio)
 {
-    struct gx_tenant *t = &w->t[w->n++];
+    struct gx_tenant *t = &w.t[w.n++];
 
     memset(t, 0, sizeof(*t));
     (void)snprintf(t->uid, sizeof(t->uid), "%s", uid);
@@ -99,42 +102,51 @@ tenant(struct world *w, const char *uid, int card, int slices, int age_s, int32_
     t->util_pct = -1;
     t->state = GX_TENANT_BOUND;
     t->since_ms = NOW - (int64_t)age_s * 1000;
-    w->prio[w->n_prio].uid = t->uid;
-    w->prio[w->n_prio++].prio = prio;
+    w.prio[w.n_prio].uid = t->uid;
+    w.prio[w.n_prio++].prio = prio;
 }
 
 static void
-commit(struct world *w)
+commit(void)
 {
-    cr_assert_eq(gx_ledger_set_node(w->ledger, "gpu-a", w->t, w->n, NULL), GX_OK);
+    cr_assert_eq(gx_ledger_set_node(w.ledger, "gpu-a", w.t, w.n, NULL), GX_OK);
 }
 
 static bool
 prio_of(void *arg, const char *uid, int32_t *prio)
 {
-    const struct world *w = arg;
+    const struct world *wd = arg;
 
-    for (size_t i = 0; i < w->n_prio; i++) {
-        if (strcmp(w->prio[i].uid, uid) == 0) {
-            *prio = w->prio[i].prio;
+    for (size_t i = 0; i < wd->n_prio; i++) {
+        if (strcmp(wd->prio[i].uid, uid) == 0) {
+            *prio = wd->prio[i].prio;
             return true;
         }
     }
     return false;
 }
 
+/* The verb's input for @req, with the tenants added so far committed to the ledger. */
 static struct gx_preempt_input
-input(struct world *w, const struct gx_podreq *req)
+input(const struct gx_podreq *req)
 {
     struct gx_preempt_input in = {
-        .ctx = &w->ctx,
+        .ctx = &w.ctx,
         .req = req,
         .priority = HIGH,
-        .node = &w->node,
+        .node = &w.node,
         .priority_of = prio_of,
-        .arg = w,
+        .arg = &w,
     };
+    commit();
     return in;
+}
+
+/* gx_preempt_choose on @in, which must not fail. */
+static void
+choose(const struct gx_preempt_input *in, struct gx_preempt_choice *c)
+{
+    cr_assert_eq(gx_preempt_choose(in, c), GX_OK);
 }
 
 /* Victims of @c as one sorted comma-joined string. */
@@ -167,23 +179,20 @@ static const struct gx_podreq shared4 = {.kind = GX_REQ_SHARED, .slices = 4, .ut
 static const struct gx_podreq whole1 = {.kind = GX_REQ_EXCLUSIVE, .gpus = 1, .util_pct = -1};
 static const struct gx_podreq whole2 = {.kind = GX_REQ_EXCLUSIVE, .gpus = 2, .util_pct = -1};
 
-Test(preempt, fewer_pods_on_one_card_win)
+Test(preempt, fewer_pods_on_one_card_win, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
     /* card 0: four 1-slot pods; card 1: two 2-slot pods; all low priority, all full */
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 40, 100);
-    tenant(&w, "a2", 0, 1, 30, 100);
-    tenant(&w, "a3", 0, 1, 20, 100);
-    tenant(&w, "b0", 1, 2, 50, 100);
-    tenant(&w, "b1", 1, 2, 10, 100);
-    commit(&w);
-    in = input(&w, &shared2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 40, 100);
+    tenant("a2", 0, 1, 30, 100);
+    tenant("a3", 0, 1, 20, 100);
+    tenant("b0", 1, 2, 50, 100);
+    tenant("b1", 1, 2, 10, 100);
+    in = input(&shared2);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_not(c.unchanged);
     /* one pod frees two slots on card 1: the younger of the two */
@@ -192,141 +201,118 @@ Test(preempt, fewer_pods_on_one_card_win)
     cr_assert_eq(c.cards[0], 1);
     cr_assert_eq(c.max_priority, 100);
     cr_assert_eq(c.pdb, 0);
-    world_free(&w);
 }
 
-Test(preempt, minimal_set_is_the_youngest_on_the_card)
+Test(preempt, minimal_set_is_the_youngest_on_the_card, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 40, 100);
-    tenant(&w, "a2", 0, 1, 30, 100);
-    tenant(&w, "a3", 0, 1, 20, 100);
-    tenant(&w, "b0", 1, 1, 90, 100);
-    tenant(&w, "b1", 1, 1, 80, 100);
-    tenant(&w, "b2", 1, 1, 70, 100);
-    tenant(&w, "b3", 1, 1, 60, 100);
-    commit(&w);
-    in = input(&w, &shared2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 40, 100);
+    tenant("a2", 0, 1, 30, 100);
+    tenant("a3", 0, 1, 20, 100);
+    tenant("b0", 1, 1, 90, 100);
+    tenant("b1", 1, 1, 80, 100);
+    tenant("b2", 1, 1, 70, 100);
+    tenant("b3", 1, 1, 60, 100);
+    in = input(&shared2);
+    choose(&in, &c);
     cr_assert(c.keep);
     /* two pods either way: card 0's are younger, and within it the two youngest */
     cr_assert_str_eq(victims(&c), "a2,a3");
     cr_assert_eq(c.cards[0], 0);
-    world_free(&w);
 }
 
-Test(preempt, lower_priority_beats_fewer_pods)
+Test(preempt, lower_priority_beats_fewer_pods, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "big", 0, 4, 50, 500);
-    tenant(&w, "s0", 1, 1, 50, 100);
-    tenant(&w, "s1", 1, 1, 50, 100);
-    tenant(&w, "s2", 1, 1, 50, 100);
-    tenant(&w, "s3", 1, 1, 50, 100);
-    commit(&w);
-    in = input(&w, &shared4);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("big", 0, 4, 50, 500);
+    tenant("s0", 1, 1, 50, 100);
+    tenant("s1", 1, 1, 50, 100);
+    tenant("s2", 1, 1, 50, 100);
+    tenant("s3", 1, 1, 50, 100);
+    in = input(&shared4);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "s0,s1,s2,s3");
     cr_assert_eq(c.cards[0], 1);
     cr_assert_eq(c.max_priority, 100);
-    world_free(&w);
 }
 
-Test(preempt, mixed_priorities_on_a_card_take_the_lowest_level_only)
+Test(preempt, mixed_priorities_on_a_card_take_the_lowest_level_only, .init = world_init,
+     .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
     /* card 0: 2 slots at priority 100 and 2 at 900; card 1: an equal-priority holder */
-    tenant(&w, "lo0", 0, 1, 50, 100);
-    tenant(&w, "lo1", 0, 1, 50, 100);
-    tenant(&w, "hi0", 0, 1, 50, 900);
-    tenant(&w, "hi1", 0, 1, 50, 900);
-    tenant(&w, "peer", 1, 4, 50, HIGH);
-    commit(&w);
-    in = input(&w, &shared2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("lo0", 0, 1, 50, 100);
+    tenant("lo1", 0, 1, 50, 100);
+    tenant("hi0", 0, 1, 50, 900);
+    tenant("hi1", 0, 1, 50, 900);
+    tenant("peer", 1, 4, 50, HIGH);
+    in = input(&shared2);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "lo0,lo1");
     cr_assert_eq(c.max_priority, 100);
-    world_free(&w);
 }
 
-Test(preempt, no_single_card_can_be_freed)
+Test(preempt, no_single_card_can_be_freed, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
     /* each card keeps one pod the preemptor may not evict: 3 slots at most free per card,
        6 on the node; 4 are asked on one card */
-    tenant(&w, "keep0", 0, 1, 50, 2000);
-    tenant(&w, "a1", 0, 1, 50, 100);
-    tenant(&w, "a2", 0, 1, 50, 100);
-    tenant(&w, "a3", 0, 1, 50, 100);
-    tenant(&w, "keep1", 1, 1, 50, HIGH); /* equal priority: not a victim either */
-    tenant(&w, "b1", 1, 1, 50, 100);
-    tenant(&w, "b2", 1, 1, 50, 100);
-    tenant(&w, "b3", 1, 1, 50, 100);
-    commit(&w);
-    in = input(&w, &shared4);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("keep0", 0, 1, 50, 2000);
+    tenant("a1", 0, 1, 50, 100);
+    tenant("a2", 0, 1, 50, 100);
+    tenant("a3", 0, 1, 50, 100);
+    tenant("keep1", 1, 1, 50, HIGH); /* equal priority: not a victim either */
+    tenant("b1", 1, 1, 50, 100);
+    tenant("b2", 1, 1, 50, 100);
+    tenant("b3", 1, 1, 50, 100);
+    in = input(&shared4);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_NO_VICTIMS);
     cr_assert_eq(c.reason, GX_REASON_NO_SLOT);
     cr_assert_eq(c.n_victims, 0);
-    world_free(&w);
 }
 
-Test(preempt, unknown_priority_is_never_a_victim)
+Test(preempt, unknown_priority_is_never_a_victim, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 4, 50, 100);
-    tenant(&w, "b0", 1, 4, 50, 100);
-    commit(&w);
+    tenant("a0", 0, 4, 50, 100);
+    tenant("b0", 1, 4, 50, 100);
     w.n_prio = 0; /* the pod view knows neither */
-    in = input(&w, &shared2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&shared2);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_NO_VICTIMS);
-    world_free(&w);
 }
 
-Test(preempt, known_pdb_violations_are_avoided_and_counted)
+Test(preempt, known_pdb_violations_are_avoided_and_counted, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
     const char *sched[] = {"a0", "a1"};
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 2, 10, 100);
-    tenant(&w, "a1", 0, 2, 10, 100);
-    tenant(&w, "b0", 1, 2, 90, 300);
-    tenant(&w, "b1", 1, 2, 90, 300);
-    commit(&w);
-    in = input(&w, &shared2);
+    tenant("a0", 0, 2, 10, 100);
+    tenant("a1", 0, 2, 10, 100);
+    tenant("b0", 1, 2, 90, 300);
+    tenant("b1", 1, 2, 90, 300);
+    in = input(&shared2);
     in.sched = sched;
     in.n_sched = 2;
     in.sched_pdb = 1; /* the scheduler's set on card 0 breaks a budget */
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     /* card 1 costs a higher priority, but no known violation */
     cr_assert_eq(c.cards[0], 1);
@@ -336,11 +322,10 @@ Test(preempt, known_pdb_violations_are_avoided_and_counted)
     cr_assert_not(gx_preempt_pdb_risk(&in, "b0"));
     /* the only way is through the budget: counted, capped at the scheduler's count */
     w.prio[2].prio = w.prio[3].prio = 5000;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_eq(c.cards[0], 0);
     cr_assert_eq(c.pdb, 1);
-    world_free(&w);
 }
 
 /* A budget protecting the pods whose UID starts with "b", allowing none of them to go. */
@@ -356,206 +341,182 @@ budget_b(void *arg, const char *const *uids, size_t n)
     return v;
 }
 
-Test(preempt, watched_budgets_steer_the_choice_to_another_card)
+Test(preempt, watched_budgets_steer_the_choice_to_another_card, .init = world_init,
+     .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
     /* card 1 alone would win (one pod frees two slots); a budget protects it */
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 40, 100);
-    tenant(&w, "a2", 0, 1, 30, 100);
-    tenant(&w, "a3", 0, 1, 20, 100);
-    tenant(&w, "b0", 1, 2, 50, 100);
-    tenant(&w, "b1", 1, 2, 10, 100);
-    commit(&w);
-    in = input(&w, &shared2);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 40, 100);
+    tenant("a2", 0, 1, 30, 100);
+    tenant("a3", 0, 1, 20, 100);
+    tenant("b0", 1, 2, 50, 100);
+    tenant("b1", 1, 2, 10, 100);
+    in = input(&shared2);
     in.pdb_count = budget_b;
     in.sched_pdb = 7; /* the scheduler's count is ignored when the budgets are known */
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_eq(c.cards[0], 0);
     cr_assert_str_eq(victims(&c), "a2,a3", "the two youngest of card 0");
     cr_assert_eq(c.pdb, 0);
     /* card 0 is out of reach: the budget is broken, and the answer says so */
     w.prio[0].prio = w.prio[1].prio = w.prio[2].prio = w.prio[3].prio = 5000;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_eq(c.cards[0], 1);
     cr_assert_str_eq(victims(&c), "b1");
     cr_assert_eq(c.pdb, 1);
-    world_free(&w);
 }
 
-Test(preempt, exclusive_frees_the_cheapest_whole_card)
+Test(preempt, exclusive_frees_the_cheapest_whole_card, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 50, 100);
-    tenant(&w, "a2", 0, 1, 50, 100);
-    tenant(&w, "b0", 1, 1, 50, 100);
-    commit(&w);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 50, 100);
+    tenant("a2", 0, 1, 50, 100);
+    tenant("b0", 1, 1, 50, 100);
     /* dcgm-exporter sees the shared workloads on both cards */
     w.cards[0].pod = "ml/a0";
     w.cards[1].pod = "ml/b0";
     w.cards[0].v[GX_SIG_MEM_USED] = w.cards[1].v[GX_SIG_MEM_USED] = 4000;
     w.cards[0].v[GX_SIG_UTIL] = w.cards[1].v[GX_SIG_UTIL] = 60;
-    in = input(&w, &whole1);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&whole1);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "b0");
     cr_assert_eq(c.n_cards, 1);
     cr_assert_eq(c.cards[0], 1);
     /* two cards: everything goes */
-    in = input(&w, &whole2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&whole2);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "a0,a1,a2,b0");
     cr_assert_eq(c.n_cards, 2);
-    world_free(&w);
 }
 
-Test(preempt, exclusive_never_splits_a_card_with_a_protected_pod)
+Test(preempt, exclusive_never_splits_a_card_with_a_protected_pod, .init = world_init,
+     .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 50, 5000);
-    tenant(&w, "b0", 1, 1, 50, 100);
-    tenant(&w, "b1", 1, 1, 50, 100);
-    commit(&w);
-    in = input(&w, &whole1);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 50, 5000);
+    tenant("b0", 1, 1, 50, 100);
+    tenant("b1", 1, 1, 50, 100);
+    in = input(&whole1);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "b0,b1");
     cr_assert_eq(c.cards[0], 1);
-    in = input(&w, &whole2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&whole2);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_NO_VICTIMS);
-    world_free(&w);
 }
 
-Test(preempt, measured_memory_leaves_with_the_victims)
+Test(preempt, measured_memory_leaves_with_the_victims, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
     struct gx_podreq req = {.kind = GX_REQ_SHARED, .slices = 1, .memory_mib = 8000, .util_pct = -1};
 
-    world_init(&w);
     /* slots are free everywhere, memory is not: 2 x 10 GiB declared and measured per card */
-    tenant(&w, "a0", 0, 1, 50, 100);
-    tenant(&w, "a1", 0, 1, 40, 100);
-    tenant(&w, "b0", 1, 1, 50, 100);
-    tenant(&w, "b1", 1, 1, 40, 100);
+    tenant("a0", 0, 1, 50, 100);
+    tenant("a1", 0, 1, 40, 100);
+    tenant("b0", 1, 1, 50, 100);
+    tenant("b1", 1, 1, 40, 100);
     for (size_t i = 0; i < w.n; i++) {
         w.t[i].memory_mib = 10000;
     }
-    commit(&w);
     for (int k = 0; k < 2; k++) {
         w.cards[k].v[GX_SIG_MEM_USED] = 20000;
         w.cards[k].v[GX_SIG_MEM_FREE] = 4564;
     }
-    in = input(&w, &req);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&req);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_eq(c.reason, GX_REASON_NO_MEMORY);
     cr_assert_eq(c.n_victims, 1);
     cr_assert_str_eq(victims(&c), "a1");
-    world_free(&w);
 }
 
-Test(preempt, fitting_node_keeps_the_schedulers_set_or_is_dropped)
+Test(preempt, fitting_node_keeps_the_schedulers_set_or_is_dropped, .init = world_init,
+     .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
     const char *sched[] = {"cpu-pod"};
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 1, 50, 100);
-    commit(&w);
-    in = input(&w, &shared2);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    tenant("a0", 0, 1, 50, 100);
+    in = input(&shared2);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_FITS);
     /* the scheduler needs a CPU pod gone: its set stands, the GPUs are fine */
     in.sched = sched;
     in.n_sched = 1;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert(c.unchanged);
     cr_assert_eq(c.n_victims, 0);
-    world_free(&w);
 }
 
-Test(preempt, device_plugin_shares_come_from_anywhere_on_the_node)
+Test(preempt, device_plugin_shares_come_from_anywhere_on_the_node, .init = world_init,
+     .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
     struct gx_podreq req = {
         .kind = GX_REQ_SHARED, .slices = 2, .util_pct = -1, .device_plugin = true};
 
-    world_init(&w);
     /* time-slicing by the device plugin: 2 cards x 4 replicas, cards unknown to the ledger */
     w.node.replicas = 4;
     w.node.sharing = GX_SHARING_TIME_SLICING;
     for (int i = 0; i < 8; i++) {
         char uid[8];
         (void)snprintf(uid, sizeof(uid), "d%d", i);
-        tenant(&w, uid, GX_CARD_ANY, 1, 80 - i * 10, i == 7 ? 5000 : 100);
+        tenant(uid, GX_CARD_ANY, 1, 80 - i * 10, i == 7 ? 5000 : 100);
     }
-    commit(&w);
-    in = input(&w, &req);
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    in = input(&req);
+    choose(&in, &c);
     cr_assert(c.keep);
     /* the two youngest evictable ones (d7 outranks the preemptor) */
     cr_assert_str_eq(victims(&c), "d5,d6");
     cr_assert_eq(c.n_cards, 0, "the device plugin picks the card");
-    world_free(&w);
 }
 
-Test(preempt, nodes_eviction_cannot_help_are_dropped)
+Test(preempt, nodes_eviction_cannot_help_are_dropped, .init = world_init, .fini = world_free)
 {
-    struct world w;
     struct gx_preempt_choice c;
     struct gx_preempt_input in;
 
-    world_init(&w);
-    tenant(&w, "a0", 0, 4, 50, 100);
-    tenant(&w, "b0", 1, 4, 50, 100);
-    commit(&w);
-    in = input(&w, &shared2);
+    tenant("a0", 0, 4, 50, 100);
+    tenant("b0", 1, 4, 50, 100);
+    in = input(&shared2);
     in.node = NULL;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_UNKNOWN_NODE);
-    in = input(&w, &shared2);
+    in = input(&shared2);
     w.node.ready = false;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert_not(c.keep);
     cr_assert_eq(c.drop, GX_PDROP_UNRESOLVABLE);
     cr_assert_eq(c.reason, GX_REASON_NOT_READY);
     w.node.ready = true;
     /* a card with an XID: the healthy card is the only candidate */
     w.cards[1].v[GX_SIG_XID] = 79;
-    cr_assert_eq(gx_preempt_choose(&in, &c), GX_OK);
+    choose(&in, &c);
     cr_assert(c.keep);
     cr_assert_str_eq(victims(&c), "a0");
     cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_NO_VICTIMS), "no_victims");
     cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_QUOTA), "quota");
-    world_free(&w);
 }
 
 /* ---- wire codec ---- */

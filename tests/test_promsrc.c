@@ -164,161 +164,158 @@ card_value(const struct gx_mstore *ms, enum gx_signal sig)
     return c[0].v[sig].value;
 }
 
-Test(promsrc, round_runs_queries_one_after_another)
-{
+/* The poller under test, its loop and the fake; one per test (criterion forks each). */
+static struct rig {
     struct fake f;
     struct gx_config cfg;
-    struct gx_metrics *m = calloc(1, sizeof(*m));
-    struct event_base *base = event_base_new();
+    struct gx_metrics *m;
+    struct event_base *base;
     struct gx_httpc *http;
-    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_mstore *ms;
     struct gx_promsrc *p;
     char url[64];
-    int updates = 0;
+    int updates;
+} r;
 
-    cr_assert_not_null(m);
-    cr_assert_not_null(base);
-    cr_assert_not_null(ms);
-    fake_start(&f);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
-    test_cfg(&cfg, url);
-    http = gx_httpc_new(base);
-    cr_assert_not_null(http);
-    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
-    cr_assert_not_null(p);
-
-    run_until_update(base, &updates);
-    cr_assert_eq(updates, 1);
-    cr_assert_eq(gx_promsrc_rounds_ok(p), 1);
-    pthread_mutex_lock(&f.mu);
-    cr_assert_eq(f.requests, 3, "the disabled power query is not sent");
-    cr_assert_eq(f.max_in_flight, 1, "%d queries in flight at once", f.max_in_flight);
-    cr_assert_str_eq(f.order, "umt", "signals in order");
-    pthread_mutex_unlock(&f.mu);
-    cr_assert_eq(m->up_requests[GX_UP_PROMETHEUS], 3);
-    cr_assert_eq(card_value(ms, GX_SIG_UTIL), 42.0);
-    cr_assert_eq(card_value(ms, GX_SIG_MEM_USED), 1000.0);
-    cr_assert_eq(card_value(ms, GX_SIG_TEMP), 61.0);
-
-    gx_promsrc_free(p);
-    gx_httpc_free(http);
-    fake_stop(&f);
-    gx_mstore_free(ms);
-    event_base_free(base);
-    free(m);
-}
-
-Test(promsrc, failed_query_does_not_stop_the_round)
+/* .init: the fake and the poller's dependencies; a test adjusts r.cfg, then rig_start. */
+static void
+rig_init(void)
 {
-    struct fake f;
-    struct gx_config cfg;
-    struct gx_metrics *m = calloc(1, sizeof(*m));
-    struct event_base *base = event_base_new();
-    struct gx_httpc *http;
-    struct gx_mstore *ms = gx_mstore_new();
-    struct gx_promsrc *p;
-    char url[64];
-    int updates = 0;
-
-    cr_assert_not_null(m);
-    cr_assert_not_null(base);
-    cr_assert_not_null(ms);
-    fake_start(&f);
-    f.fail_temp = true;
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
-    test_cfg(&cfg, url);
-    /* Temperature first, so the queries after the failure must still run. */
-    cfg.prom_queries[GX_SIG_UTIL] = "";
-    cfg.prom_queries[GX_SIG_MEM_USED] = "";
-    cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
-    cfg.prom_queries[GX_SIG_POWER] = "q_util";
-    cfg.prom_queries[GX_SIG_XID] = "q_mem";
-    http = gx_httpc_new(base);
-    cr_assert_not_null(http);
-    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
-    cr_assert_not_null(p);
-
-    run_until_update(base, &updates);
-    cr_assert_eq(updates, 1, "a round with some good answers updates the store");
-    cr_assert_eq(gx_promsrc_rounds_ok(p), 0, "one query failed");
-    pthread_mutex_lock(&f.mu);
-    cr_assert_str_eq(f.order, "tum");
-    cr_assert_eq(f.max_in_flight, 1);
-    pthread_mutex_unlock(&f.mu);
-    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1);
-    cr_assert(isnan(card_value(ms, GX_SIG_TEMP)));
-    cr_assert_eq(card_value(ms, GX_SIG_POWER), 42.0);
-    cr_assert_eq(card_value(ms, GX_SIG_XID), 1000.0);
-
-    gx_promsrc_free(p);
-    gx_httpc_free(http);
-    fake_stop(&f);
-    gx_mstore_free(ms);
-    event_base_free(base);
-    free(m);
+    memset(&r, 0, sizeof(r));
+    r.m = calloc(1, sizeof(*r.m));
+    r.base = event_base_new();
+    r.ms = gx_mstore_new();
+    cr_assert_not_null(r.m);
+    cr_assert_not_null(r.base);
+    cr_assert_not_null(r.ms);
+    fake_start(&r.f);
+    (void)snprintf(r.url, sizeof(r.url), "http://127.0.0.1:%d", r.f.port);
+    test_cfg(&r.cfg, r.url);
+    r.http = gx_httpc_new(r.base);
+    cr_assert_not_null(r.http);
 }
 
-/* Lines of @f that contain @needle. */
+static void
+rig_start(void)
+{
+    r.p = gx_promsrc_new(r.base, r.http, &r.cfg, r.ms, r.m, count_cb, &r.updates);
+    cr_assert_not_null(r.p);
+}
+
+static void
+rig_fini(void)
+{
+    gx_log_set_sink(NULL);
+    gx_promsrc_free(r.p);
+    gx_httpc_free(r.http);
+    fake_stop(&r.f);
+    gx_mstore_free(r.ms);
+    event_base_free(r.base);
+    free(r.m);
+}
+
+/* Requests the fake has seen. */
 static int
-grep_count(FILE *f, const char *needle)
+fake_requests(void)
 {
-    char line[4096];
-    int n = 0;
+    int n;
 
-    (void)fflush(f);
-    rewind(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, needle) != NULL;
-    }
+    pthread_mutex_lock(&r.f.mu);
+    n = r.f.requests;
+    pthread_mutex_unlock(&r.f.mu);
     return n;
 }
 
-Test(promsrc, error_texts_say_what_happened)
+Test(promsrc, round_runs_queries_one_after_another, .init = rig_init, .fini = rig_fini)
 {
-    struct fake f;
-    struct gx_config cfg;
-    struct gx_metrics *m = calloc(1, sizeof(*m));
-    struct event_base *base = event_base_new();
-    struct gx_httpc *http;
-    struct gx_mstore *ms = gx_mstore_new();
-    struct gx_promsrc *p;
-    FILE *log = tmpfile();
-    char url[64];
-    int updates = 0;
+    rig_start();
+    run_until_update(r.base, &r.updates);
+    cr_assert_eq(r.updates, 1);
+    cr_assert_eq(gx_promsrc_rounds_ok(r.p), 1);
+    pthread_mutex_lock(&r.f.mu);
+    cr_assert_eq(r.f.requests, 3, "the disabled power query is not sent");
+    cr_assert_eq(r.f.max_in_flight, 1, "%d queries in flight at once", r.f.max_in_flight);
+    cr_assert_str_eq(r.f.order, "umt", "signals in order");
+    pthread_mutex_unlock(&r.f.mu);
+    cr_assert_eq(r.m->up_requests[GX_UP_PROMETHEUS], 3);
+    cr_assert_eq(card_value(r.ms, GX_SIG_UTIL), 42.0);
+    cr_assert_eq(card_value(r.ms, GX_SIG_MEM_USED), 1000.0);
+    cr_assert_eq(card_value(r.ms, GX_SIG_TEMP), 61.0);
+}
 
-    cr_assert_not_null(m);
-    cr_assert_not_null(base);
+/* A reload during a failing round: the next round comes after the interval, not a backoff. */
+Test(promsrc, reload_during_a_round_clears_the_backoff, .init = rig_init, .fini = rig_fini)
+{
+    struct gx_config cfg2;
+    int64_t t0, end;
+
+    r.f.fail_temp = true;
+    r.cfg.prom_interval_s = 1;
+    cfg2 = r.cfg;
+    rig_start();
+    gx_promsrc_poll_now(r.p);
+    gx_promsrc_set_config(r.p, &cfg2); /* the round is in flight */
+    run_until_update(r.base, &r.updates);
+    cr_assert_eq(gx_promsrc_rounds_ok(r.p), 0, "the temperature query failed the round");
+    t0 = gx_mono_ms();
+    end = t0 + DEADLINE_MS;
+    while (fake_requests() < 4 && gx_mono_ms() < end) {
+        struct timeval tv = {0, 10000};
+        (void)event_base_loopexit(r.base, &tv);
+        (void)event_base_dispatch(r.base);
+    }
+    cr_assert_eq(fake_requests(), 4, "no next round");
+    /* a backoff after one failure is 2 s +- 20 % */
+    cr_assert_lt(gx_mono_ms() - t0, 1500, "next round after %lld ms",
+                 (long long)(gx_mono_ms() - t0));
+}
+
+Test(promsrc, failed_query_does_not_stop_the_round, .init = rig_init, .fini = rig_fini)
+{
+    r.f.fail_temp = true;
+    /* Temperature first, so the queries after the failure must still run. */
+    r.cfg.prom_queries[GX_SIG_UTIL] = "";
+    r.cfg.prom_queries[GX_SIG_MEM_USED] = "";
+    r.cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
+    r.cfg.prom_queries[GX_SIG_POWER] = "q_util";
+    r.cfg.prom_queries[GX_SIG_XID] = "q_mem";
+    rig_start();
+    run_until_update(r.base, &r.updates);
+    cr_assert_eq(r.updates, 1, "a round with some good answers updates the store");
+    cr_assert_eq(gx_promsrc_rounds_ok(r.p), 0, "one query failed");
+    pthread_mutex_lock(&r.f.mu);
+    cr_assert_str_eq(r.f.order, "tum");
+    cr_assert_eq(r.f.max_in_flight, 1);
+    pthread_mutex_unlock(&r.f.mu);
+    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1);
+    cr_assert(isnan(card_value(r.ms, GX_SIG_TEMP)));
+    cr_assert_eq(card_value(r.ms, GX_SIG_POWER), 42.0);
+    cr_assert_eq(card_value(r.ms, GX_SIG_XID), 1000.0);
+}
+
+Test(promsrc, error_texts_say_what_happened, .init = rig_init, .fini = rig_fini)
+{
+    FILE *log = tmpfile();
+
     cr_assert_not_null(log);
     gx_log_set_sink(log);
-    fake_start(&f);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
-    test_cfg(&cfg, url);
-    cfg.prom_queries[GX_SIG_UTIL] = "q_bad";
-    cfg.prom_queries[GX_SIG_MEM_USED] = "q_auth";
-    cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
-    http = gx_httpc_new(base);
-    cr_assert_not_null(http);
-    p = gx_promsrc_new(base, http, &cfg, ms, m, count_cb, &updates);
-    cr_assert_not_null(p);
-
-    run_until_update(base, &updates);
-    cr_assert_eq(updates, 1);
+    r.cfg.prom_queries[GX_SIG_UTIL] = "q_bad";
+    r.cfg.prom_queries[GX_SIG_MEM_USED] = "q_auth";
+    r.cfg.prom_queries[GX_SIG_TEMP] = "q_temp";
+    rig_start();
+    run_until_update(r.base, &r.updates);
+    cr_assert_eq(r.updates, 1);
     /* a 200 carrying status=error is Prometheus refusing the query, not an HTTP failure */
-    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_QUERY], 1);
-    cr_assert_eq(m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1, "only the 401");
-    cr_assert_eq(grep_count(log, "signal=util kind=query error=\"Prometheus answered HTTP 200 "
-                                 "with an error"),
+    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_QUERY], 1);
+    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1, "only the 401");
+    cr_assert_eq(gx_test_lines_with(log,
+                                    "signal=util kind=query error=\"Prometheus answered HTTP 200 "
+                                    "with an error"),
                  1);
-    cr_assert_eq(grep_count(log, "unexpected character"), 1, "Prometheus' own text is kept");
-    cr_assert_eq(grep_count(log, "signal=mem_used kind=http error=\"HTTP 401"), 1);
-    cr_assert_eq(grep_count(log, "error=\"ok"), 0);
-
+    cr_assert_eq(gx_test_lines_with(log, "unexpected character"), 1,
+                 "Prometheus' own text is kept");
+    cr_assert_eq(gx_test_lines_with(log, "signal=mem_used kind=http error=\"HTTP 401"), 1);
+    cr_assert_eq(gx_test_lines_with(log, "error=\"ok"), 0);
     gx_log_set_sink(NULL);
     (void)fclose(log);
-    gx_promsrc_free(p);
-    gx_httpc_free(http);
-    fake_stop(&f);
-    gx_mstore_free(ms);
-    event_base_free(base);
-    free(m);
 }

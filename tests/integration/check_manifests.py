@@ -26,6 +26,8 @@ import urllib.parse
 
 import yaml
 
+from gxtest import Checker
+
 CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
     "CustomResourceDefinition", "StorageClass", "RuntimeClass",
@@ -62,31 +64,6 @@ REASONS = [
     "GPU utilization above limit",
     "GPU unhealthy",
 ]
-
-
-class Checker:
-    """Collects named pass/fail results."""
-
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name, ok, why=""):
-        if ok:
-            self.passed += 1
-            print(f"ok   {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}: {why}")
-        return ok
-
-    def run(self, name, fn, *args):
-        """Run fn(*args), which returns a list of problems (empty = pass)."""
-        try:
-            problems = fn(*args)
-        except Exception as exc:  # a crash in a check is a failure, not a traceback
-            problems = [f"{type(exc).__name__}: {exc}"]
-        return self.check(name, not problems, "; ".join(problems))
 
 
 # ---------------------------------------------------------------- loading

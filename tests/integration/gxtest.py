@@ -72,6 +72,35 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
+class Checker:
+    """Named pass/fail results, printed "ok   name" or "FAIL name: why" (the static checks
+    of manifests/ and of the chart). With @multiline a failure lists its problems one an
+    indented line below the name."""
+
+    def __init__(self, multiline=False):
+        self.passed = 0
+        self.failed = 0
+        self.multiline = multiline
+
+    def check(self, name, ok, why=""):
+        if ok:
+            self.passed += 1
+            print(f"ok   {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL {name}:{chr(10) if self.multiline else ' '}{why}")
+        return ok
+
+    def run(self, name, fn, *args):
+        """Run fn(*args), which returns a list of problems (empty = pass)."""
+        try:
+            problems = fn(*args)
+        except Exception as exc:  # a crash in a check is a failure, not a traceback
+            problems = [f"{type(exc).__name__}: {exc}"]
+        why = "\n".join("  " + p for p in problems) if self.multiline else "; ".join(problems)
+        return self.check(name, not problems, why)
+
+
 class Extender:
     """The real binary on a copy of a config with a free port."""
 

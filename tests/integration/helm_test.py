@@ -52,6 +52,8 @@ import tempfile
 
 import yaml
 
+from gxtest import Checker
+
 CHART = "charts/gpu-extender"
 HELM_ONLY_LABELS = {
     "helm.sh/chart", "app.kubernetes.io/managed-by",
@@ -59,31 +61,6 @@ HELM_ONLY_LABELS = {
 }
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
 RELEASE = "gpu-extender"
-
-
-class Checker:
-    """Collects named pass/fail results."""
-
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name, ok, why=""):
-        if ok:
-            self.passed += 1
-            print(f"ok   {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}:\n{why}")
-        return ok
-
-    def run(self, name, fn, *args):
-        """Run fn(*args), which returns a list of problems (empty = pass)."""
-        try:
-            problems = fn(*args)
-        except Exception as exc:  # a crash in a check is a failure, not a traceback
-            problems = [f"{type(exc).__name__}: {exc}"]
-        return self.check(name, not problems, "\n".join("  " + p for p in problems))
 
 
 # ---------------------------------------------------------------- tools
@@ -650,7 +627,7 @@ def main():
     kz = Kustomize(find_kubectl(a.kubectl), root)
     print(f"# helm: {a.helm} ({run([a.helm, 'version', '--short']).stdout.strip()})")
     print(f"# kustomize: {kz.describe()}")
-    ck = Checker()
+    ck = Checker(multiline=True)
     ck.run("helm lint: no warning or error", chk_lint, a.helm, root)
     ck.run("chart copies equal manifests/ and config/config.json", chk_copies, root)
     ck.run("defaults render the objects of kustomize manifests/", chk_default, helm, kz)

@@ -8,24 +8,7 @@
 # failure; the last line reads "N passed, M failed".
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-
-if [ $# -lt 1 ]; then
-    echo "usage: $0 PATH/TO/gpu-extender" >&2
-    exit 2
-fi
-bin=$1
-case $bin in
-/*) ;;
-*) bin=$PWD/$bin ;;
-esac
-
-py=/usr/bin/python3
-if ! "$py" -c 'import yaml' 2>/dev/null; then
-    echo "FAIL: $py cannot import yaml (install python3-yaml)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
+need_yaml
 
 exec "$py" "$here/check_manifests.py" --root "$root" --binary "$bin"

@@ -7,15 +7,6 @@
 # Needs /usr/bin/python3 with PyYAML (python3-yaml); promtool is optional.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ $# -lt 1 ]; then
-    echo "usage: $0 PATH/TO/gpu-extender" >&2
-    exit 2
-fi
-bin=$1
-case $bin in
-/*) ;;
-*) bin=$PWD/$bin ;;
-esac
+. "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
 cd "$here"
 exec /usr/bin/python3 check_monitoring.py "$bin"
