@@ -89,7 +89,7 @@ gx_replay_opts_default(struct gx_replay_opts *o, const struct gx_config *cfg)
     memset(o, 0, sizeof(*o));
     gx_sim_opts_default(&o->sim, cfg);
     o->load = 1.0;
-    o->horizon_s = 2 * 3600;
+    o->horizon_s = INT64_C(7200);
     o->warmup_s = 3600;
     o->sample_s = 30;
     o->lag_s = 30;
@@ -159,7 +159,7 @@ build_arrivals(struct rstate *st, struct gx_why *why)
     size_t n = 0, room = 1024, *order = malloc(t->n_pods * sizeof(*order));
 
     gx_sim_live_alloc(st->live, &alloc, &cap_milli);
-    st->pods = malloc(room * sizeof(*st->pods));
+    st->pods = calloc(room, sizeof(*st->pods));
     if (order == NULL || st->pods == NULL) {
         free(order);
         return GX_ENOMEM;
@@ -197,6 +197,7 @@ build_arrivals(struct rstate *st, struct gx_why *why)
                 free(order);
                 return GX_ENOMEM;
             }
+            memset(np + room, 0, room * sizeof(*np));
             st->pods = np;
             room *= 2;
         }
@@ -500,9 +501,9 @@ alloc_state(struct rstate *st)
     st->demand = calloc(st->n_cards + 1, sizeof(*st->demand));
     st->ring = calloc(st->n_cards + 1, sizeof(*st->ring));
     st->ever_over = calloc(st->n_cards + 1, sizeof(*st->ever_over));
-    st->running = malloc(np * sizeof(size_t));
-    st->heap = malloc(np * sizeof(size_t));
-    st->wait = malloc(np * sizeof(size_t));
+    st->running = calloc(np, sizeof(size_t));
+    st->heap = calloc(np, sizeof(size_t));
+    st->wait = calloc(np, sizeof(size_t));
     if (st->card_base == NULL || st->demand == NULL || st->ring == NULL || st->ever_over == NULL ||
         st->running == NULL || st->heap == NULL || st->wait == NULL) {
         return GX_ENOMEM;

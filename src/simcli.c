@@ -375,7 +375,7 @@ run_policy(const struct cli *c, const struct gx_sim_opts *o, const struct gx_sim
     pthread_t th[64];
     int n = c->threads > 64 ? 64 : c->threads;
     struct gx_replay_opts ro;
-    struct gx_replay_result rr[CLI_MAX_SEEDS];
+    struct gx_replay_result rr[CLI_MAX_SEEDS] = {{0}};
     struct work w = {.opts = o, .trace = t, .cli = c, .policy = policy, .results = results};
 
     if (c->replay_time) {
