@@ -85,8 +85,8 @@ static const char *const stale_names[] = {"ignore", "reject", NULL};
 static const char *const strategy_names[] = {"LeastAllocated", "MostAllocated", NULL};
 static const char *const op_names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", NULL};
 static const char *const default_node_labels[] = {"Hostname", "hostname", NULL};
-static const char *const signal_names[GX_SIG_COUNT] = {"util", "mem_used", "mem_free",
-                                                       "temp", "power",    "xid"};
+static const char *const signal_names[GX_SIG_COUNT] = {"util",  "mem_used", "mem_free",  "temp",
+                                                       "power", "xid",      "util_trend"};
 
 _Static_assert(sizeof(enum gx_policy) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum gx_on_stale) == sizeof(int), "enum stored as int");
@@ -174,6 +174,7 @@ static const struct kspec keys_table[] = {
     MAXAGE(temp, GX_SIG_TEMP),
     MAXAGE(power, GX_SIG_POWER),
     MAXAGE(xid, GX_SIG_XID),
+    MAXAGE(util_trend, GX_SIG_UTIL_TREND),
 
     NUM("health.max_temperature_c", K_DOUBLE, max_temperature_c, 0, 150, 85),
     LIST("health.ignored_xids", K_INT_LIST, ignored_xids, 1, 65535, NULL, 0),
@@ -196,6 +197,7 @@ static const struct kspec keys_table[] = {
     INT("score.weights.temperature", w_temp, 0, 100, 1, 0),
     INT("score.weights.labels", w_labels, 0, 100, 2, 0),
     INT("score.weights.fit", w_fit, 0, 100, 2, 0),
+    INT("score.weights.trend", w_trend, 0, 100, 0, 0),
     LIST("score.label_rules", K_RULES, label_rules, 0, 0, NULL, 0),
     RULE("label", K_STR, label, 0, 0, NULL, F_NONEMPTY | F_REQUIRED),
     RULE("operator", K_ENUM, op, 0, 0, op_names, F_REQUIRED),
@@ -221,6 +223,7 @@ static const struct kspec keys_table[] = {
     PROMQL(temp, GX_SIG_TEMP, "DCGM_FI_DEV_GPU_TEMP"),
     PROMQL(power, GX_SIG_POWER, "DCGM_FI_DEV_POWER_USAGE"),
     PROMQL(xid, GX_SIG_XID, "max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])"),
+    PROMQL(util_trend, GX_SIG_UTIL_TREND, ""),
     STR("prometheus.bearer_token_file", prom_bearer_token_file, NULL, F_LPATH),
     STR("prometheus.basic_auth.username", prom_basic_user, NULL, F_NULLABLE | F_NONEMPTY),
     STR("prometheus.basic_auth.password_file", prom_basic_password_file, NULL, F_LPATH),

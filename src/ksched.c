@@ -58,20 +58,33 @@ gx_ksched_fits(const struct gx_ksched_node *n, const struct gx_ksched_res *pod)
     return pod->shared <= 0 || n->requested.shared + pod->shared <= n->alloc.shared;
 }
 
-void
-gx_ksched_add(struct gx_ksched_node *n, const struct gx_ksched_res *pod)
+/* Add (@sign 1) or take off (-1) @pod's requests on @n. */
+static void
+account(struct gx_ksched_node *n, const struct gx_ksched_res *pod, int64_t sign)
 {
     struct gx_ksched_res nz;
 
     gx_ksched_nonzero(pod, &nz);
-    n->requested.cpu_milli += pod->cpu_milli;
-    n->requested.mem_bytes += pod->mem_bytes;
-    n->requested.gpus += pod->gpus;
-    n->requested.shared += pod->shared;
-    n->nonzero.cpu_milli += nz.cpu_milli;
-    n->nonzero.mem_bytes += nz.mem_bytes;
-    n->nonzero.gpus += pod->gpus;
-    n->nonzero.shared += pod->shared;
+    n->requested.cpu_milli += sign * pod->cpu_milli;
+    n->requested.mem_bytes += sign * pod->mem_bytes;
+    n->requested.gpus += sign * pod->gpus;
+    n->requested.shared += sign * pod->shared;
+    n->nonzero.cpu_milli += sign * nz.cpu_milli;
+    n->nonzero.mem_bytes += sign * nz.mem_bytes;
+    n->nonzero.gpus += sign * pod->gpus;
+    n->nonzero.shared += sign * pod->shared;
+}
+
+void
+gx_ksched_add(struct gx_ksched_node *n, const struct gx_ksched_res *pod)
+{
+    account(n, pod, 1);
+}
+
+void
+gx_ksched_remove(struct gx_ksched_node *n, const struct gx_ksched_res *pod)
+{
+    account(n, pod, -1);
 }
 
 /* leastRequestedScore / mostRequestedScore for one resource. */

@@ -30,6 +30,8 @@
 
 /* Neutral part value used for unknown metrics. */
 #define NEUTRAL 0.5
+/* Seconds ahead the trend part projects the utilization slope (about a pod's warm-up). */
+#define TREND_HORIZON_S 600.0
 
 /* Stages a card passes for a shared request; the furthest one names the reason. */
 enum stage { ST_HEALTH, ST_SLOTS, ST_MEMORY, ST_UTIL, ST_PASS };
@@ -186,8 +188,9 @@ labels_part(const struct gx_config *cfg, const struct gx_node *node)
 static double
 weighted_exact(const struct gx_config *cfg, const struct gx_score_parts *p)
 {
-    const double w[] = {cfg->w_util, cfg->w_memory, cfg->w_temp, cfg->w_labels, cfg->w_fit};
-    const double v[] = {p->util, p->memory, p->temp, p->labels, p->fit};
+    const double w[] = {cfg->w_util,   cfg->w_memory, cfg->w_temp,
+                        cfg->w_labels, cfg->w_fit,    cfg->w_trend};
+    const double v[] = {p->util, p->memory, p->temp, p->labels, p->fit, p->trend};
     double sum = 0.0, wsum = 0.0;
 
     for (size_t i = 0; i < GX_ARRAY_LEN(w); i++) {
@@ -416,6 +419,12 @@ card_parts(const struct dctx *d, const struct gx_node *node, const struct gx_car
     } else {
         p->util += NEUTRAL;
         p->metrics_neutral = true;
+    }
+    /* trend: 0.5 flat, 0 when the slope adds TREND_HORIZON_S x slope >= 50 points */
+    if (f & FRESH(GX_SIG_UTIL_TREND)) {
+        p->trend += clamp01(0.5 - card->v[GX_SIG_UTIL_TREND] * TREND_HORIZON_S / 100.0);
+    } else {
+        p->trend += NEUTRAL;
     }
     if (total > 0 && (used_fresh || u->memory_mib > 0)) {
         p->memory += clamp01((double)(total - card_booked(card, f, u)) / (double)total);
@@ -733,6 +742,7 @@ decide_exclusive(const struct dctx *d, const struct gx_podreq *req, const struct
     }
     out->n_cards = (int)picked;
     p.util /= (double)picked;
+    p.trend /= (double)picked;
     p.memory /= (double)picked;
     p.temp /= (double)picked;
     /* fewer whole cards left free after the pick = less fragmentation under binpack */
@@ -1001,6 +1011,7 @@ decide_device_plugin(const struct dctx *d, const struct gx_podreq *req, const st
         card_parts(d, node, &node->cards[best], best_fresh, &bu, &p);
     } else {
         p.util /= healthy;
+        p.trend /= healthy;
         p.memory /= healthy;
         p.temp /= healthy;
     }
@@ -1027,6 +1038,7 @@ decide_cpu_pod(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
 
     out->keep = true;
     out->parts.util = out->parts.memory = out->parts.temp = out->parts.fit = NEUTRAL;
+    out->parts.trend = NEUTRAL;
     out->parts.labels = node != NULL ? labels_part(cfg, node) : NEUTRAL;
     out->score = cfg->prefer_cpu_nodes_for_cpu_pods ? (cpu ? 10 : 0) : 5;
     out->score_exact = out->score;

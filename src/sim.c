@@ -31,7 +31,7 @@
 #include "gx/snapshot.h"
 
 /* Time the decisions see: metrics never sampled, so no age matters. */
-#define SIM_NOW_MS INT64_C(1700000000000)
+#define SIM_NOW_MS GX_SIM_NOW_MS
 /* Cards one trace node may have (the snapshot keeps up to this many). */
 #define SIM_MAX_CARDS GX_FGD_MAX_CARDS
 
@@ -102,6 +102,7 @@ struct run {
     int64_t capacity, allocated, arrived;
     int64_t ledger_errs;
     uint64_t uid;
+    struct gx_sim_placed last; /* the last pod placed (the live API reads it) */
 };
 
 static int
@@ -501,6 +502,9 @@ place(struct run *r, size_t i, const struct gx_trace_pod *p, const struct gx_ksc
         before -= s->free[c];
     }
     r->allocated += before; /* what the cards really gave */
+    r->last.node = (long)i;
+    r->last.n_cards = k;
+    memcpy(r->last.cards, cards, sizeof(int) * (size_t)k);
 }
 
 /*
@@ -869,4 +873,147 @@ gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
         }
     }
     return rc == GX_OK ? gx_buf_adds(out, "</svg>\n") : rc;
+}
+
+/* The live API (sim.h): one run's state, the experiment left out. */
+struct gx_sim_live {
+    struct run r;
+};
+
+enum gx_err
+gx_sim_live_new(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t seed,
+                struct gx_sim_live **out, struct gx_why *why)
+{
+    struct gx_sim_live *l = calloc(1, sizeof(*l));
+    enum gx_err rc;
+
+    *out = NULL;
+    if (l == NULL) {
+        return GX_ENOMEM;
+    }
+    l->r = (struct run){.o = o, .t = t, .rng = {seed}};
+    gx_fgd_model_init(&l->r.seen, o->cfg->fgd_half_life);
+    gx_fgd_model_init(&l->r.truth, 1e30);
+    if ((rc = build_snapshot(&l->r, why)) != GX_OK || (rc = build_nodes(&l->r, why)) != GX_OK) {
+        gx_sim_live_free(l);
+        return rc;
+    }
+    if ((l->r.ledger = gx_ledger_new()) == NULL) {
+        gx_sim_live_free(l);
+        return GX_ENOMEM;
+    }
+    *out = l;
+    return GX_OK;
+}
+
+bool
+gx_sim_live_place(struct gx_sim_live *l, const struct gx_trace_pod *p, struct gx_sim_placed *out)
+{
+    uint64_t uid = l->r.uid;
+
+    if (!schedule_one(&l->r, p)) {
+        return false;
+    }
+    *out = l->r.last;
+    out->booked = l->r.uid != uid; /* book() took a uid: the ledger holds the pod */
+    out->uid = uid;
+    return true;
+}
+
+void
+gx_sim_live_leave(struct gx_sim_live *l, const struct gx_trace_pod *p,
+                  const struct gx_sim_placed *at)
+{
+    struct run *r = &l->r;
+    struct snode *s = &r->nodes[at->node];
+    struct gx_ksched_res q = ks_request(r, p);
+    int milli = is_share(p) ? p->gpu_milli : GX_FGD_CARD;
+    char uid[32];
+
+    gx_ksched_remove(&s->ks, &q);
+    for (int j = 0; j < at->n_cards; j++) {
+        int c = at->cards[j], before = s->free[c];
+        s->booked[c] -= milli;
+        s->free[c] = s->booked[c] >= GX_FGD_CARD ? 0 : (int)(GX_FGD_CARD - s->booked[c]);
+        r->allocated -= s->free[c] - before;
+        if (r->o->mode == GX_SIM_COUNT_ONLY) {
+            s->replicas[c] -= is_share(p) ? 1 : 1000; /* as plugin_cards counted it */
+        }
+    }
+    if (at->booked) {
+        (void)snprintf(uid, sizeof(uid), "u%llu", (unsigned long long)at->uid);
+        if (gx_ledger_release(r->ledger, uid) == 0) {
+            r->ledger_errs++;
+        }
+    }
+    if (r->o->sees_all_pods && p->num_gpu == 0) {
+        s->other_cpu -= p->cpu_milli;
+        s->other_mem -= p->memory_mib;
+        if (gx_ledger_set_untracked(r->ledger, s->node->name, s->other_cpu, s->other_mem) !=
+            GX_OK) {
+            r->ledger_errs++;
+        }
+    }
+}
+
+bool
+gx_sim_live_fits(struct gx_sim_live *l, const struct gx_trace_pod *p, size_t i)
+{
+    struct run *r = &l->r;
+    struct gx_ksched_res q = ks_request(r, p);
+    struct gx_podreq req = {.kind = GX_REQ_NONE, .util_pct = -1};
+    struct gx_verdict v;
+    double total = 0.0;
+
+    if (i >= r->n || !intree_fits(&r->nodes[i], p, &q)) {
+        return false;
+    }
+    if (r->o->mode == GX_SIM_COUNT_ONLY || (p->num_gpu == 0 && !r->o->cpu_pods_too)) {
+        return true;
+    }
+    return classify(r, p, &req) == GX_OK && extender_total(r, i, &req, p, &q, &v, &total);
+}
+
+struct gx_snapshot *
+gx_sim_live_snapshot(struct gx_sim_live *l)
+{
+    return l->r.snap;
+}
+
+const struct gx_ledger *
+gx_sim_live_ledger(const struct gx_sim_live *l)
+{
+    return l->r.ledger;
+}
+
+void
+gx_sim_live_alloc(const struct gx_sim_live *l, int64_t *allocated, int64_t *capacity)
+{
+    *allocated = l->r.allocated;
+    *capacity = l->r.capacity;
+}
+
+int64_t
+gx_sim_live_errors(const struct gx_sim_live *l)
+{
+    return l->r.ledger_errs;
+}
+
+void
+gx_sim_live_free(struct gx_sim_live *l)
+{
+    if (l != NULL) {
+        run_free(&l->r);
+        free(l);
+    }
+}
+
+uint64_t
+gx_sim_rng(uint64_t *state)
+{
+    struct rng r = {*state};
+    uint64_t v = rng_next(&r);
+
+    *state = r.s;
+    return v;
 }

@@ -14,6 +14,7 @@
 
 #include "gx/buf.h"
 #include "gx/config.h"
+#include "gx/replay.h"
 #include "gx/sim.h"
 #include "gx/trace.h"
 
@@ -34,6 +35,10 @@ struct cli {
     int replicas;
     const char *strategy;
     int ext_weight, pct_nodes;
+    /* --replay time: the time-based replay (replay.h) */
+    bool replay_time, trend;
+    double load, hours, ramp;
+    int lag_s;
 };
 
 /* Work shared by the threads of one policy. */
@@ -43,6 +48,8 @@ struct work {
     const struct cli *cli;
     const char *policy;
     struct gx_sim_result *results;
+    const struct gx_replay_opts *ropts; /* --replay time: run these instead */
+    struct gx_replay_result *rresults;
     size_t next, done;
     enum gx_err rc;
     struct gx_why why;
@@ -59,6 +66,7 @@ sim_usage(FILE *f)
            "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
            "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
            "         [--percentage-of-nodes-to-score P]\n"
+           "       --replay time [--load 1.0] [--hours 2] [--lag 30] [--ramp 0.3] [--trend]\n"
            "policies: binpack, spread, fgd (the extender under that score.policy), count-only\n"
            "          (kube-scheduler + NVIDIA device plugin), random\n");
 }
@@ -128,12 +136,16 @@ parse_args(int argc, char **argv, struct cli *c)
     c->replicas = 0;
     c->ext_weight = -1;
     c->pct_nodes = -1;
+    c->load = 1.0;
+    c->hours = 2.0;
+    c->ramp = 0.3;
+    c->lag_s = 30;
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = "";
         bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
                     strcmp(a, "--share-slices") == 0 || strcmp(a, "--sees-all-pods") == 0 ||
-                    strcmp(a, "--cpu-pods-too") == 0;
+                    strcmp(a, "--cpu-pods-too") == 0 || strcmp(a, "--trend") == 0;
 
         if (!flag && (v = arg_value(argc, argv, &i)) == NULL) {
             return false;
@@ -176,11 +188,25 @@ parse_args(int argc, char **argv, struct cli *c)
             c->all_pods = true;
         } else if (strcmp(a, "--cpu-pods-too") == 0) {
             c->cpu_pods = true;
+        } else if (strcmp(a, "--replay") == 0 && strcmp(v, "time") == 0) {
+            c->replay_time = true;
+        } else if (strcmp(a, "--load") == 0) {
+            c->load = strtod(v, NULL);
+        } else if (strcmp(a, "--hours") == 0) {
+            c->hours = strtod(v, NULL);
+        } else if (strcmp(a, "--ramp") == 0) {
+            c->ramp = strtod(v, NULL);
+        } else if (strcmp(a, "--lag") == 0) {
+            c->lag_s = int_arg(v);
+        } else if (strcmp(a, "--trend") == 0) {
+            c->trend = true;
         } else {
             return false;
         }
     }
-    return c->nodes_path != NULL && c->pods_path != NULL && c->threads >= 1 && c->tune >= 0;
+    return c->nodes_path != NULL && c->pods_path != NULL && c->threads >= 1 && c->tune >= 0 &&
+           c->load > 0 && c->hours > 0 && c->hours <= 1000 && c->ramp >= 0 && c->ramp <= 1 &&
+           c->lag_s >= 0;
 }
 
 /* Read and parse both trace files into @t (heap arrays you free). */
@@ -246,13 +272,19 @@ worker(void *arg)
         if (k >= w->cli->n_seeds) {
             return NULL;
         }
-        rc = gx_sim_run(w->opts, w->trace, w->cli->seeds[k], progress_cb, w, &r, &why);
+        if (w->ropts != NULL) {
+            rc = gx_replay_run(w->ropts, w->trace, w->cli->seeds[k], &w->rresults[k], &why);
+        } else {
+            rc = gx_sim_run(w->opts, w->trace, w->cli->seeds[k], progress_cb, w, &r, &why);
+        }
         (void)pthread_mutex_lock(&w->mu);
         if (rc != GX_OK && w->rc == GX_OK) {
             w->rc = rc;
             w->why = why;
         }
-        w->results[k] = r;
+        if (w->ropts == NULL) {
+            w->results[k] = r;
+        }
         w->done++;
         (void)fprintf(stderr, "simulate: %s: seed %llu done (%zu/%zu)\n", w->policy,
                       (unsigned long long)w->cli->seeds[k], w->done, w->cli->n_seeds);
@@ -306,6 +338,35 @@ policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
     return true;
 }
 
+/* One line of the time replay: per seed, or the mean. */
+static void
+print_replay_line(const char *policy, const char *what, const struct gx_replay_result *r)
+{
+    (void)printf("replay %s %s: %zu arrived, pending mean %.1f s p95 %.1f s, %zu never placed; "
+                 "hot %.0f card-min, over-admitted %.0f card-min on %zu cards; alloc %.2f%% util "
+                 "%.2f%%%s\n",
+                 policy, what, r->arrived, r->pending_mean_s, r->pending_p95_s, r->never_placed,
+                 r->hot_card_min, r->over_card_min, r->over_cards, r->alloc_pct, r->util_pct,
+                 r->ledger_errs || r->ledger_left || r->order_errs ? " (INVARIANT BROKEN)" : "");
+}
+
+/* The time replay's results of one policy on stdout. */
+static void
+print_replay(const char *policy, const struct gx_replay_result *r, size_t n)
+{
+    struct gx_replay_result m;
+    char what[64];
+
+    for (size_t k = 0; k < n; k++) {
+        (void)snprintf(what, sizeof(what), "seed %llu", (unsigned long long)r[k].seed);
+        print_replay_line(policy, what, &r[k]);
+    }
+    gx_replay_mean(r, n, &m);
+    (void)snprintf(what, sizeof(what), "mean of %zu seeds", n);
+    print_replay_line(policy, what, &m);
+    (void)fflush(stdout);
+}
+
 /* Run every seed of one policy on the worker threads. */
 static int
 run_policy(const struct cli *c, const struct gx_sim_opts *o, const struct gx_sim_trace *t,
@@ -313,7 +374,22 @@ run_policy(const struct cli *c, const struct gx_sim_opts *o, const struct gx_sim
 {
     pthread_t th[64];
     int n = c->threads > 64 ? 64 : c->threads;
+    struct gx_replay_opts ro;
+    struct gx_replay_result rr[CLI_MAX_SEEDS] = {{0}};
     struct work w = {.opts = o, .trace = t, .cli = c, .policy = policy, .results = results};
+
+    if (c->replay_time) {
+        gx_replay_opts_default(&ro, o->cfg);
+        ro.sim = *o;
+        ro.load = c->load;
+        ro.horizon_s = (int64_t)(c->hours * 3600.0);
+        ro.warmup_s = ro.horizon_s / 2;
+        ro.lag_s = c->lag_s;
+        ro.ramp_frac = c->ramp;
+        ro.trend = c->trend;
+        w.ropts = &ro;
+        w.rresults = rr;
+    }
 
     (void)pthread_mutex_init(&w.mu, NULL);
     for (int i = 0; i < n; i++) {
@@ -329,6 +405,9 @@ run_policy(const struct cli *c, const struct gx_sim_opts *o, const struct gx_sim
     if (n == 0 || w.rc != GX_OK) {
         (void)fprintf(stderr, "gpu-extender: simulate: %s\n", n == 0 ? "no thread" : w.why.text);
         return 1;
+    }
+    if (c->replay_time) {
+        print_replay(policy, rr, c->n_seeds);
     }
     return 0;
 }
@@ -464,12 +543,14 @@ gx_simcli_main(int argc, char **argv)
         if (run_policy(&c, &opts[n_pol], &t, tok, r) != 0) {
             goto out;
         }
-        print_policy(trace, tok, r, c.n_seeds);
+        if (!c.replay_time) {
+            print_policy(trace, tok, r, c.n_seeds);
+        }
         series[n_pol] =
             (struct gx_sim_series){.trace = trace, .policy = tok, .runs = r, .n_runs = c.n_seeds};
         n_pol++;
     }
-    st = write_outputs(&c, series, n_pol);
+    st = c.replay_time ? 0 : write_outputs(&c, series, n_pol);
 out:
     free(results);
     free(nodes);

@@ -98,6 +98,7 @@ assert_defaults(const struct gx_config *c)
     cr_assert_eq(c->w_temp, 1);
     cr_assert_eq(c->w_labels, 2);
     cr_assert_eq(c->w_fit, 2);
+    cr_assert_eq(c->w_trend, 0, "the trend is off until measured");
     cr_assert_eq(c->n_label_rules, 0);
     cr_assert(c->prefer_cpu_nodes_for_cpu_pods);
 }
@@ -130,8 +131,8 @@ Test(config, free_accepts_null)
 
 Test(config, signal_names_match_config_keys)
 {
-    static const char *const want[GX_SIG_COUNT] = {"util", "mem_used", "mem_free",
-                                                   "temp", "power",    "xid"};
+    static const char *const want[GX_SIG_COUNT] = {"util",  "mem_used", "mem_free",  "temp",
+                                                   "power", "xid",      "util_trend"};
     const char *const *keys = gx_config_keys();
 
     for (int s = 0; s < GX_SIG_COUNT; s++) {
@@ -164,14 +165,14 @@ static const char full_doc[] =
     "\"names\":{\"util\":\"U\",\"mem_used\":\"MU\",\"mem_free\":\"MF\",\"temp\":\"T\","
     "\"power\":\"P\",\"xid\":\"X\"},\"on_stale\":\"reject\","
     "\"max_age_s\":{\"util\":10,\"mem_used\":11,\"mem_free\":12,\"temp\":13,\"power\":14,"
-    "\"xid\":15}},"
+    "\"xid\":15,\"util_trend\":16}},"
     "\"health\":{\"max_temperature_c\":80.5,\"ignored_xids\":[13,43]},"
     "\"filter\":{\"max_utilization_pct\":75},"
     "\"sharing\":{\"default_slots\":6,\"oversubscription\":1.5,\"memory_reserve_mib\":1024,"
     "\"util_ceiling_pct\":95,\"default_slices\":2,"
     "\"product_slots\":{\"NVIDIA-A100-SXM4-80GB\":7,\"NVIDIA-L4\":3},\"reservation_ttl_s\":120},"
     "\"score\":{\"policy\":\"spread\",\"weights\":{\"utilization\":9,\"memory\":8,"
-    "\"temperature\":7,\"labels\":6,\"fit\":5},"
+    "\"temperature\":7,\"labels\":6,\"fit\":5,\"trend\":3},"
     "\"label_rules\":[{\"label\":\"topology.nvidia.com/pcie-gen\",\"operator\":\"Gt\","
     "\"values\":[\"3\"],\"weight\":10},{\"label\":\"zone\",\"operator\":\"In\",\"values\":"
     "[\"a\",\"b\"],\"weight\":-5}],\"prefer_cpu_nodes_for_cpu_pods\":false}}";
@@ -240,6 +241,7 @@ Test(config, full_document_sets_every_section)
     cr_assert_eq(c->w_temp, 7);
     cr_assert_eq(c->w_labels, 6);
     cr_assert_eq(c->w_fit, 5);
+    cr_assert_eq(c->w_trend, 3);
     cr_assert_eq(c->n_label_rules, 2);
     cr_assert_not(c->prefer_cpu_nodes_for_cpu_pods);
     cr_assert_eq(c->hash, gx_hash(full_doc, strlen(full_doc)));
@@ -312,6 +314,7 @@ Test(config, out_of_range_values_name_the_key_and_range)
     expect_error("{\"metrics\":{\"max_age_s\":{\"temp\":0}}}", GX_EINVAL,
                  "metrics.max_age_s.temp: must be between 1 and 86400");
     expect_error("{\"score\":{\"weights\":{\"fit\":-1}}}", GX_EINVAL, "score.weights.fit");
+    expect_error("{\"score\":{\"weights\":{\"trend\":101}}}", GX_EINVAL, "score.weights.trend");
     expect_error("{\"sharing\":{\"product_slots\":{\"NVIDIA-L4\":0}}}", GX_EINVAL,
                  "sharing.product_slots.NVIDIA-L4: must be between 1 and 64");
     expect_error("{\"sources\":{\"files\":{\"refresh_s\":3601}}}", GX_EINVAL,

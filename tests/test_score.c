@@ -1041,4 +1041,30 @@ Test(score, relative_scores_of_equal_or_single_nodes_are_ten)
     gx_score_relative(none, 2, out);
     cr_assert(out[0] == 0 && out[1] == 0);
     gx_score_relative(NULL, 0, out); /* an empty call touches nothing */
+
+Test(score, trend_part_scores_the_slope_only_with_its_weight)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 1);
+    w.cards[0].v[GX_SIG_UTIL_TREND] = 0.1; /* rising 6 points a minute */
+    v = decide(&w, req_excl(1));
+    cr_assert_float_eq(v.parts.trend, 0.0, 1e-9, "0.5 - 0.1 x 600 / 100, clamped");
+    cr_assert_float_eq(v.score_exact,
+                       10.0 *
+                           (20 * 0.95 + 20 * v.parts.memory + 20 * v.parts.temp +
+                            20 * v.parts.labels + 20 * v.parts.fit) /
+                           100.0,
+                       1e-9, "weight 0: the trend is not in the score");
+    w.cfg.w_util = w.cfg.w_memory = w.cfg.w_temp = w.cfg.w_labels = w.cfg.w_fit = 0;
+    w.cfg.w_trend = 10;
+    cr_assert_eq(decide(&w, req_excl(1)).score, 0, "rising fast");
+    w.cards[0].v[GX_SIG_UTIL_TREND] = -0.05;
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_float_eq(v.parts.trend, 0.8, 1e-9);
+    cr_assert_eq(v.score, 8, "falling 3 points a minute");
+    w.cards[0].at_ms[GX_SIG_UTIL_TREND] = 0; /* no slope known */
+    cr_assert_eq(decide(&w, req_excl(1)).score, 5, "unknown is neutral");
+    world_free(&w);
 }

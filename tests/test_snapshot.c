@@ -447,3 +447,29 @@ Test(snapshot, empty_input_builds_empty_snapshot)
     gx_snapshot_free(snap);
     gx_snapshot_free(NULL);
 }
+
+Test(snapshot, carries_the_utilization_slope_per_card)
+{
+    struct gx_config cfg = test_cfg();
+    struct gx_kv labels[] = {{"nvidia.com/gpu.count", "2"}};
+    struct gx_node_info node = {.name = "n", .labels = labels, .n_labels = 1};
+    struct gx_mstore *ms = gx_mstore_new();
+    struct gx_snapshot *snap = NULL;
+    struct gx_card_sample s = {
+        .node = "n", .node_len = 1, .uuid = "GPU-b", .gpu = 1, .sig = GX_SIG_UTIL_TREND};
+    const struct gx_node *n;
+
+    gx_mstore_begin(ms, 0, GX_SIG_UTIL_TREND);
+    s.value = -0.25; /* a slope may be negative */
+    s.at_ms = 1000;
+    cr_assert_eq(gx_mstore_put(ms, &s), GX_OK);
+    gx_mstore_commit(ms);
+    cr_assert_eq(gx_snapshot_build(&cfg, &node, 1, ms, 1000, &snap), GX_OK);
+    gx_mstore_free(ms);
+    n = find(snap, "n");
+    cr_assert_eq(n->cards[1].v[GX_SIG_UTIL_TREND], -0.25);
+    cr_assert(gx_card_fresh(&cfg, &n->cards[1], GX_SIG_UTIL_TREND, 1000));
+    cr_assert_not(gx_card_fresh(&cfg, &n->cards[0], GX_SIG_UTIL_TREND, 1000), "card 0 has none");
+    cr_assert_not(gx_card_fresh(&cfg, &n->cards[1], GX_SIG_UTIL, 1000), "nor a utilization");
+    gx_snapshot_free(snap);
+}

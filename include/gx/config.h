@@ -20,12 +20,13 @@ enum gx_on_stale { GX_STALE_IGNORE, GX_STALE_REJECT };
 
 /** The live GPU signals, one Prometheus query / dcgm family each. */
 enum gx_signal {
-    GX_SIG_UTIL,     /* utilization %, 0..100 */
-    GX_SIG_MEM_USED, /* framebuffer used, MiB */
-    GX_SIG_MEM_FREE, /* framebuffer free, MiB */
-    GX_SIG_TEMP,     /* GPU temperature, C */
-    GX_SIG_POWER,    /* power draw, W */
-    GX_SIG_XID,      /* last XID error code, 0 = none */
+    GX_SIG_UTIL,       /* utilization %, 0..100 */
+    GX_SIG_MEM_USED,   /* framebuffer used, MiB */
+    GX_SIG_MEM_FREE,   /* framebuffer free, MiB */
+    GX_SIG_TEMP,       /* GPU temperature, C */
+    GX_SIG_POWER,      /* power draw, W */
+    GX_SIG_XID,        /* last XID error code, 0 = none */
+    GX_SIG_UTIL_TREND, /* utilization slope, % per second (Prometheus deriv); no dcgm family */
     GX_SIG_COUNT
 };
 
@@ -115,6 +116,7 @@ struct gx_config {
     enum gx_policy policy;
     int fgd_half_life; /* fgd: typical pods forget with this half-life, in GPU pods seen */
     int w_util, w_memory, w_temp, w_labels, w_fit; /* 0..100 each */
+    int w_trend; /* utilization slope (GX_SIG_UTIL_TREND), 0..100, 0: off */
     struct gx_label_rule *label_rules;
     size_t n_label_rules;
     bool prefer_cpu_nodes_for_cpu_pods; /* true */

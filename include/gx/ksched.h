@@ -57,6 +57,9 @@ bool gx_ksched_fits(const struct gx_ksched_node *n, const struct gx_ksched_res *
 /** Account @pod on @n (after a bind). Cannot fail. */
 void gx_ksched_add(struct gx_ksched_node *n, const struct gx_ksched_res *pod);
 
+/** Take @pod off @n (it was deleted): the inverse of gx_ksched_add. Cannot fail. */
+void gx_ksched_remove(struct gx_ksched_node *n, const struct gx_ksched_res *pod);
+
 /** NodeResourcesFit score, 0..100, under @p's strategy. */
 int64_t gx_ksched_fit_score(const struct gx_ksched_profile *p, const struct gx_ksched_node *n,
                             const struct gx_ksched_res *pod);

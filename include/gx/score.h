@@ -50,6 +50,7 @@ struct gx_score_parts {
     double temp;   /* thermal headroom */
     double labels; /* label rules: 0..1 (0.5 neutral) */
     double fit;    /* policy fit: binpack prefers used cards, spread empty ones; multi-GPU fit */
+    double trend;  /* utilization slope: 0.5 flat, lower when rising (score.weights.trend) */
     bool metrics_neutral; /* stale/missing metrics scored neutral */
 };
 

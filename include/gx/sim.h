@@ -18,8 +18,16 @@
 #include "gx/ksched.h"
 #include "gx/trace.h"
 
+struct gx_snapshot;
+struct gx_ledger;
+
+/** The clock every simulated decision reads (metric ages are relative to it). */
+#define GX_SIM_NOW_MS INT64_C(1700000000000)
+
 /** Points of the arrived-workload axis: 0..130 % in steps of 1 %. */
 #define GX_SIM_STEPS 131
+/** Cards one placement may hold (GX_MAX_PICK of score.h). */
+#define GX_SIM_MAX_PICK 16
 
 enum gx_sim_mode {
     GX_SIM_EXTENDER,   /* kube-scheduler + gpu-extender under cfg (its score.policy) */
@@ -95,5 +103,55 @@ enum gx_err gx_sim_json(const struct gx_sim_series *s, struct gx_buf *out) GX_WU
 
 /** An SVG plot of allocation against arrived workload, one line per series. */
 enum gx_err gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
+
+/*
+ * The same pipeline driven pod by pod, with departures (the time replay of
+ * replay.h): a run's cluster without the experiment around it.
+ */
+struct gx_sim_live;
+
+/** Where one pod went: snapshot node index, cards, and its ledger booking. */
+struct gx_sim_placed {
+    long node; /* -1: not placed */
+    int cards[GX_SIM_MAX_PICK];
+    int n_cards;
+    bool booked; /* the ledger holds it under uid "u<uid>" */
+    uint64_t uid;
+};
+
+/** A run's cluster for @t's nodes (pods unused). You own *out (gx_sim_live_free). */
+enum gx_err gx_sim_live_new(const struct gx_sim_opts *o, const struct gx_sim_trace *t,
+                            uint64_t seed, struct gx_sim_live **out, struct gx_why *why) GX_WUR;
+
+/** One scheduling cycle for @p; false when it fits nowhere (*out untouched). */
+bool gx_sim_live_place(struct gx_sim_live *l, const struct gx_trace_pod *p,
+                       struct gx_sim_placed *out);
+
+/** @p leaves: its requests, cards and ledger booking are given back. Cannot fail. */
+void gx_sim_live_leave(struct gx_sim_live *l, const struct gx_trace_pod *p,
+                       const struct gx_sim_placed *at);
+
+/**
+ * The filters alone (in-tree, then the extender's) for @p on node @i: after
+ * a failed cycle only a node that changed can take the pod (a queueing hint).
+ */
+bool gx_sim_live_fits(struct gx_sim_live *l, const struct gx_trace_pod *p, size_t i);
+
+/** The snapshot the decisions read; the caller may set card metrics between cycles. */
+struct gx_snapshot *gx_sim_live_snapshot(struct gx_sim_live *l);
+
+/** The ledger bind books into. */
+const struct gx_ledger *gx_sim_live_ledger(const struct gx_sim_live *l);
+
+/** Allocated milli-GPU now (what the cards give) and the capacity. */
+void gx_sim_live_alloc(const struct gx_sim_live *l, int64_t *allocated, int64_t *capacity);
+
+/** Ledger refusals so far (must stay 0). */
+int64_t gx_sim_live_errors(const struct gx_sim_live *l);
+
+void gx_sim_live_free(struct gx_sim_live *l);
+
+/** The simulations' seeded RNG (splitmix64): next value of the stream at *@state. */
+uint64_t gx_sim_rng(uint64_t *state);
 
 #endif

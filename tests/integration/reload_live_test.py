@@ -491,6 +491,10 @@ NO_EFFECT = {
                               "nvidia.com/gpu.memory label; every demo node has it",
     "metrics.max_age_s.mem_free": "read only for a card of a node without the "
                                   "nvidia.com/gpu.memory label; every demo node has it",
+    "metrics.max_age_s.util_trend": "the slope is read only with prometheus.queries.util_trend "
+                                    "set and score.weights.trend > 0; the base config has neither",
+    "score.weights.trend": "scores the slope, which the base config does not query "
+                           "(integration_test_trend_live checks it with a real Prometheus)",
 }
 # Documented live keys that nothing reads: reported on every run until fixed.
 # (sharing.default_slices was one; it is retired: marked "ignored", no longer live)
@@ -629,9 +633,9 @@ PROBES = {
 PROBES["metrics.on_stale"] = probe_on_stale
 PROBES["score.fgd_half_life"] = probe_fgd_half_life
 PROM_PROBES = {k: PROBES.pop(k) for k in list(PROBES) if k.startswith("prometheus.")}
-for s in ("util", "mem_used", "mem_free", "temp", "power", "xid"):
+for s in ("util", "mem_used", "mem_free", "temp", "power", "xid", "util_trend"):
     PROM_PROBES[f"prometheus.queries.{s}"] = (lambda s=s: probe_prom_query(s))
-    if s not in ("power", "mem_free"):
+    if s not in ("power", "mem_free", "util_trend"):
         PROM_PROBES[f"metrics.max_age_s.{s}"] = (lambda s=s: probe_max_age(s))
 for k, v in DECISION.items():
     PROBES[k] = (lambda k=k, v=v: probe_decision(k, v))
