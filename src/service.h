@@ -37,6 +37,7 @@ struct gx_httpc;
 struct gx_promsrc;
 struct gx_kube;
 struct gx_dra;
+struct gx_podsum;
 struct gx_seen;
 struct gx_vcache;
 struct bind_op;
@@ -56,7 +57,8 @@ struct gx_sync {
     struct gx_httpc *httpc; /* live sources */
     struct gx_promsrc *prom;
     struct gx_kube *kube;
-    struct gx_dra *dra; /* cards held through DRA claims, with kube_watch_dra */
+    struct gx_dra *dra;       /* cards held through DRA claims, with kube_watch_dra */
+    struct gx_podsum *podsum; /* unmanaged pods' requests per node, with kube_watch_all_pods */
     struct event *rebuild_timer;
     bool rebuild_pending;
     struct event *refresh_timer; /* file sources */
