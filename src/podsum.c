@@ -154,7 +154,7 @@ node_get(struct gx_podsum *p, const char *name)
     }
     if (p->cap_pending < p->nodes.count + 1) {
         size_t cap = p->cap_pending ? p->cap_pending * 2 : 64;
-        struct node_sum **grown = realloc(p->pending, cap * sizeof(*grown));
+        struct node_sum **grown = realloc(p->pending, cap * sizeof(struct node_sum *));
         if (grown == NULL) {
             return NULL;
         }
