@@ -17,6 +17,13 @@
 #include "gx/quantity.h"
 #include "gx/strmap.h"
 
+/*
+ * Bound and not finished: the server does not send the rest, and a pod that
+ * finishes arrives as DELETED. counts() checks the same, for servers that
+ * ignore a term.
+ */
+#define PODSUM_FIELDS "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
 /* Longest uid or node name kept (the API server's are 36 and 253). */
 #define PODSUM_NAME_MAX 256
 
@@ -367,7 +374,7 @@ gx_podsum_watch(struct gx_podsum *p, struct gx_kube *k)
     static const struct gx_kube_watch_cbs cbs = {pods_listed, pod_event, absent_cb};
 
     p->w = gx_kube_watch_new(k, GX_KIND_POD, "all-pods", "/api/v1/pods", NULL, &cbs, p);
-    if (p->w == NULL || gx_kube_watch_set_fields(p->w, "spec.nodeName!=") != GX_OK) {
+    if (p->w == NULL || gx_kube_watch_set_fields(p->w, PODSUM_FIELDS) != GX_OK) {
         return GX_ENOMEM;
     }
     return GX_OK;

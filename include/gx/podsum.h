@@ -2,7 +2,8 @@
 /*
  * podsum.h - CPU and memory that pods the extender does not manage take on
  * each node, as kube-scheduler counts them, from a list+watch of every pod
- * bound to a node (field selector spec.nodeName!=). A pod counts while it
+ * bound to a node and not finished (field selector spec.nodeName!=,
+ * status.phase!=Succeeded,status.phase!=Failed). A pod counts while it
  * is bound, not Succeeded or Failed (a terminating pod still counts, as in
  * kube-scheduler's cache), carries no managed label ("<label>=true") and is
  * no ledger tenant. Per pod only what a delete needs is kept (uid -> node,
