@@ -333,7 +333,6 @@ static void
 pods_listed(void *ctx, const void *items, size_t n)
 {
     struct gx_podsum *p = ctx;
-
     bool first = !p->listed;
 
     p->absent = false;
@@ -364,6 +363,11 @@ absent_cb(void *ctx, long status)
                 "not seen (grant list/watch on pods, see manifests/02-rbac.yaml, or set "
                 "kubernetes.watch_all_pods to false)",
                 "status=%ld", status);
+        /* no stale sums from before the refusal: the ledger goes back to zero */
+        if (gx_podsum_set(p, NULL, 0) != GX_OK) {
+            warn_nomem(p);
+        }
+        p->listed = false;
     }
     p->absent = true;
 }
