@@ -317,6 +317,20 @@ json_ns_cb(void *arg, const char *ns, const struct gx_quota_use *use,
     c->first = false;
 }
 
+/* The node's CPU and memory requests as the ledger counts them: tenants plus other pods. */
+static void
+put_host(struct gx_buf *b, enum gx_err *rc, const struct gx_ledger_node *e)
+{
+    int64_t cpu, mem;
+
+    gx_ledger_entry_host(e, &cpu, &mem);
+    putf(b, rc,
+         "\"host\":{\"cpu_milli\":%lld,\"memory_mib\":%lld,\"other_cpu_milli\":%lld,"
+         "\"other_memory_mib\":%lld}",
+         (long long)cpu, (long long)mem, (long long)(e != NULL ? e->untracked_cpu_milli : 0),
+         (long long)(e != NULL ? e->untracked_mem_mib : 0));
+}
+
 enum gx_err
 gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
               const struct gx_ledger *l, int64_t now_ms, struct gx_buf *out)
@@ -363,7 +377,9 @@ gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
         }
         put(out, &rc, "],\"unplaced\":{");
         put_tenants(out, &rc, cfg, snap, e, GX_CARD_ANY);
-        put(out, &rc, "}}");
+        put(out, &rc, "},");
+        put_host(out, &rc, e);
+        put(out, &rc, "}");
         first_node = false;
     }
     put(out, &rc, "],\"namespaces\":[");

@@ -242,6 +242,8 @@ static const struct kspec keys_table[] = {
     STR("kubernetes.node_selector", kube_node_selector, NULL, F_RESTART | F_NULLABLE | F_NONEMPTY),
     {.path = "kubernetes.watch_dra", .type = K_BOOL, .off = OFF(kube_watch_dra), .def = 1,
      .flags = F_RESTART},
+    {.path = "kubernetes.watch_all_pods", .type = K_BOOL, .off = OFF(kube_watch_all_pods),
+     .def = 1, .flags = F_RESTART},
     INT("quotas.default_milli_gpus", quota_default_milli, 0, 1000000000, 0, 0),
     INT("quotas.default_memory_mib", quota_default_mib, 0, 2000000000, 0, 0),
     LIST("quotas.milli_gpus", K_SLOTS, quota_milli, 0, 1000000000, NULL, 0),

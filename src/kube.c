@@ -96,6 +96,7 @@ struct gx_kube_watch {
     struct stream s;
     char *name;
     char *selector; /* fixed label selector, NULL: none */
+    char *fields;   /* fixed field selector, NULL: none */
     struct gx_kube_watch_cbs cbs;
     void *ctx;
     bool absent; /* the last list answered 404 (logged once) */
@@ -602,8 +603,15 @@ stream_url(const struct stream *s, bool watch, struct gx_buf *b)
     }
     if (rc == GX_OK && sel != NULL && sel[0] != '\0') {
         rc = gx_buf_addf(b, "%clabelSelector=", sep);
+        sep = '&';
         if (rc == GX_OK) {
             rc = add_escaped(b, sel);
+        }
+    }
+    if (rc == GX_OK && s->w != NULL && s->w->fields != NULL) {
+        rc = gx_buf_addf(b, "%cfieldSelector=", sep);
+        if (rc == GX_OK) {
+            rc = add_escaped(b, s->w->fields);
         }
     }
     return rc;
@@ -1498,6 +1506,7 @@ gx_kube_watch_free(struct gx_kube_watch *w)
     LIST_REMOVE(w, link);
     stream_release(&w->s);
     free(w->selector);
+    free(w->fields);
     free(w->name);
     free(w);
 }
@@ -1508,4 +1517,17 @@ gx_kube_watch_relist(struct gx_kube_watch *w)
     if (w != NULL && !w->absent) {
         stream_request_relist(&w->s);
     }
+}
+
+enum gx_err
+gx_kube_watch_set_fields(struct gx_kube_watch *w, const char *field_selector)
+{
+    char *copy = gx_strndup(field_selector, strlen(field_selector));
+
+    if (copy == NULL) {
+        return GX_ENOMEM;
+    }
+    free(w->fields);
+    w->fields = copy;
+    return GX_OK;
 }

@@ -2,9 +2,9 @@
 /*
  * podreq.c - what a pod asks of GPUs. Effective requests follow Kubernetes
  * (k8s.io/component-helpers resource.PodRequests, with native sidecars from
- * KEP-753); pod overhead is not added because GPU resources never appear in
- * it. Classification into none / exclusive / shared follows podreq.h. Pure
- * code: no I/O, no allocation.
+ * KEP-753); pod overhead is added to CPU and memory only (as kube-scheduler
+ * does), since GPU resources never appear in it. Classification into none /
+ * exclusive / shared follows podreq.h. Pure code: no I/O, no allocation.
  */
 #include "gx/podreq.h"
 
@@ -268,22 +268,54 @@ shared_annotations(const struct gx_config *cfg, const struct gx_pod *pod, struct
     return GX_OK;
 }
 
+/* spec.overhead[@resource] into *out (0 when absent or not a quantity). */
+static void
+overhead_of(const struct gx_pod *pod, const char *resource, bool milli, int64_t *out)
+{
+    const char *q = gx_kv_get(pod->overhead, pod->n_overhead, resource);
+    enum gx_err rc;
+
+    *out = 0;
+    if (q != NULL) {
+        rc = milli ? gx_quantity_parse_milli(q, out) : gx_quantity_parse(q, out);
+        if (rc != GX_OK) {
+            *out = 0;
+        }
+    }
+}
+
+/* Effective request of @resource plus the pod's overhead, 0 when it does not parse. */
+static int64_t
+node_request(const struct gx_pod *pod, const char *resource, bool milli)
+{
+    int64_t v = 0, o;
+
+    if (effective(pod, resource, milli, &v, NULL) != GX_OK) {
+        v = 0;
+    }
+    overhead_of(pod, resource, milli, &o);
+    return add_i64(v, o, &v) ? v : INT64_MAX;
+}
+
 /*
- * CPU (milli) and memory (MiB) the pod asks of the node, for scores that
- * weigh the whole node. The API server has validated these quantities; one
- * that does not parse counts as 0 rather than rejecting a GPU request.
+ * The API server has validated these quantities; one that does not parse
+ * counts as 0 rather than rejecting a GPU request.
  */
+void
+gx_podreq_host(const struct gx_pod *pod, int64_t *cpu_milli, int64_t *mem_bytes)
+{
+    *cpu_milli = node_request(pod, "cpu", true);
+    *mem_bytes = node_request(pod, "memory", false);
+}
+
+/* CPU (milli) and memory (MiB) the pod asks of the node, for scores that weigh the whole node. */
 static void
 host_requests(const struct gx_pod *pod, struct gx_podreq *r)
 {
-    int64_t v = 0;
+    int64_t bytes;
 
-    r->cpu_milli = effective(pod, "cpu", true, &v, NULL) == GX_OK ? v : 0;
-    v = 0;
-    if (effective(pod, "memory", false, &v, NULL) != GX_OK) {
-        v = 0;
-    }
-    r->mem_mib = v / (INT64_C(1024) * 1024) + (v % (INT64_C(1024) * 1024) != 0);
+    gx_podreq_host(pod, &r->cpu_milli, &bytes);
+    r->mem_mib = gx_quantity_mib_of(bytes);
 }
 
 /* Classify @pod per podreq.h; GX_EINVAL with @why when it cannot be honoured. */

@@ -223,6 +223,12 @@ gx_quantity_parse_milli(const char *s, int64_t *out)
     return parse_scaled(s, 3, out);
 }
 
+int64_t
+gx_quantity_mib_of(int64_t bytes)
+{
+    return bytes / ((int64_t)1024 * 1024) + (bytes % ((int64_t)1024 * 1024) != 0);
+}
+
 /* Parse a byte quantity and round it up to MiB; fails as gx_quantity_parse does. */
 enum gx_err
 gx_quantity_parse_mib(const char *s, int64_t *out)
@@ -234,6 +240,6 @@ gx_quantity_parse_mib(const char *s, int64_t *out)
         return rc;
     }
     /* ceil(ceil(x) / 2^20) == ceil(x / 2^20), so rounding bytes first is exact. */
-    *out = bytes / ((int64_t)1024 * 1024) + (bytes % ((int64_t)1024 * 1024) != 0);
+    *out = gx_quantity_mib_of(bytes);
     return GX_OK;
 }

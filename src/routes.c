@@ -14,6 +14,7 @@
 #include "gx/extender.h"
 #include "gx/cards.h"
 #include "gx/log.h"
+#include "gx/podsum.h"
 #include "gx/quota.h"
 #include "gx/vcache.h"
 #include "preempt_verb.h"
@@ -293,6 +294,16 @@ http_gauges(const struct gx_http *h, struct gx_metrics_gauges *g)
     g->log_suppressed = gx_log_suppressed_total();
 }
 
+/* What the all-pods watch counts, for /metrics (zeros without it). */
+static void
+other_pods(const struct gx_podsum *p, struct gx_metrics_gauges *g)
+{
+    size_t n;
+
+    gx_podsum_totals(p, &n, &g->other_cpu_milli, &g->other_mem_bytes);
+    g->other_pods = (int64_t)n;
+}
+
 static void
 handle_metrics(struct gx_app *app, struct gx_http_req *r)
 {
@@ -306,6 +317,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     http_gauges(app->http, &g);
     snapshot_counts(app->sync.snap, &g, app->cfg);
     gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
+    other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200,
                        (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0);

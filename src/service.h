@@ -37,6 +37,7 @@ struct gx_httpc;
 struct gx_promsrc;
 struct gx_kube;
 struct gx_dra;
+struct gx_podsum;
 struct gx_seen;
 struct gx_vcache;
 struct bind_op;
@@ -58,8 +59,9 @@ struct gx_sync {
     struct gx_httpc *httpc; /* live sources */
     struct gx_promsrc *prom;
     struct gx_kube *kube;
-    struct gx_dra *dra;   /* cards held through DRA claims, with kube_watch_dra */
-    struct gx_pdbs *pdbs; /* PodDisruptionBudgets, for the preempt verb (live mode) */
+    struct gx_dra *dra;       /* cards held through DRA claims, with kube_watch_dra */
+    struct gx_podsum *podsum; /* unmanaged pods' requests per node, with kube_watch_all_pods */
+    struct gx_pdbs *pdbs;     /* PodDisruptionBudgets, for the preempt verb (live mode) */
     struct gx_kube_watch *w_pdbs;
     bool pdbs_listed_once;
     struct event *rebuild_timer;

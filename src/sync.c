@@ -15,6 +15,7 @@
 #include "gx/httpc.h"
 #include "gx/log.h"
 #include "gx/pdb.h"
+#include "gx/podsum.h"
 #include "gx/promsrc.h"
 #include "reconcile.h"
 
@@ -314,6 +315,39 @@ watch_pdbs(struct gx_app *app)
     return s->w_pdbs != NULL ? GX_OK : GX_ENOMEM;
 }
 
+/* gx_podsum_cbs.is_tenant: a ledger tenant's requests are the ledger's already. */
+static bool
+is_tenant(void *ctx, const char *uid)
+{
+    const struct gx_app *app = ctx;
+
+    return gx_ledger_find_pod(app->ledger, uid) != NULL;
+}
+
+/* gx_podsum_cbs.changed: decisions read the ledger, so the sums go there now. */
+static void
+podsum_changed(void *ctx)
+{
+    struct gx_app *app = ctx;
+
+    if (gx_podsum_apply(app->sync.podsum, app->ledger) != GX_OK) {
+        gx_warn("out of memory recording other pods' requests in the ledger, retrying on the next "
+                "change",
+                NULL);
+    }
+}
+
+/* The watch of every bound pod (kubernetes.watch_all_pods). GX_ENOMEM. */
+static enum gx_err
+start_podsum(struct gx_app *app)
+{
+    static const struct gx_podsum_cbs cbs = {is_tenant, podsum_changed};
+    struct gx_sync *s = &app->sync;
+
+    s->podsum = gx_podsum_new(app->cfg->managed_label, &cbs, app);
+    return s->podsum != NULL ? gx_podsum_watch(s->podsum, s->kube) : GX_ENOMEM;
+}
+
 enum gx_err
 gx_sync_start(struct gx_app *app, const struct gx_kube_cbs *cbs, struct gx_why *why)
 {
@@ -355,6 +389,9 @@ gx_sync_start(struct gx_app *app, const struct gx_kube_cbs *cbs, struct gx_why *
         if (watch_pdbs(app) != GX_OK) {
             return GX_ENOMEM;
         }
+        if (cfg->kube_watch_all_pods && start_podsum(app) != GX_OK) {
+            return GX_ENOMEM;
+        }
     }
     return GX_OK;
 }
@@ -367,6 +404,10 @@ gx_sync_set_config(struct gx_app *app)
     }
     if (app->sync.kube != NULL) {
         gx_kube_set_config(app->sync.kube, app->cfg);
+    }
+    if (app->sync.podsum != NULL &&
+        gx_podsum_set_label(app->sync.podsum, app->cfg->managed_label) != GX_OK) {
+        gx_warn("out of memory taking the new managed label for the all-pods watch", NULL);
     }
 }
 
@@ -381,7 +422,9 @@ gx_sync_ready(const struct gx_app *app)
     }
     /* The snapshot itself must hold the API server's nodes, not just the node store. */
     return app->sync.snap_has_api_nodes && gx_recon_synced(app) && app->leases != NULL &&
-           gx_leases_synced(app->leases) && (app->sync.dra == NULL || gx_dra_synced(app->sync.dra));
+           gx_leases_synced(app->leases) &&
+           (app->sync.dra == NULL || gx_dra_synced(app->sync.dra)) &&
+           (app->sync.podsum == NULL || gx_podsum_synced(app->sync.podsum));
 }
 
 void
@@ -406,6 +449,7 @@ gx_sync_free(struct gx_app *app)
     gx_dra_free(s->dra); /* its watches before the kube they run on */
     gx_kube_watch_free(s->w_pdbs);
     gx_pdbs_free(s->pdbs);
+    gx_podsum_free(s->podsum);
     gx_kube_free(s->kube);
     gx_httpc_free(s->httpc);
     if (s->rebuild_timer != NULL) {

@@ -400,3 +400,29 @@ Test(podreq, rejects_bad_milli, .init = setup, .fini = teardown)
                             "'nvidia.com/gpu':'1'}}}]}}"),
                      "cannot be combined") != NULL);
 }
+
+/* Node CPU/memory as kube-scheduler counts them: max(apps + sidecars, init peak) + overhead. */
+Test(podreq, host_requests_add_overhead_to_the_peak, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod =
+        pod_of("{'spec':{'overhead':{'cpu':'100m','memory':'1Mi'},"
+               "'initContainers':[{'resources':{'requests':{'cpu':'2','memory':'1Mi'}}},"
+               "{'restartPolicy':'Always','resources':{'requests':{'cpu':'500m','memory':'4Mi'}}}],"
+               "'containers':[{'resources':{'requests':{'cpu':'1','memory':'3Mi'}}}]}}");
+    struct gx_podreq r;
+    struct gx_why why = {{0}};
+    int64_t cpu = -1, mem = -1;
+
+    gx_podreq_host(&pod, &cpu, &mem);
+    /* init peak 2 CPU beats app 1 + sidecar 0.5; memory app 3Mi + sidecar 4Mi beats 1Mi */
+    cr_assert_eq(cpu, 2100, "cpu %lld", (long long)cpu);
+    cr_assert_eq(mem, 8 * 1024 * 1024, "mem %lld", (long long)mem);
+    cr_assert_eq(gx_podreq_parse(&cfg, &pod, &r, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(r.cpu_milli, 2100);
+    cr_assert_eq(r.mem_mib, 8);
+    /* an overhead that is not a quantity counts as 0, like a bad request */
+    pod = pod_of("{'spec':{'overhead':{'cpu':'lots'},"
+                 "'containers':[{'resources':{'requests':{'cpu':'1'}}}]}}");
+    gx_podreq_host(&pod, &cpu, &mem);
+    cr_assert(cpu == 1000 && mem == 0);
+}

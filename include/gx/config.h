@@ -148,7 +148,8 @@ struct gx_config {
     char *kube_token_file; /* re-read when it changes; NULL: none */
     char *kube_ca_file;
     bool kube_insecure;
-    bool kube_watch_dra; /* watch ResourceSlices/ResourceClaims: DRA-held cards are taken */
+    bool kube_watch_dra;      /* watch ResourceSlices/ResourceClaims: DRA-held cards are taken */
+    bool kube_watch_all_pods; /* watch every bound pod: unmanaged pods' CPU/memory per node */
     /* quotas: per-namespace limits on what the ledger books, see quota.h */
     int quota_default_milli; /* milli-GPU a namespace not listed may hold, 0: no limit */
     int quota_default_mib;   /* declared GPU memory (MiB) one not listed may hold, 0: no limit */

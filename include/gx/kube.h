@@ -92,6 +92,13 @@ struct gx_kube_watch *gx_kube_watch_new(struct gx_kube *k, enum gx_kind kind, co
                                         const char *path, const char *label_selector,
                                         const struct gx_kube_watch_cbs *cbs, void *ctx);
 
+/**
+ * Filter watch @w also by @field_selector ("spec.nodeName!="), copied.
+ * Call right after gx_kube_watch_new: the first list starts from the loop.
+ * GX_ENOMEM.
+ */
+enum gx_err gx_kube_watch_set_fields(struct gx_kube_watch *w, const char *field_selector) GX_WUR;
+
 /** Stop and free a watch (no more callbacks); NULL is a no-op. */
 void gx_kube_watch_free(struct gx_kube_watch *w);
 

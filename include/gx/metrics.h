@@ -92,6 +92,10 @@ struct gx_metrics_gauges {
     int64_t ledger_slots_used;
     int64_t ledger_slots_total;
     int64_t ledger_tenants;
+    /* the all-pods watch (podsum): pods not managed by the extender, counted per node */
+    int64_t other_pods;
+    int64_t other_cpu_milli;
+    int64_t other_mem_bytes;
     int64_t inflight;
     /* the HTTP server's memory budget (gx_http_get_stats) */
     int64_t inflight_bytes;      /* charged to requests in flight now */

@@ -49,4 +49,11 @@ enum gx_err gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *po
 enum gx_err gx_podreq_effective(const struct gx_pod *pod, const char *resource,
                                 int64_t *out) GX_WUR;
 
+/**
+ * CPU (milli) and memory (bytes) @pod takes on its node as kube-scheduler
+ * counts it: the effective request (above) plus spec.overhead. A quantity
+ * that does not parse counts as 0. Cannot fail.
+ */
+void gx_podreq_host(const struct gx_pod *pod, int64_t *cpu_milli, int64_t *mem_bytes);
+
 #endif

@@ -21,4 +21,7 @@ enum gx_err gx_quantity_parse_milli(const char *s, int64_t *out) GX_WUR;
 /** Parse a byte quantity and convert to MiB rounded up ("6Gi" -> 6144, "1G" -> 954). */
 enum gx_err gx_quantity_parse_mib(const char *s, int64_t *out) GX_WUR;
 
+/** @bytes (>= 0) in MiB, rounded up. */
+int64_t gx_quantity_mib_of(int64_t bytes);
+
 #endif

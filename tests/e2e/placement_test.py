@@ -46,6 +46,10 @@ try:
                f"no {verb} request for a pod without a managed resource")
     chk.ok("gpu-extender.io/managed" not in got.get("plain", {}).get("metadata", {}).get("labels", {}),
            "the extender did not touch the plain pod")
+    # ... but its requests are counted on its node (kubernetes.watch_all_pods, shipped RBAC)
+    other = lambda: c.extender_metrics("a").get(("gpu_extender_other_pods_cpu_cores", frozenset()), 0)
+    chk.ok(wait_for(lambda: other() >= 0.1, 10),
+           f"the all-pods watch counts the plain pod's CPU ({other()} cores)")
 
     # 2. Whole GPUs. Of node B's 8 cards, 0-3 run a training job, 5 shows XID 13 and 6 runs a
     # web UI (config/demo/dcgm-gpu-node-b.prom): 2 GPUs fit only there, on cards 4 and 7.
