@@ -962,8 +962,8 @@ gx_sim_live_fits(struct gx_sim_live *l, const struct gx_trace_pod *p, size_t i)
     struct run *r = &l->r;
     struct gx_ksched_res q = ks_request(r, p);
     struct gx_podreq req = {.kind = GX_REQ_NONE, .util_pct = -1};
+    struct gx_decide_ctx ctx;
     struct gx_verdict v;
-    double total = 0.0;
 
     if (i >= r->n || !intree_fits(&r->nodes[i], p, &q)) {
         return false;
@@ -971,7 +971,12 @@ gx_sim_live_fits(struct gx_sim_live *l, const struct gx_trace_pod *p, size_t i)
     if (r->o->mode == GX_SIM_COUNT_ONLY || (p->num_gpu == 0 && !r->o->cpu_pods_too)) {
         return true;
     }
-    return classify(r, p, &req) == GX_OK && extender_total(r, i, &req, p, &q, &v, &total);
+    if (classify(r, p, &req) != GX_OK) {
+        return false;
+    }
+    ctx = decide_ctx(r);
+    gx_score_node(&ctx, &req, r->nodes[i].node, &v); /* the extender's filter */
+    return v.keep;
 }
 
 struct gx_snapshot *

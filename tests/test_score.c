@@ -1041,6 +1041,7 @@ Test(score, relative_scores_of_equal_or_single_nodes_are_ten)
     gx_score_relative(none, 2, out);
     cr_assert(out[0] == 0 && out[1] == 0);
     gx_score_relative(NULL, 0, out); /* an empty call touches nothing */
+}
 
 Test(score, trend_part_scores_the_slope_only_with_its_weight)
 {
