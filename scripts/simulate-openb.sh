@@ -36,15 +36,21 @@ for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_mul
     run random "$trace" $nodes config/simulate/openb.json random
     run binpack "$trace" $nodes config/config.json binpack
     run fgd "$trace" $nodes config/simulate/openb.json fgd
+    # the all-pods watch of the live service (kubernetes.watch_all_pods)
+    run fgd-watch "$trace" $nodes config/simulate/openb.json fgd --sees-all-pods
+    # every pod through the extender: relative scores, no in-tree scores (docs: all pods)
+    run fgd-all-pods "$trace" $nodes config/simulate/openb-all-pods.json fgd --cpu-pods-too \
+        --sees-all-pods
 done
 # the same policy with more of the node in view, and with the unrounded score
 trace=openb_pod_list_default
 run binpack-slices4 $trace $nodes config/config.json binpack --share-slices
 run fgd-cpu-pods $trace $nodes config/simulate/openb.json fgd --cpu-pods-too
-run fgd-all-pods $trace $nodes config/simulate/openb.json fgd --cpu-pods-too --sees-all-pods
 run fgd-exact $trace $nodes config/simulate/openb.json fgd --exact-score
 # held out: the same workload on the cluster with its CPU-only nodes (never used for tuning)
 run fgd-allnodes openb_pod_list_default openb_node_list_all_node.csv config/simulate/openb.json fgd
+run fgd-all-pods-allnodes openb_pod_list_default openb_node_list_all_node.csv \
+    config/simulate/openb-all-pods.json fgd --cpu-pods-too --sees-all-pods
 run binpack-allnodes openb_pod_list_default openb_node_list_all_node.csv config/config.json binpack
 # one SVG per trace with every policy
 for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_multigpu20; do
