@@ -1,5 +1,5 @@
 """All pods through the extender (docs/scheduling-quality.md): the real kube-scheduler runs the
-shipped manifests/scheduler/kube-scheduler-config-all-pods.yaml (extender without
+shipped manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml (extender without
 managedResources, NodeResourcesFit/BalancedAllocation scoring off) and the extender runs with
 score.relative on, as manifests/overlays/all-pods deploys them. A recording proxy between the two
 keeps every call and answer, so the test sees what the scheduler was told: CPU-only pods are
@@ -13,12 +13,13 @@ import sys
 import threading
 import urllib.request
 
-from e2e import (Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+from e2e import (TOLERATE_GPU, Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  exclusive, log, pod, shared, wait_bound, wait_for)
 from rig import DEMO_NODES, Cluster, free_port
 
 chk = Checks("e2e_all_pods")
 POOL = {"e2e.gpu-extender.io/pool": "fgd"}
+POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "fgd", "effect": "NoSchedule"}
 
 
 class Recorder(http.server.ThreadingHTTPServer):
@@ -64,16 +65,24 @@ class RecordHandler(http.server.BaseHTTPRequestHandler):
 
 
 def gpu_node(name, cpu):
-    """A copy of gpu-node-a (2 whole cards, no time-slicing) with @cpu cores, in the test pool."""
+    """A copy of gpu-node-a (2 whole cards, no time-slicing) with @cpu cores, in the test pool:
+    labelled and tainted, so that only the pool's pods land there."""
     with open(DEMO_NODES) as f:
         src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
     n = copy.deepcopy(src)
     n["metadata"]["name"] = name
     n["metadata"]["labels"]["kubernetes.io/hostname"] = name
     n["metadata"]["labels"].update(POOL)
+    n["spec"]["taints"] = n["spec"].get("taints", []) + [POOL_TAINT]
     for k in ("capacity", "allocatable"):
         n["status"][k]["cpu"] = str(cpu)
     return n
+
+
+def in_pool(p, node_selector=POOL):
+    p["spec"]["nodeSelector"] = node_selector
+    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_TAINT["key"], "operator": "Exists"}]
+    return p
 
 
 def scores(answer):
@@ -85,17 +94,18 @@ threading.Thread(target=rec.serve_forever, daemon=True).start()
 # gpu-node-f: 16 cores, its 2 cards about to be taken by 6-core pods; gpu-node-g: 8 cores, 2 free
 # cards. A 3-core CPU pod fits both; on g it would leave 5 cores, too few for the typical 6-core
 # GPU pod, stranding 2 cards; on f it strands nothing (no free card). LeastAllocated would pick g.
-c = Cluster(extender_bin=sys.argv[1], extra_nodes=[gpu_node("gpu-node-f", 16), gpu_node("gpu-node-g", 8)],
+c = Cluster(extender_bin=sys.argv[1],
+            extra_nodes=[gpu_node("gpu-node-f", 16), gpu_node("gpu-node-g", 8)],
             extenders=[{"name": "a", "overrides": {"score.relative": True}}],
             schedulers=[{"name": "gpu-scheduler", "extender": "a", "extender_port": rec.server_port,
-                         "config": "kube-scheduler-config-all-pods.yaml"}])
+                         "config": "overlays/all-pods/kube-scheduler-config-all-pods.yaml"}])
 rec.cluster = c
 try:
     c.up()
     before = c.requests_by_verb("a")
 
     # 1. CPU-only pods of gpu-scheduler reach the extender; tolerating the GPU taint they may go
-    # anywhere, and the extender's 10 for the CPU node (prefer_cpu_nodes_for_cpu_pods) wins.
+    # anywhere but the pool, and the extender's 10 for the CPU node (prefer_cpu_nodes_for_cpu_pods) wins.
     create(c, pod("plain", tolerate=False), pod("cpu-any"))
     got = wait_bound(c, ["plain", "cpu-any"], timeout=120)
     for name in ("plain", "cpu-any"):
@@ -113,8 +123,8 @@ try:
 
     # 2. GPU pods as in placement_test: whole GPUs (two 6-core ones fill gpu-node-f), shared slices.
     six = {"cpu": "6", "nvidia.com/gpu": "1"}
-    create(c, pod("ex-f1", six, node_selector={"kubernetes.io/hostname": "gpu-node-f"}),
-           pod("ex-f2", six, node_selector={"kubernetes.io/hostname": "gpu-node-f"}),
+    on_f = {"kubernetes.io/hostname": "gpu-node-f"}
+    create(c, in_pool(pod("ex-f1", six), on_f), in_pool(pod("ex-f2", six), on_f),
            exclusive("ex-2", 2), *[shared(f"sh-{i}", "1", "6Gi", "20") for i in range(3)])
     gpu_pods = ["ex-f1", "ex-f2", "ex-2"] + [f"sh-{i}" for i in range(3)]
     got = wait_bound(c, gpu_pods, timeout=180)
@@ -123,12 +133,13 @@ try:
         check_assignment(c, chk, p, want_shared=name.startswith("sh-"))
         chk.ok(rec.of("bind", name), f"{name}: bound by the extender")
     for name in ("ex-f1", "ex-f2"):
-        chk.eq(got.get(name, {}).get("spec", {}).get("nodeName"), "gpu-node-f", f"{name} on gpu-node-f")
+        chk.eq(got.get(name, {}).get("spec", {}).get("nodeName"), "gpu-node-f",
+               f"{name} on gpu-node-f")
     wait_for(lambda: all(t["state"] == "bound" for ts in c.leases().values() for t in ts), 30)
     check_ledger(c, chk)
 
     # 3. The CPU pod fgd places: the pool is f (cards all taken) and g (2 free cards, 8 cores).
-    create(c, pod("cpu-fgd", {"cpu": "3"}, node_selector=POOL))
+    create(c, in_pool(pod("cpu-fgd", {"cpu": "3"})))
     got = wait_bound(c, ["cpu-fgd"], timeout=120)
     chk.eq(got.get("cpu-fgd", {}).get("spec", {}).get("nodeName"), "gpu-node-f",
            "CPU pod on the node whose GPUs are all taken, not the one it would strand")
@@ -145,7 +156,8 @@ try:
     chk.eq([a for a in answers if a and max(a.values()) != 10], [],
            "every prioritize answer has a 10")
     after = c.requests_by_verb("a")
-    chk.ok(after.get("bind", 0) - before.get("bind", 0) >= 9, "all 9 pods bound through the extender")
+    chk.ok(after.get("bind", 0) - before.get("bind", 0) >= 9,
+           "all 9 pods bound through the extender (/metrics)")
 
     delete_pods(c)
     wait_for(lambda: not any(c.leases().values()), 30, interval=0.5)

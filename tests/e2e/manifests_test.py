@@ -1,7 +1,8 @@
 """Every shipped manifest passes `kubectl apply --dry-run=server` against the real API server of
 the pinned release (admission, defaulting and schema validation included, strict field
 validation): the kustomize base (with the scheduler directory), the scheduler, monitoring and
-all-pods overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples. The API server also
+all-pods overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples; the
+all-pods overlay's extender config is config/config.json plus score.relative. The API server also
 proves the RBAC objects and the KubeSchedulerConfiguration inside the ConfigMaps are accepted as
 the real objects (the scheduler e2e tests run that configuration)."""
 import json
@@ -38,13 +39,15 @@ try:
         dry_run(f"overlay manifests/{overlay}", "-k", os.path.join(M, overlay))
     # The all-pods overlay (docs/scheduling-quality.md): the scheduler mounts the all-pods
     # profile, and the extender's config is config/config.json with score.relative on.
-    ov = [d for d in yaml.safe_load_all(c.kubectl("kustomize", os.path.join(M, "overlays", "all-pods")))
-          if d]
+    ov = c.kubectl("kustomize", os.path.join(M, "overlays", "all-pods"))
+    ov = [d for d in yaml.safe_load_all(ov) if d]
     dep = [d for d in ov if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpu-scheduler"]
     vols = {v["name"]: v.get("configMap", {}).get("name")
             for d in dep for v in d["spec"]["template"]["spec"]["volumes"]}
-    chk.eq(vols.get("config"), "gpu-scheduler-config-all-pods", "all-pods overlay mounts its profile")
-    ecm = [d for d in ov if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-extender-config"]
+    chk.eq(vols.get("config"), "gpu-scheduler-config-all-pods",
+           "all-pods overlay mounts its profile")
+    ecm = [d for d in ov
+           if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-extender-config"]
     with open(os.path.join(ROOT, "config", "config.json")) as f:
         want = json.load(f)
     want["score"]["relative"] = True
@@ -64,7 +67,7 @@ try:
 
     # The embedded scheduler configurations parse (the scheduler tests start them for real).
     for name in ("kube-scheduler-config.yaml", "kube-scheduler-config-https.yaml",
-                 "kube-scheduler-config-all-pods.yaml"):
+                 "overlays/all-pods/kube-scheduler-config-all-pods.yaml"):
         cfg = shipped_scheduler_config(name)
         chk.eq(cfg.get("kind"), "KubeSchedulerConfiguration", f"{name} embeds a KubeSchedulerConfiguration")
     chk.eq(c.forbidden(), [], "no 403 (nothing ran as the extender here)")

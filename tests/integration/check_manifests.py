@@ -683,9 +683,10 @@ def chk_configmap_equal(docs, root):
 
 
 def scheduler_configs(docs):
-    """(ConfigMap doc, data key, parsed KubeSchedulerConfiguration)."""
+    """(ConfigMap doc, data key, parsed KubeSchedulerConfiguration), overlays' too."""
     out = []
-    for d in find(docs, "ConfigMap", under="manifests/scheduler/"):
+    cms = find(docs, "ConfigMap", under="manifests/scheduler/")
+    for d in cms + find(docs, "ConfigMap", under="manifests/overlays/"):
         for key, val in (d.body.get("data") or {}).items():
             if not isinstance(val, str):
                 continue
@@ -752,7 +753,8 @@ def fit_ignores(w, k, res):
             if pc.get("name") == "NodeResourcesFit" and \
                     res in ((pc.get("args") or {}).get("ignoredResources") or []):
                 return []
-    return [f"{w}: no managedResources, so NodeResourcesFit args must list {res} in ignoredResources"]
+    return [f"{w}: no managedResources, so NodeResourcesFit args must list {res} "
+            "in ignoredResources"]
 
 
 def chk_scheduler_config(docs, cfg):

@@ -83,8 +83,10 @@ def build_next_binaries():
 
 
 def shipped_scheduler_config(name="kube-scheduler-config.yaml"):
-    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME."""
-    with open(os.path.join(ROOT, "manifests", "scheduler", name)) as f:
+    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME
+    (NAME with a directory: manifests/NAME, e.g. overlays/all-pods/...)."""
+    sub = () if "/" in name else ("scheduler",)
+    with open(os.path.join(ROOT, "manifests", *sub, name)) as f:
         cm = yaml.safe_load(f)
     return yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])
 
