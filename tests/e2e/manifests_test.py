@@ -1,11 +1,15 @@
 """Every shipped manifest passes `kubectl apply --dry-run=server` against the real API server of
 the pinned release (admission, defaulting and schema validation included, strict field
-validation): the kustomize base (with the scheduler directory), the scheduler and monitoring
-overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples. The API server also
+validation): the kustomize base (with the scheduler directory), the scheduler, monitoring and
+all-pods overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples; the
+all-pods overlay's extender config is config/config.json plus score.relative. The API server also
 proves the RBAC objects and the KubeSchedulerConfiguration inside the ConfigMaps are accepted as
 the real objects (the scheduler e2e tests run that configuration)."""
+import json
 import os
 import sys
+
+import yaml
 
 from e2e import ROOT, Checks, log
 from rig import Cluster, shipped_scheduler_config, wait_for
@@ -31,8 +35,24 @@ try:
     out = dry_run("kustomize base (kubectl kustomize manifests)", "-f", "-", input=base)
     n = sum(1 for line in out.splitlines() if "(server dry run)" in line)
     chk.ok(n >= 10, f"base objects checked by the server ({n})")
-    for overlay in ("scheduler", "monitoring"):
+    for overlay in ("scheduler", "monitoring", "overlays/all-pods"):
         dry_run(f"overlay manifests/{overlay}", "-k", os.path.join(M, overlay))
+    # The all-pods overlay (docs/scheduling-quality.md): the scheduler mounts the all-pods
+    # profile, and the extender's config is config/config.json with score.relative on.
+    ov = c.kubectl("kustomize", os.path.join(M, "overlays", "all-pods"))
+    ov = [d for d in yaml.safe_load_all(ov) if d]
+    dep = [d for d in ov if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpu-scheduler"]
+    vols = {v["name"]: v.get("configMap", {}).get("name")
+            for d in dep for v in d["spec"]["template"]["spec"]["volumes"]}
+    chk.eq(vols.get("config"), "gpu-scheduler-config-all-pods",
+           "all-pods overlay mounts its profile")
+    ecm = [d for d in ov
+           if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-extender-config"]
+    with open(os.path.join(ROOT, "config", "config.json")) as f:
+        want = json.load(f)
+    want["score"]["relative"] = True
+    chk.eq(json.loads(ecm[0]["data"]["config.json"]) if ecm else None, want,
+           "all-pods overlay's extender config == config/config.json + score.relative: true")
     # The shared-pod examples use the RuntimeClass the GPU Operator creates (docs/sharing.md).
     c.kubectl("apply", "-f", "-", input='{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",'
               ' "metadata": {"name": "nvidia"}, "handler": "nvidia"}')
@@ -46,7 +66,8 @@ try:
     chk.ok(r.returncode != 0, "server dry-run created nothing")
 
     # The embedded scheduler configurations parse (the scheduler tests start them for real).
-    for name in ("kube-scheduler-config.yaml", "kube-scheduler-config-https.yaml"):
+    for name in ("kube-scheduler-config.yaml", "kube-scheduler-config-https.yaml",
+                 "overlays/all-pods/kube-scheduler-config-all-pods.yaml"):
         cfg = shipped_scheduler_config(name)
         chk.eq(cfg.get("kind"), "KubeSchedulerConfiguration", f"{name} embeds a KubeSchedulerConfiguration")
     chk.eq(c.forbidden(), [], "no 403 (nothing ran as the extender here)")

@@ -683,9 +683,10 @@ def chk_configmap_equal(docs, root):
 
 
 def scheduler_configs(docs):
-    """(ConfigMap doc, data key, parsed KubeSchedulerConfiguration)."""
+    """(ConfigMap doc, data key, parsed KubeSchedulerConfiguration), overlays' too."""
     out = []
-    for d in find(docs, "ConfigMap", under="manifests/scheduler/"):
+    cms = find(docs, "ConfigMap", under="manifests/scheduler/")
+    for d in cms + find(docs, "ConfigMap", under="manifests/overlays/"):
         for key, val in (d.body.get("data") or {}).items():
             if not isinstance(val, str):
                 continue
@@ -743,6 +744,17 @@ def is_extended_resource(name):
         return False
     return re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?",
                         name) is not None
+
+
+def fit_ignores(w, k, res):
+    """An extender without managedResources: NodeResourcesFit's args must ignore @res."""
+    for p in k.get("profiles") or []:
+        for pc in p.get("pluginConfig") or []:
+            if pc.get("name") == "NodeResourcesFit" and \
+                    res in ((pc.get("args") or {}).get("ignoredResources") or []):
+                return []
+    return [f"{w}: no managedResources, so NodeResourcesFit args must list {res} "
+            "in ignoredResources"]
 
 
 def chk_scheduler_config(docs, cfg):
@@ -819,7 +831,10 @@ def chk_scheduler_config(docs, cfg):
         if len(got) != len(mr):
             problems.append(f"{w}: duplicate managedResources")
         want = {names["gpu"]: False, names["shared"]: False, names["slice"]: True}
-        if got != want:
+        if not mr:
+            # all-pods variant: called for every pod, so the slice is ignored by Fit's args
+            problems += fit_ignores(w, k, names["slice"])
+        elif got != want:
             problems.append(f"{w}: managedResources {got}, want {want}")
         for n in got:
             if not isinstance(n, str) or not is_extended_resource(n):

@@ -83,8 +83,10 @@ def build_next_binaries():
 
 
 def shipped_scheduler_config(name="kube-scheduler-config.yaml"):
-    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME."""
-    with open(os.path.join(ROOT, "manifests", "scheduler", name)) as f:
+    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME
+    (NAME with a directory: manifests/NAME, e.g. overlays/all-pods/...)."""
+    sub = () if "/" in name else ("scheduler",)
+    with open(os.path.join(ROOT, "manifests", *sub, name)) as f:
         cm = yaml.safe_load(f)
     return yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])
 
@@ -94,7 +96,8 @@ class Cluster:
     extenders: list of dicts, one per gpu-extender replica: {"name": "a", "tls": bool,
                "overrides": {dotted.key: value}}.
     schedulers: list of dicts: {"name": "gpu-scheduler", "config": "kube-scheduler-config.yaml",
-               "extender": "a", "scheduler_name": None (keep the shipped), "leader_elect": None}.
+               "extender": "a", "scheduler_name": None (keep the shipped), "leader_elect": None,
+               "extender_port": None (call the extender's own port)}.
     generate: extra generated GPU nodes (copies of gpu-node-b) for scale tests.
     """
 
@@ -496,7 +499,9 @@ class Cluster:
         cfg["clientConnection"]["kubeconfig"] = self.path("scheduler.kubeconfig")
         ext = cfg["extenders"][0]
         e = self.extender_spec(spec["extender"]) if spec.get("extender") else {"name": "-", "port": 9}
-        port = e.get("port") or self.state["ports"].get(f"extender-{e['name']}")
+        # extender_port: something in front of the extender (a test's recording proxy)
+        port = spec.get("extender_port") or e.get("port") or self.state["ports"].get(
+            f"extender-{e['name']}")
         scheme = "https" if ext.get("enableHTTPS") else "http"
         if scheme == "https" and not e.get("tls"):
             raise ValueError(f"scheduler {name}: HTTPS config needs a TLS extender")

@@ -1,0 +1,176 @@
+"""All pods through the extender (docs/scheduling-quality.md): the real kube-scheduler runs the
+shipped manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml (extender without
+managedResources, NodeResourcesFit/BalancedAllocation scoring off) and the extender runs with
+score.relative on, as manifests/overlays/all-pods deploys them. A recording proxy between the two
+keeps every call and answer, so the test sees what the scheduler was told: CPU-only pods are
+filtered, prioritized and bound by the extender, every prioritize answer has a 10, GPU pods get
+the annotations and ledger of placement_test, and a CPU pod goes where fgd wants it: onto a node
+whose GPUs are all taken, not onto one whose free GPUs it would strand."""
+import copy
+import http.server
+import json
+import sys
+import threading
+import urllib.request
+
+from e2e import (TOLERATE_GPU, Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+                 exclusive, log, pod, shared, wait_bound, wait_for)
+from rig import DEMO_NODES, Cluster, free_port
+
+chk = Checks("e2e_all_pods")
+POOL = {"e2e.gpu-extender.io/pool": "fgd"}
+POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "fgd", "effect": "NoSchedule"}
+
+
+class Recorder(http.server.ThreadingHTTPServer):
+    """Forwards the scheduler's calls to extender a and keeps (verb, request, answer)."""
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", free_port()), RecordHandler)
+        self.cluster = None
+        self.calls = []
+        self.lock = threading.Lock()
+
+    def of(self, verb, pod_name):
+        with self.lock:
+            return [(q, a) for v, q, a in self.calls if v == verb and call_pod(v, q) == pod_name]
+
+
+def call_pod(verb, q):
+    """The pod a call is about (ExtenderBindingArgs.PodName, ExtenderArgs.Pod; Go field names)."""
+    if verb == "bind":
+        return q.get("PodName")
+    return ((q.get("Pod") or {}).get("metadata") or {}).get("name")
+
+
+class RecordHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        req = urllib.request.Request(self.server.cluster.extender_url("a", self.path), data=body,
+                                     method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            status, answer = r.status, r.read()
+        with self.server.lock:
+            self.server.calls.append((self.path.rsplit("/", 1)[-1], json.loads(body or b"{}"),
+                                      json.loads(answer or b"null")))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def gpu_node(name, cpu):
+    """A copy of gpu-node-a (2 whole cards, no time-slicing) with @cpu cores, in the test pool:
+    labelled and tainted, so that only the pool's pods land there."""
+    with open(DEMO_NODES) as f:
+        src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
+    n = copy.deepcopy(src)
+    n["metadata"]["name"] = name
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    n["metadata"]["labels"].update(POOL)
+    n["spec"]["taints"] = n["spec"].get("taints", []) + [POOL_TAINT]
+    for k in ("capacity", "allocatable"):
+        n["status"][k]["cpu"] = str(cpu)
+    return n
+
+
+def in_pool(p, node_selector=POOL):
+    p["spec"]["nodeSelector"] = node_selector
+    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_TAINT["key"], "operator": "Exists"}]
+    return p
+
+
+def scores(answer):
+    return {h["Host"]: h["Score"] for h in answer or []}  # HostPriorityList
+
+
+rec = Recorder()
+threading.Thread(target=rec.serve_forever, daemon=True).start()
+# gpu-node-f: 16 cores, its 2 cards about to be taken by 6-core pods; gpu-node-g: 8 cores, 2 free
+# cards. A 3-core CPU pod fits both; on g it would leave 5 cores, too few for the typical 6-core
+# GPU pod, stranding 2 cards; on f it strands nothing (no free card). LeastAllocated would pick g.
+c = Cluster(extender_bin=sys.argv[1],
+            extra_nodes=[gpu_node("gpu-node-f", 16), gpu_node("gpu-node-g", 8)],
+            extenders=[{"name": "a", "overrides": {"score.relative": True}}],
+            schedulers=[{"name": "gpu-scheduler", "extender": "a", "extender_port": rec.server_port,
+                         "config": "overlays/all-pods/kube-scheduler-config-all-pods.yaml"}])
+rec.cluster = c
+try:
+    c.up()
+    before = c.requests_by_verb("a")
+
+    # 1. CPU-only pods of gpu-scheduler reach the extender; tolerating the GPU taint they may go
+    # anywhere but the pool, and the extender's 10 for the CPU node (prefer_cpu_nodes_for_cpu_pods) wins.
+    create(c, pod("plain", tolerate=False), pod("cpu-any"))
+    got = wait_bound(c, ["plain", "cpu-any"], timeout=120)
+    for name in ("plain", "cpu-any"):
+        chk.eq(got.get(name, {}).get("spec", {}).get("nodeName"), "cpu-node-d",
+               f"{name}: CPU-only pod on the CPU node")
+        chk.ok(rec.of("filter", name), f"{name}: filtered by the extender")
+        chk.ok(rec.of("bind", name), f"{name}: bound by the extender")
+    pr = rec.of("prioritize", "cpu-any")
+    chk.ok(pr and scores(pr[-1][1]).get("cpu-node-d") == 10,
+           f"cpu-any: prioritize gave the CPU node 10 ({pr and scores(pr[-1][1])})")
+    mid = c.requests_by_verb("a")
+    for verb in ("filter", "prioritize", "bind"):
+        chk.ok(mid.get(verb, 0) - before.get(verb, 0) >= 1,
+               f"extender /metrics counted {verb} for the CPU-only pods")
+
+    # 2. GPU pods as in placement_test: whole GPUs (two 6-core ones fill gpu-node-f), shared slices.
+    six = {"cpu": "6", "nvidia.com/gpu": "1"}
+    on_f = {"kubernetes.io/hostname": "gpu-node-f"}
+    create(c, in_pool(pod("ex-f1", six), on_f), in_pool(pod("ex-f2", six), on_f),
+           exclusive("ex-2", 2), *[shared(f"sh-{i}", "1", "6Gi", "20") for i in range(3)])
+    gpu_pods = ["ex-f1", "ex-f2", "ex-2"] + [f"sh-{i}" for i in range(3)]
+    got = wait_bound(c, gpu_pods, timeout=180)
+    chk.eq(sorted(got), sorted(gpu_pods), "GPU pods bound")
+    for name, p in sorted(got.items()):
+        check_assignment(c, chk, p, want_shared=name.startswith("sh-"))
+        chk.ok(rec.of("bind", name), f"{name}: bound by the extender")
+    for name in ("ex-f1", "ex-f2"):
+        chk.eq(got.get(name, {}).get("spec", {}).get("nodeName"), "gpu-node-f",
+               f"{name} on gpu-node-f")
+    wait_for(lambda: all(t["state"] == "bound" for ts in c.leases().values() for t in ts), 30)
+    check_ledger(c, chk)
+
+    # 3. The CPU pod fgd places: the pool is f (cards all taken) and g (2 free cards, 8 cores).
+    create(c, in_pool(pod("cpu-fgd", {"cpu": "3"})))
+    got = wait_bound(c, ["cpu-fgd"], timeout=120)
+    chk.eq(got.get("cpu-fgd", {}).get("spec", {}).get("nodeName"), "gpu-node-f",
+           "CPU pod on the node whose GPUs are all taken, not the one it would strand")
+    pr = rec.of("prioritize", "cpu-fgd")
+    s = scores(pr[-1][1]) if pr else {}
+    chk.ok(s.get("gpu-node-f") == 10 and s.get("gpu-node-g", 10) < 10,
+           f"cpu-fgd: relative answer 10 for f, less for g ({s})")
+    chk.ok(rec.of("bind", "cpu-fgd"), "cpu-fgd: bound by the extender")
+
+    # 4. Every prioritize answer the scheduler got names a best node with 10 (score.relative).
+    with rec.lock:
+        answers = [scores(a) for v, _, a in rec.calls if v == "prioritize"]
+    chk.ok(answers, f"the scheduler called prioritize ({len(answers)} calls)")
+    chk.eq([a for a in answers if a and max(a.values()) != 10], [],
+           "every prioritize answer has a 10")
+    after = c.requests_by_verb("a")
+    chk.ok(after.get("bind", 0) - before.get("bind", 0) >= 9,
+           "all 9 pods bound through the extender (/metrics)")
+
+    delete_pods(c)
+    wait_for(lambda: not any(c.leases().values()), 30, interval=0.5)
+    chk.ok(not any(c.leases().values()), "every booking released after all pods are gone")
+    check_no_403(c, chk)
+    chk.ok(c.alive("extender-a"), "extender still running (no sanitizer abort)")
+finally:
+    if chk.failed:
+        with rec.lock:
+            for v, q, a in rec.calls:
+                log(f"call {v} {call_pod(v, q)}: {json.dumps(a)[:300]}")
+        for n in ("extender-a", "scheduler-gpu-scheduler"):
+            log(f"--- {n} log tail ---\n" + c.logs(n, 3000))
+    c.down()
+    rec.shutdown()
+chk.done()
