@@ -101,8 +101,12 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
     enum gx_err rc;
 
     memset(out, 0, sizeof(*out));
+    out->booking = GX_BOOKING_ANY;
     if (held != NULL && strcmp(held->node, node) == 0) {
         held_cards(held, pod->uid, out);
+        /* a retry takes the booking over, so a release queued by an earlier attempt misses it */
+        out->booking = gx_ledger_renew(l, pod->uid, ctx->now_ms);
+        out->renewed = true;
         return GX_OK;
     }
     if (held != NULL) {
@@ -135,6 +139,7 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
     out->n_cards = v.device_plugin ? 0 : v.n_cards;
     memcpy(out->cards, v.cards, sizeof(out->cards));
     out->changed = true;
+    out->booking = gx_ledger_booking(l, pod->uid);
     return GX_OK;
 }
 

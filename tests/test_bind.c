@@ -46,11 +46,11 @@ struct fake {
     long rv;
     char *tenants; /* the Lease's tenants annotation (JSON text), heap */
     /* faults */
-    int lose;             /* Lease PUTs still to lose to another writer */
-    int patch_status;     /* the label PATCH answers this (0: 200) */
-    int patch_failures;   /* with patch_status: only this many PATCHes fail (0: every one) */
-    int hold_call;        /* the n-th Lease call (1-based) waits while @hold */
-    bool hold, holding;   /* holding: that call is waiting now */
+    int lose;           /* Lease PUTs still to lose to another writer */
+    int patch_status;   /* the label PATCH answers this (0: 200) */
+    int patch_failures; /* with patch_status: only this many PATCHes fail (0: every one) */
+    int hold_call;      /* the n-th Lease call (1-based) waits while @hold */
+    bool hold, holding; /* holding: that call is waiting now */
     int lease_calls;
     int binding_status;   /* the Binding answers this (0: 201, or 409 when bound) */
     const char *lands_on; /* a failing Binding binds the pod here all the same */
@@ -654,18 +654,20 @@ held_and_answered(struct env *e)
 
 /*
  * The e2e_burst over-admission: attempt 1 books, its label PATCH fails, so
- * it queues a background release, which the API server holds back; the
- * scheduler's retry finds the booking, binds the pod, and only then does
- * the late release land. It must not undo the retry's booking.
+ * it queues a background release, whose Lease call @hold_call the API
+ * server holds back; the scheduler's retry finds the booking and binds the
+ * pod; only then does the late release go on. It must not undo the retry's
+ * booking.
  */
-Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
+static void
+late_release(int hold_call)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
     e.f.patch_failures = 1;
-    e.f.hold_call = 3; /* GET lease, POST lease (attempt 1), then the release's GET */
+    e.f.hold_call = hold_call;
     e.f.hold = true;
     bind_post(&e);
     cr_assert(run_until(&e, held_and_answered), "attempt 1 fails with its release held");
@@ -679,4 +681,16 @@ Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
     cr_assert(run_until(&e, settled), "the late release and the bound mark end");
     assert_booking(&e, "bound");
     env_fini(&e);
+}
+
+/* Held before it reads the Lease: it reads the retry's booking. */
+Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(3); /* GET lease, POST lease (attempt 1), then the release's GET */
+}
+
+/* Held after it read attempt 1's booking: its write loses the race and it reads again. */
+Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(4); /* ... the release's GET, then its PUT */
 }
