@@ -237,13 +237,19 @@ gx_admit_binding(const struct gx_config *cfg, const char *ns, const char *name, 
     return rc;
 }
 
+bool
+gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms)
+{
+    return now_ms - booking <= 2 * (int64_t)cfg->bind_deadline_ms;
+}
+
 enum gx_admit_fix
 gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tenant *t,
              const struct gx_admit_seen *seen, int64_t now_ms)
 {
     int64_t age = now_ms - t->since_ms;
     /* Younger tenants may belong to a bind in flight or to watch events on their way. */
-    bool settled = age > 2 * (int64_t)cfg->bind_deadline_ms;
+    bool settled = !gx_admit_in_flight(cfg, t->since_ms, now_ms);
 
     if (seen != NULL && seen->finished) {
         return GX_FIX_RELEASE;

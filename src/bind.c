@@ -389,6 +389,12 @@ op_enter(struct bind_op *op, enum bind_state st)
         if (prev != BS_MOVE && held != NULL && strcmp(held->node, op->node) != 0) {
             (void)snprintf(op->other, sizeof(op->other), "%s", held->node);
             op->other_booking = gx_ledger_booking(op->app->ledger, op->uid);
+            if (gx_admit_in_flight(op->app->cfg, op->other_booking, gx_wall_ms())) {
+                /* a timed-out Binding there may still land: moving lost its booking (e2e_burst) */
+                op_fail(op, GX_BIND_ERROR,
+                        "an earlier bind of the pod to another node may still land", op->other);
+                return;
+            }
             op->state = BS_MOVE;
             op_lease(op, op->other, move_mutate, move_done);
             return;

@@ -87,6 +87,19 @@ world_free(struct world *w)
 static const struct gx_podreq shared1 = {.kind = GX_REQ_SHARED, .slices = 1, .util_pct = -1};
 static const struct gx_podreq whole2 = {.kind = GX_REQ_EXCLUSIVE, .gpus = 2, .util_pct = -1};
 
+/* A booking younger than two bind deadlines may still be bound by a Binding on its way. */
+Test(admit, a_booking_is_in_flight_for_two_bind_deadlines)
+{
+    struct gx_config *cfg = NULL;
+
+    cr_assert_eq(gx_config_default(&cfg), GX_OK);
+    cfg->bind_deadline_ms = 1000;
+    cr_assert(gx_admit_in_flight(cfg, NOW, NOW));
+    cr_assert(gx_admit_in_flight(cfg, NOW, NOW + 2000));
+    cr_assert_not(gx_admit_in_flight(cfg, NOW, NOW + 2001));
+    gx_config_free(cfg);
+}
+
 Test(admit, reserve_books_once_and_repeats_idempotently)
 {
     struct world w;

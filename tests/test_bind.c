@@ -694,3 +694,30 @@ Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
 {
     late_release(4); /* ... the release's GET, then its PUT */
 }
+
+/*
+ * A retried bind to another node while the pod's booking there is young:
+ * the first attempt's timed-out Binding may still land, so the booking is
+ * not moved (moving it left bound pods without a booking in e2e_burst).
+ */
+Test(bind, a_young_booking_on_another_node_is_not_moved)
+{
+    struct env e;
+    struct gx_tenant t = {.uid = UID,
+                          .pod = NS "/" POD,
+                          .card = 0,
+                          .exclusive = true,
+                          .util_pct = -1,
+                          .state = GX_TENANT_RESERVED};
+    static const int slots[2] = {1, 1};
+
+    env_init(&e, true);
+    t.since_ms = gx_wall_ms() - 1000;
+    cr_assert_eq(gx_ledger_add(e.app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
+    bind_pod(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    cr_assert_str_eq(e.error, "an earlier bind of the pod to another node may still land: gpu-b");
+    assert_trace(&e, "");
+    cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
+    env_fini(&e);
+}

@@ -69,6 +69,14 @@ struct gx_admit_seen {
 enum gx_admit_fix { GX_FIX_NONE, GX_FIX_RELEASE, GX_FIX_BOUND };
 
 /**
+ * True when a booking stamped @booking may still belong to a bind in
+ * flight at @now_ms (wall ms): younger than two bind deadlines, so a
+ * Binding that timed out may yet be applied. Such a booking is neither
+ * settled by the reconciler nor moved to another node by a retried bind.
+ */
+bool gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms);
+
+/**
  * What the reconciler does with tenant @t of @node at @now_ms, given the
  * pod the watch shows (@seen NULL: not among the managed pods). Young
  * tenants may belong to a bind in flight and are left alone unless the
