@@ -101,8 +101,12 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
     enum gx_err rc;
 
     memset(out, 0, sizeof(*out));
+    out->booking = GX_BOOKING_ANY;
     if (held != NULL && strcmp(held->node, node) == 0) {
         held_cards(held, pod->uid, out);
+        /* a retry takes the booking over, so a release queued by an earlier attempt misses it */
+        out->booking = gx_ledger_renew(l, pod->uid, ctx->now_ms);
+        out->renewed = true;
         return GX_OK;
     }
     if (held != NULL) {
@@ -135,6 +139,7 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
     out->n_cards = v.device_plugin ? 0 : v.n_cards;
     memcpy(out->cards, v.cards, sizeof(out->cards));
     out->changed = true;
+    out->booking = gx_ledger_booking(l, pod->uid);
     return GX_OK;
 }
 
@@ -232,13 +237,19 @@ gx_admit_binding(const struct gx_config *cfg, const char *ns, const char *name, 
     return rc;
 }
 
+bool
+gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms)
+{
+    return now_ms - booking <= 2 * (int64_t)cfg->bind_deadline_ms;
+}
+
 enum gx_admit_fix
 gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tenant *t,
              const struct gx_admit_seen *seen, int64_t now_ms)
 {
     int64_t age = now_ms - t->since_ms;
     /* Younger tenants may belong to a bind in flight or to watch events on their way. */
-    bool settled = age > 2 * (int64_t)cfg->bind_deadline_ms;
+    bool settled = !gx_admit_in_flight(cfg, t->since_ms, now_ms);
 
     if (seen != NULL && seen->finished) {
         return GX_FIX_RELEASE;

@@ -31,8 +31,9 @@ struct bind_op {
     int64_t deadline_ms;
     struct gx_httpc_xfer *xfer;
     struct gx_admit_plan plan;
-    bool reserved;  /* this op wrote the reservation (undo on failure) */
-    bool uncertain; /* the Binding may have landed: never undo, let the pod's state decide */
+    int64_t other_booking; /* MOVE: stamp of the booking seen on @other */
+    bool reserved;         /* this op wrote the reservation (undo on failure) */
+    bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
     char binding_error[300];
     char error[512];
 };
@@ -136,7 +137,8 @@ op_fail(struct bind_op *op, enum gx_bind_outcome o, const char *what, const char
 {
     (void)snprintf(op->error, sizeof(op->error), "%s%s%s", what, detail[0] ? ": " : "", detail);
     if (op->reserved) {
-        gx_bg_write(op->app, GX_BG_RELEASE, op->node, op->uid);
+        /* only this attempt's booking: a retry that took it over keeps it */
+        gx_bg_release(op->app, op->node, op->uid, op->plan.booking);
     }
     op_finish(op, o);
 }
@@ -189,7 +191,9 @@ move_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struc
 {
     struct bind_op *op = ctx;
 
-    return gx_bg_release_mutate(op->uid, l, node, write, why);
+    (void)why;
+    *write = gx_bg_release_booking(l, node, op->uid, op->other_booking);
+    return GX_OK;
 }
 
 static void
@@ -214,7 +218,7 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
 
     gx_sync_decide_ctx(op->app, &dc);
     rc = gx_admit_reserve(&dc, l, node, &pod, &op->plan, why);
-    *write = op->plan.changed;
+    *write = op->plan.changed || op->plan.renewed;
     return rc;
 }
 
@@ -384,6 +388,13 @@ op_enter(struct bind_op *op, enum bind_state st)
         /* a reservation left on another node (a bind that failed there) moves here */
         if (prev != BS_MOVE && held != NULL && strcmp(held->node, op->node) != 0) {
             (void)snprintf(op->other, sizeof(op->other), "%s", held->node);
+            op->other_booking = gx_ledger_booking(op->app->ledger, op->uid);
+            if (gx_admit_in_flight(op->app->cfg, op->other_booking, gx_wall_ms())) {
+                /* a timed-out Binding there may still land: moving lost its booking (e2e_burst) */
+                op_fail(op, GX_BIND_ERROR,
+                        "an earlier bind of the pod to another node may still land", op->other);
+                return;
+            }
             op->state = BS_MOVE;
             op_lease(op, op->other, move_mutate, move_done);
             return;

@@ -8,7 +8,8 @@
  * Live mode: the connection stays suspended while the bind runs as a chain
  * of API calls, all within ledger.bind_deadline_ms:
  *   [READ_POD: GET the pod, when filter did not see it here]
- *   [MOVE: release a reservation the pod left on another node]
+ *   [MOVE: release a reservation the pod left on another node, unless it
+ *          is young enough that a Binding there may still land]
  *   RESERVE: compare-and-swap the node's Lease (idempotent per pod UID)
  *   LABEL:   PATCH the managed label (node-independent)
  *   BINDING: POST the Binding carrying the assignment annotations: the API

@@ -537,6 +537,51 @@ gx_ledger_release(struct gx_ledger *l, const char *uid)
     return removed;
 }
 
+int64_t
+gx_ledger_booking(const struct gx_ledger *l, const char *uid)
+{
+    const struct uid_link *k = l != NULL && uid != NULL ? uid_find(l, uid) : NULL;
+    int64_t stamp = GX_BOOKING_ANY;
+
+    for (size_t i = 0; k != NULL && i < k->node->n_tenants; i++) {
+        const struct gx_tenant *t = &k->node->tenants[i];
+        if (strcmp(t->uid, uid) == 0 && t->since_ms > stamp) {
+            stamp = t->since_ms;
+        }
+    }
+    return stamp;
+}
+
+int64_t
+gx_ledger_renew(struct gx_ledger *l, const char *uid, int64_t now_ms)
+{
+    int64_t old = gx_ledger_booking(l, uid);
+    /* later than the old stamp even when the clock went back or another replica's is ahead */
+    int64_t stamp = now_ms > old ? now_ms : old + 1;
+    struct uid_link *k;
+
+    if (old == GX_BOOKING_ANY) {
+        return GX_BOOKING_ANY;
+    }
+    k = uid_find(l, uid);
+    for (size_t i = 0; i < k->node->n_tenants; i++) {
+        if (strcmp(k->node->tenants[i].uid, uid) == 0) {
+            k->node->tenants[i].since_ms = stamp;
+        }
+    }
+    entry_touch(l, k->node);
+    return stamp;
+}
+
+size_t
+gx_ledger_release_booking(struct gx_ledger *l, const char *uid, int64_t booking)
+{
+    if (booking != GX_BOOKING_ANY && gx_ledger_booking(l, uid) != booking) {
+        return 0;
+    }
+    return gx_ledger_release(l, uid);
+}
+
 size_t
 gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms)
 {

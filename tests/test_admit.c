@@ -87,6 +87,19 @@ world_free(struct world *w)
 static const struct gx_podreq shared1 = {.kind = GX_REQ_SHARED, .slices = 1, .util_pct = -1};
 static const struct gx_podreq whole2 = {.kind = GX_REQ_EXCLUSIVE, .gpus = 2, .util_pct = -1};
 
+/* A booking younger than two bind deadlines may still be bound by a Binding on its way. */
+Test(admit, a_booking_is_in_flight_for_two_bind_deadlines)
+{
+    struct gx_config *cfg = NULL;
+
+    cr_assert_eq(gx_config_default(&cfg), GX_OK);
+    cfg->bind_deadline_ms = 1000;
+    cr_assert(gx_admit_in_flight(cfg, NOW, NOW));
+    cr_assert(gx_admit_in_flight(cfg, NOW, NOW + 2000));
+    cr_assert_not(gx_admit_in_flight(cfg, NOW, NOW + 2001));
+    gx_config_free(cfg);
+}
+
 Test(admit, reserve_books_once_and_repeats_idempotently)
 {
     struct world w;
@@ -103,9 +116,15 @@ Test(admit, reserve_books_once_and_repeats_idempotently)
     gx_ledger_card_usage(w.ledger, "gpu-a", p1.cards[0], &u);
     cr_assert_eq(u.slices, 1);
     cr_assert_eq(gx_ledger_find_pod(w.ledger, "uid-1")->tenants[0].since_ms, NOW);
-    /* a retried bind finds its own booking: nothing changes, same card */
+    cr_assert_eq(p1.booking, NOW);
+    cr_assert_not(p1.renewed);
+    /* a retried bind finds its own booking: same card, taken over with a new stamp */
+    w.ctx.now_ms = NOW + 5;
     cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p2, &why), GX_OK);
     cr_assert_not(p2.changed);
+    cr_assert(p2.renewed);
+    cr_assert_eq(p2.booking, NOW + 5);
+    cr_assert_eq(gx_ledger_booking(w.ledger, "uid-1"), NOW + 5);
     cr_assert_eq(p2.n_cards, 1);
     cr_assert_eq(p2.cards[0], p1.cards[0]);
     /* elsewhere it is refused while it holds GPUs here */

@@ -46,8 +46,12 @@ struct fake {
     long rv;
     char *tenants; /* the Lease's tenants annotation (JSON text), heap */
     /* faults */
-    int lose;             /* Lease PUTs still to lose to another writer */
-    int patch_status;     /* the label PATCH answers this (0: 200) */
+    int lose;           /* Lease PUTs still to lose to another writer */
+    int patch_status;   /* the label PATCH answers this (0: 200) */
+    int patch_failures; /* with patch_status: only this many PATCHes fail (0: every one) */
+    int hold_call;      /* the n-th Lease call (1-based) waits while @hold */
+    bool hold, holding; /* holding: that call is waiting now */
+    int lease_calls;
     int binding_status;   /* the Binding answers this (0: 201, or 409 when bound) */
     const char *lands_on; /* a failing Binding binds the pod here all the same */
     int binding_hang_ms;
@@ -126,6 +130,22 @@ body_rv(const char *body)
     return rv;
 }
 
+/* Wait while the test holds this Lease call back, as a loaded API server would (holds mu). */
+static void
+hold_back(struct fake *f)
+{
+    if (++f->lease_calls != f->hold_call) {
+        return;
+    }
+    f->holding = true;
+    while (f->hold && !f->stop) {
+        pthread_mutex_unlock(&f->mu);
+        gx_fakehttp_msleep(10);
+        pthread_mutex_lock(&f->mu);
+    }
+    f->holding = false;
+}
+
 /* Answer a Lease call (caller holds mu; unlocked on return); s: the status. */
 static void
 lease_call(struct fake *f, int fd, const struct gx_fakehttp_req *r)
@@ -133,6 +153,7 @@ lease_call(struct fake *f, int fd, const struct gx_fakehttp_req *r)
     int s = 200;
     char *obj = NULL;
 
+    hold_back(f); /* answered with the Lease as it is when let go */
     if (strcmp(r->method, "GET") == 0) {
         note(f, "GET lease");
         s = f->lease_exists ? 200 : 404;
@@ -227,6 +248,9 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
     }
     note(f, strcmp(r->method, "PATCH") == 0 ? "PATCH pod" : "GET pod");
     s = strcmp(r->method, "PATCH") == 0 && f->patch_status != 0 ? f->patch_status : 200;
+    if (s != 200 && f->patch_failures > 0 && --f->patch_failures == 0) {
+        f->patch_status = 0; /* the last failure: the next PATCH succeeds */
+    }
     obj = pod_json(f);
     pthread_mutex_unlock(&f->mu);
     gx_fakehttp_respond(fd, s, s == 200 ? obj : "{\"kind\":\"Status\",\"message\":\"boom\"}");
@@ -409,9 +433,15 @@ settled(struct env *e)
     return e->answered && LIST_EMPTY(&e->app.bgs) && LIST_EMPTY(&e->app.binds);
 }
 
-/* POST the bind of the pod to HERE and wait for the answer and the background write. */
+static bool
+answered(struct env *e)
+{
+    return e->answered;
+}
+
+/* POST the bind of the pod to HERE (the answer comes while the loop runs). */
 static void
-bind_pod(struct env *e)
+bind_post(struct env *e)
 {
     static const char body[] = "{\"PodName\":\"" POD "\",\"PodNamespace\":\"" NS
                                "\",\"PodUID\":\"" UID "\",\"Node\":\"" HERE "\"}";
@@ -427,6 +457,13 @@ bind_pod(struct env *e)
     (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/bind", gx_http_port(e->http));
     e->answered = false;
     cr_assert_not_null(gx_httpc_start(e->app.sync.httpc, &req, answer_done, NULL, e));
+}
+
+/* POST the bind of the pod to HERE and wait for the answer and the background write. */
+static void
+bind_pod(struct env *e)
+{
+    bind_post(e);
     cr_assert(run_until(e, settled), "the bind is answered and its writes end");
     cr_assert_eq(e->status, 200);
 }
@@ -602,4 +639,85 @@ Test(bind, a_refused_reservation_writes_nothing_and_is_rejected)
     env_init(&e, true);
     e.node.ready = false;
     expect(&e, GX_BIND_REJECTED, "cannot bind to " HERE, "GET lease", "");
+}
+
+static bool
+held_and_answered(struct env *e)
+{
+    bool h;
+
+    pthread_mutex_lock(&e->f.mu);
+    h = e->f.holding;
+    pthread_mutex_unlock(&e->f.mu);
+    return h && e->answered;
+}
+
+/*
+ * The e2e_burst over-admission: attempt 1 books, its label PATCH fails, so
+ * it queues a background release, whose Lease call @hold_call the API
+ * server holds back; the scheduler's retry finds the booking and binds the
+ * pod; only then does the late release go on. It must not undo the retry's
+ * booking.
+ */
+static void
+late_release(int hold_call)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.patch_status = 500;
+    e.f.patch_failures = 1;
+    e.f.hold_call = hold_call;
+    e.f.hold = true;
+    bind_post(&e);
+    cr_assert(run_until(&e, held_and_answered), "attempt 1 fails with its release held");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    bind_post(&e);
+    cr_assert(run_until(&e, answered), "the retry is answered");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "the retry binds: %s", e.error);
+    pthread_mutex_lock(&e.f.mu);
+    e.f.hold = false;
+    pthread_mutex_unlock(&e.f.mu);
+    cr_assert(run_until(&e, settled), "the late release and the bound mark end");
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+/* Held before it reads the Lease: it reads the retry's booking. */
+Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(3); /* GET lease, POST lease (attempt 1), then the release's GET */
+}
+
+/* Held after it read attempt 1's booking: its write loses the race and it reads again. */
+Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(4); /* ... the release's GET, then its PUT */
+}
+
+/*
+ * A retried bind to another node while the pod's booking there is young:
+ * the first attempt's timed-out Binding may still land, so the booking is
+ * not moved (moving it left bound pods without a booking in e2e_burst).
+ */
+Test(bind, a_young_booking_on_another_node_is_not_moved)
+{
+    struct env e;
+    struct gx_tenant t = {.uid = UID,
+                          .pod = NS "/" POD,
+                          .card = 0,
+                          .exclusive = true,
+                          .util_pct = -1,
+                          .state = GX_TENANT_RESERVED};
+    static const int slots[2] = {1, 1};
+
+    env_init(&e, true);
+    t.since_ms = gx_wall_ms() - 1000;
+    cr_assert_eq(gx_ledger_add(e.app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
+    bind_pod(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    cr_assert_str_eq(e.error, "an earlier bind of the pod to another node may still land: gpu-b");
+    assert_trace(&e, "");
+    cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
+    env_fini(&e);
 }

@@ -188,6 +188,34 @@ Test(ledger, release_removes_every_tenant_of_the_pod)
     gx_ledger_free(l);
 }
 
+/* A release undoes the booking it was made for: a renewed (taken over) booking survives it. */
+Test(ledger, a_release_of_an_old_booking_spares_the_renewed_one)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant pair[2] = {mk("r", 0, true, 0, 0, 50), mk("r", 1, true, 0, 0, 50)};
+    uint64_t v;
+    int64_t renewed;
+
+    cr_assert_eq(gx_ledger_booking(l, "r"), GX_BOOKING_ANY);
+    cr_assert_eq(gx_ledger_renew(l, "r", 70), GX_BOOKING_ANY, "nothing to take over");
+    cr_assert_eq(gx_ledger_add(l, "n1", pair, 2, SLOTS4, 4), GX_OK);
+    cr_assert_eq(gx_ledger_booking(l, "r"), 50);
+    v = gx_ledger_version(l);
+    renewed = gx_ledger_renew(l, "r", 70);
+    cr_assert_eq(renewed, 70);
+    cr_assert_gt(gx_ledger_version(l), v, "a renewal is a change to write");
+    cr_assert_eq(gx_ledger_node(l, "n1")->tenants[1].since_ms, 70, "every tenant of the pod");
+    /* a clock behind the old stamp still gives a new one */
+    cr_assert_eq(gx_ledger_renew(l, "r", 10), 71);
+    cr_assert_eq(gx_ledger_release_booking(l, "r", 50), 0, "the first attempt's release misses");
+    cr_assert_eq(gx_ledger_release_booking(l, "r", renewed), 0);
+    cr_assert_eq(gx_ledger_booking(l, "r"), 71);
+    cr_assert_eq(gx_ledger_release_booking(l, "r", 71), 2, "the current attempt's release hits");
+    cr_assert_eq(add1(l, "n1", mk("r", 0, true, 0, 0, 80)), GX_OK);
+    cr_assert_eq(gx_ledger_release_booking(l, "r", GX_BOOKING_ANY), 1, "a gone pod's release");
+    gx_ledger_free(l);
+}
+
 Test(ledger, expires_only_old_reservations)
 {
     struct gx_ledger *l = gx_ledger_new();

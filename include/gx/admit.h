@@ -16,6 +16,8 @@
 /** The outcome of planning a bind of one pod to one node. */
 struct gx_admit_plan {
     bool changed;           /* the ledger was changed: a new reservation */
+    bool renewed;           /* the ledger was changed: the pod's booking here got a new stamp */
+    int64_t booking;        /* stamp of the pod's booking (its release undoes this one only) */
     int cards[GX_MAX_PICK]; /* card indexes the pod holds on the node */
     int n_cards;            /* 0 when the device plugin picks the card */
 };
@@ -28,8 +30,9 @@ struct gx_admit_pod {
 
 /**
  * Decide @pod on @node against @ctx (whose ledger is ignored) and book it
- * in @l, the truth for that node, at @ctx->now_ms. Already there: nothing
- * changes and @out names its cards. Cannot fit, or the pod holds GPUs on
+ * in @l, the truth for that node, at @ctx->now_ms. Already there: the
+ * booking is renewed (gx_ledger_renew, a retried bind takes it over) and
+ * @out names its cards. Cannot fit, or the pod holds GPUs on
  * another node: GX_ECONFLICT with the user-facing reason in @why.
  */
 enum gx_err gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
@@ -64,6 +67,14 @@ struct gx_admit_seen {
 };
 
 enum gx_admit_fix { GX_FIX_NONE, GX_FIX_RELEASE, GX_FIX_BOUND };
+
+/**
+ * True when a booking stamped @booking may still belong to a bind in
+ * flight at @now_ms (wall ms): younger than two bind deadlines, so a
+ * Binding that timed out may yet be applied. Such a booking is neither
+ * settled by the reconciler nor moved to another node by a retried bind.
+ */
+bool gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms);
 
 /**
  * What the reconciler does with tenant @t of @node at @now_ms, given the

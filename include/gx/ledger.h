@@ -136,6 +136,30 @@ enum gx_err gx_ledger_mark_bound(struct gx_ledger *l, const char *uid) GX_WUR;
 /** Remove every tenant of @uid; returns how many were removed. */
 size_t gx_ledger_release(struct gx_ledger *l, const char *uid);
 
+/*
+ * A booking's stamp is its tenants' since_ms: it names one bind attempt's
+ * booking, so a release made for that attempt undoes it and nothing newer.
+ */
+
+/** Stamp for "whatever booking the pod holds" (a pod that is gone). */
+#define GX_BOOKING_ANY INT64_C(-1)
+
+/** The stamp of @uid's booking (its latest since_ms), GX_BOOKING_ANY when not held. */
+int64_t gx_ledger_booking(const struct gx_ledger *l, const char *uid);
+
+/**
+ * Take @uid's booking over for a new bind attempt: give its tenants a new
+ * stamp, @now_ms or later and later than the old one. Returns the new
+ * stamp, GX_BOOKING_ANY when not held.
+ */
+int64_t gx_ledger_renew(struct gx_ledger *l, const char *uid, int64_t now_ms);
+
+/**
+ * gx_ledger_release() when @uid's booking still has stamp @booking (or
+ * @booking is GX_BOOKING_ANY); 0 when it was renewed or rebooked since.
+ */
+size_t gx_ledger_release_booking(struct gx_ledger *l, const char *uid, int64_t booking);
+
 /** Remove reservations older than @ttl_ms at @now_ms; returns how many. */
 size_t gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms);
 
