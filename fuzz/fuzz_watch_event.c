@@ -6,7 +6,7 @@
  * split into lines once in one piece and once in the fuzzer-chosen chunks;
  * both must give the same lines and the same result. Every line of the
  * one-piece run is decoded as an event of every kind (Node, Pod, Lease,
- * ResourceSlice, ResourceClaim).
+ * ResourceSlice, ResourceClaim, PodDisruptionBudget).
  */
 #include "fuzz_util.h"
 
@@ -22,7 +22,25 @@ struct run {
     bool decode;
 };
 
-/* Read every string of the Lease, ResourceSlice and ResourceClaim kinds. */
+/* Read every string of a PodDisruptionBudget. */
+static void
+touch_pdb(const struct gx_pdb *p)
+{
+    fz_touch_str(p->name);
+    fz_touch_str(p->namespace);
+    fz_touch_str(p->uid);
+    fz_touch_str(p->resource_version);
+    fz_touch_kv(p->match_labels, p->n_match_labels);
+    for (size_t i = 0; i < p->n_exprs; i++) {
+        fz_touch_str(p->exprs[i].key);
+        for (size_t k = 0; k < p->exprs[i].n_values; k++)
+            fz_touch_str(p->exprs[i].values[k]);
+    }
+    for (size_t i = 0; i < p->n_disrupted; i++)
+        fz_touch_str(p->disrupted[i]);
+}
+
+/* Read every string of the Lease, ResourceSlice, ResourceClaim and PDB kinds. */
 static void
 touch_other(const struct gx_watch_event *ev, enum gx_kind kind)
 {
@@ -50,6 +68,9 @@ touch_other(const struct gx_watch_event *ev, enum gx_kind kind)
         }
         for (size_t i = 0; i < ev->obj.claim.n_reserved_for; i++)
             fz_touch_str(ev->obj.claim.reserved_for[i]);
+        break;
+    case GX_KIND_PDB:
+        touch_pdb(&ev->obj.pdb);
         break;
     case GX_KIND_NODE:
     case GX_KIND_POD:
@@ -113,7 +134,7 @@ line_cb(void *ctx, const char *line, size_t len)
         r->n++;
     }
     if (r->decode) {
-        for (int kind = GX_KIND_NODE; kind <= GX_KIND_RESOURCE_CLAIM; kind++)
+        for (int kind = GX_KIND_NODE; kind <= GX_KIND_PDB; kind++)
             decode(line, len, (enum gx_kind)kind);
     }
     return GX_OK;
