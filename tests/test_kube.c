@@ -549,6 +549,21 @@ pods_seen(struct env *e, const void *arg)
     return e->pods_listed >= 1 && e->pod_events >= 1;
 }
 
+/* gx_kube_lists counts node and pod lists: read it once both first lists landed. */
+static bool
+pods_listed(struct env *e, const void *arg)
+{
+    (void)arg;
+    return e->pods_listed >= 1;
+}
+
+static uint64_t
+lists_settled(struct env *e)
+{
+    cr_assert(run_until(e, pods_listed, NULL));
+    return gx_kube_lists(e->k);
+}
+
 static uint64_t
 kube_error_total(const struct env *e)
 {
@@ -656,7 +671,7 @@ Test(kube, lists_applies_watch_events_and_relists_after_gone)
     cr_assert_str_eq(url, "/api/v1/pods?labelSelector=gpu-extender.io%2Fmanaged%3Dtrue");
 
     /* 410 Gone in the stream: relist; the node set is exactly the new list. */
-    lists = gx_kube_lists(e.k);
+    lists = lists_settled(&e);
     set_step(e.f, 2);
     cr_assert(run_until(&e, names_are, "gpu-node-b,gpu-node-c,gpu-node-e"));
     cr_assert_eq(gx_kube_lists(e.k), lists + 1);
@@ -737,8 +752,8 @@ Test(kube, truncated_list_keeps_previous_nodes)
     env_init(&e, serve_truncated_lists);
     env_start(&e);
     cr_assert(run_until(&e, names_are, "cpu-node-d,gpu-node-a,gpu-node-b,gpu-node-c"));
-    lists = gx_kube_lists(e.k);
     errors = kube_error_total(&e);
+    lists = lists_settled(&e);
 
     /* The watch says 410; the relist drops mid-body: the four nodes stay. */
     cr_assert(run_until(&e, requests_at_least, third_list));
@@ -822,7 +837,7 @@ Test(kube, garbage_line_aborts_stream_and_relists)
     env_init(&e, serve_garbage);
     env_start(&e);
     cr_assert(run_until(&e, names_are, "cpu-node-d,gpu-node-a,gpu-node-b,gpu-node-c"));
-    lists = gx_kube_lists(e.k);
+    lists = lists_settled(&e);
     cr_assert(run_until(&e, kube_errors_at_least, parse_err));
     /* The event before the bad line applied, the one after it did not. */
     cr_assert_str_eq(node_label(&e, "gpu-node-a", "test.gpu-extender.io/changed"), "a");
@@ -1141,7 +1156,7 @@ Test(kube, selector_change_relists_with_the_new_selector)
     env_init(&e, serve_plain);
     env_start(&e);
     cr_assert(run_until(&e, requests_at_least, first_watch));
-    lists = gx_kube_lists(e.k);
+    lists = lists_settled(&e);
     url_of(e.f, RQ_NODE_LIST, 1, url, sizeof(url));
     cr_assert_str_eq(url, "/api/v1/nodes");
 
