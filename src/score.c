@@ -645,6 +645,23 @@ fgd_node(const struct dctx *d, const struct gx_node *node, int slots, struct gx_
 }
 
 /*
+ * What fgd charges, in milli-GPU of fragmentation, for a placement on a node
+ * with no card in use: score.fgd_idle_card_milli per card of it. Pods then go
+ * to nodes already in use unless that strands more, and idle nodes (the big
+ * ones most) stay whole for the pods that need one (docs/scheduling-quality.md).
+ */
+static double
+idle_node_cost(const struct dctx *d, const struct gx_fgd_node *f)
+{
+    for (int c = 0; c < f->n_cards; c++) {
+        if (f->free[c] < GX_CARD_MILLI) {
+            return 0.0;
+        }
+    }
+    return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
+}
+
+/*
  * Fit part of a fragmentation change @delta (milli-GPU, negative = less
  * fragmentation): 0.5 for no change, one card's worth either way spans the
  * whole 0..1, so one score point is 100 milli of expected lost capacity.
@@ -655,7 +672,7 @@ fgd_fit(double delta)
     return clamp01(0.5 - delta / (2.0 * GX_FGD_CARD));
 }
 
-/* FGD change of placing @req on cards at positions @pos[0..) of @node. */
+/* FGD change of placing @req on cards at positions @pos[0..) of @node, idle-node cost included. */
 static double
 fgd_delta(const struct dctx *d, const struct gx_podreq *req, const struct gx_node *node,
           const int *pos)
@@ -666,7 +683,7 @@ fgd_delta(const struct dctx *d, const struct gx_podreq *req, const struct gx_nod
 
     fgd_node(d, node, slots, &f);
     gx_score_fgd_shape(d->cfg, req, slots, &sh);
-    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos);
+    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos) + idle_node_cost(d, &f);
 }
 
 /* Exclusive request on a node whose cards are not time-sliced: pick whole cards. */
@@ -928,7 +945,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
     } else if (fgd) {
-        p.fit = fgd_fit(best_delta);
+        p.fit = fgd_fit(best_delta + idle_node_cost(d, &fn));
     }
     out->parts = p;
     out->cards[0] = node->cards[best].index;

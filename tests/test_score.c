@@ -1013,6 +1013,35 @@ Test(score, fgd_scores_cpu_pods_by_the_gpus_they_strand)
     world_free(&w);
 }
 
+/* score.fgd_idle_card_milli: a node with no card in use costs that much per card. */
+Test(score, fgd_charges_a_placement_on_an_idle_node)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 1000};
+    struct gx_podreq whole = req_excl(1), cpu = req_none();
+    double idle_whole, idle_cpu;
+
+    world_init(&w, "gpu-1", 2);
+    w.cfg.policy = GX_POLICY_FGD;
+    w.node.alloc_cpu_milli = 16000;
+    w.node.alloc_mem_mib = -1;
+    gx_fgd_model_init(&m, 100);
+    gx_fgd_observe(&m, &typical);
+    w.ctx.fgd = &m;
+    cpu.cpu_milli = 1000;
+    cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "off: no change scores neutral");
+    w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
+    idle_whole = decide(&w, whole).parts.fit;
+    idle_cpu = decide(&w, cpu).parts.fit;
+    cr_assert_float_eq(idle_whole, 0.4, 1e-9, "200 milli = 0.1 of the fit");
+    cr_assert_float_eq(idle_cpu, 0.4, 1e-9, "a CPU pod pays it too");
+    book_milli(&w, "a", 0, 100); /* the node is in use now */
+    cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "a node in use is not charged");
+    cr_assert_gt(decide(&w, cpu).parts.fit, idle_cpu);
+    world_free(&w);
+}
+
 Test(score, relative_scores_give_ten_to_the_best_node_only)
 {
     const double exact[] = {4.2, 4.25, -1.0, 3.0, 4.25, 3.6};

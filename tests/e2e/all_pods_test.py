@@ -1,11 +1,12 @@
 """All pods through the extender (docs/scheduling-quality.md): the real kube-scheduler runs the
 shipped manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml (extender without
 managedResources, NodeResourcesFit/BalancedAllocation scoring off) and the extender runs with
-score.relative on, as manifests/overlays/all-pods deploys them. A recording proxy between the two
-keeps every call and answer, so the test sees what the scheduler was told: CPU-only pods are
-filtered, prioritized and bound by the extender, every prioritize answer has a 10, GPU pods get
-the annotations and ledger of placement_test, and a CPU pod goes where fgd wants it: onto a node
-whose GPUs are all taken, not onto one whose free GPUs it would strand."""
+score.relative on and idle nodes charged, as manifests/overlays/all-pods deploys them. A
+recording proxy between the two keeps every call and answer, so the test sees what the scheduler
+was told: CPU-only pods are filtered, prioritized and bound by the extender, every prioritize
+answer has a 10, GPU pods get the annotations and ledger of placement_test, and a CPU pod goes
+where fgd wants it: onto a node whose GPUs are all taken, not onto one whose free GPUs it would
+strand."""
 import copy
 import http.server
 import json
@@ -96,7 +97,8 @@ threading.Thread(target=rec.serve_forever, daemon=True).start()
 # GPU pod, stranding 2 cards; on f it strands nothing (no free card). LeastAllocated would pick g.
 c = Cluster(extender_bin=sys.argv[1],
             extra_nodes=[gpu_node("gpu-node-f", 16), gpu_node("gpu-node-g", 8)],
-            extenders=[{"name": "a", "overrides": {"score.relative": True}}],
+            extenders=[{"name": "a", "overrides": {"score.relative": True,
+                                                   "score.fgd_idle_card_milli": 25}}],
             schedulers=[{"name": "gpu-scheduler", "extender": "a", "extender_port": rec.server_port,
                          "config": "overlays/all-pods/kube-scheduler-config-all-pods.yaml"}])
 rec.cluster = c

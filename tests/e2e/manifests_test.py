@@ -2,7 +2,8 @@
 the pinned release (admission, defaulting and schema validation included, strict field
 validation): the kustomize base (with the scheduler directory), the scheduler, monitoring and
 all-pods overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples; the
-all-pods overlay's extender config is config/config.json plus score.relative. The API server also
+all-pods overlay's extender config is config/config.json plus score.relative and
+score.fgd_idle_card_milli. The API server also
 proves the RBAC objects and the KubeSchedulerConfiguration inside the ConfigMaps are accepted as
 the real objects (the scheduler e2e tests run that configuration)."""
 import json
@@ -38,7 +39,8 @@ try:
     for overlay in ("scheduler", "monitoring", "overlays/all-pods"):
         dry_run(f"overlay manifests/{overlay}", "-k", os.path.join(M, overlay))
     # The all-pods overlay (docs/scheduling-quality.md): the scheduler mounts the all-pods
-    # profile, and the extender's config is config/config.json with score.relative on.
+    # profile, and the extender's config is config/config.json with score.relative on and
+    # idle nodes charged (score.fgd_idle_card_milli).
     ov = c.kubectl("kustomize", os.path.join(M, "overlays", "all-pods"))
     ov = [d for d in yaml.safe_load_all(ov) if d]
     dep = [d for d in ov if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpu-scheduler"]
@@ -51,8 +53,10 @@ try:
     with open(os.path.join(ROOT, "config", "config.json")) as f:
         want = json.load(f)
     want["score"]["relative"] = True
+    want["score"]["fgd_idle_card_milli"] = 25
     chk.eq(json.loads(ecm[0]["data"]["config.json"]) if ecm else None, want,
-           "all-pods overlay's extender config == config/config.json + score.relative: true")
+           "all-pods overlay's extender config == config/config.json + score.relative: true, "
+           "score.fgd_idle_card_milli: 25")
     # The shared-pod examples use the RuntimeClass the GPU Operator creates (docs/sharing.md).
     c.kubectl("apply", "-f", "-", input='{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",'
               ' "metadata": {"name": "nvidia"}, "handler": "nvidia"}')

@@ -550,6 +550,27 @@ def probe_fgd_half_life():
     with_base_then_key({"score.policy": "fgd"}, "score.fgd_half_life", 10, remembers, forgets)
 
 
+def probe_fgd_idle_node():
+    # No card of the demo is booked here, so every node is idle: the reload charges each
+    # placement 100 milli per card of the node, 0.05 of the fgd fit per card (explain does
+    # not teach). The fit is clamped at 0, so only "lower, and by 0.05 x cards somewhere".
+    asked = PODS[2]
+
+    def setup():
+        for _ in range(20):
+            post(PREFIX + "/filter", {"Pod": PODS[0], "Nodes": None, "NodeNames": NAMES})
+        before = fgd_fits(asked)
+        c.ok(before, "score.fgd_idle_card_milli: explain shows the fgd fit")
+        return before
+
+    def charged(before):
+        after = fgd_fits(asked)
+        drops = [round((before[k] - after[k]) / 0.05, 3) for k in before] if before else []
+        return bool(before) and after.keys() == before.keys() and \
+            all(d >= -1e-6 for d in drops) and any(d >= 1 and d == int(d) for d in drops)
+    with_base_then_key({"score.policy": "fgd"}, "score.fgd_idle_card_milli", 100, setup, charged)
+
+
 def lease_tenant(node, uid):
     return next((t for t in api.lease_tenants(node) if t["uid"] == uid), None)
 
@@ -632,6 +653,7 @@ PROBES = {
 }
 PROBES["metrics.on_stale"] = probe_on_stale
 PROBES["score.fgd_half_life"] = probe_fgd_half_life
+PROBES["score.fgd_idle_card_milli"] = probe_fgd_idle_node
 PROM_PROBES = {k: PROBES.pop(k) for k in list(PROBES) if k.startswith("prometheus.")}
 for s in ("util", "mem_used", "mem_free", "temp", "power", "xid", "util_trend"):
     PROM_PROBES[f"prometheus.queries.{s}"] = (lambda s=s: probe_prom_query(s))
