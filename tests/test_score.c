@@ -987,6 +987,19 @@ Test(score, fgd_picks_the_card_that_strands_least)
     world_free(&w);
 }
 
+/* A 2-card node with 16 CPUs under fgd that has learned the one shape @typical. */
+static void
+fgd_world(struct world *w, struct gx_fgd_model *m, const struct gx_fgd_shape *typical)
+{
+    world_init(w, "gpu-1", 2);
+    w->cfg.policy = GX_POLICY_FGD;
+    w->node.alloc_cpu_milli = 16000;
+    w->node.alloc_mem_mib = -1;
+    gx_fgd_model_init(m, 100);
+    gx_fgd_observe(m, typical);
+    w->ctx.fgd = m;
+}
+
 /* Under fgd a CPU pod that would strand free cards scores below one that strands none. */
 Test(score, fgd_scores_cpu_pods_by_the_gpus_they_strand)
 {
@@ -996,13 +1009,7 @@ Test(score, fgd_scores_cpu_pods_by_the_gpus_they_strand)
     struct gx_podreq cpu = req_none();
     struct gx_verdict v;
 
-    world_init(&w, "gpu-1", 2);
-    w.cfg.policy = GX_POLICY_FGD;
-    w.node.alloc_cpu_milli = 16000;
-    w.node.alloc_mem_mib = -1;
-    gx_fgd_model_init(&m, 100);
-    gx_fgd_observe(&m, &typical);
-    w.ctx.fgd = &m;
+    fgd_world(&w, &m, &typical);
     cpu.cpu_milli = 4000; /* leaves 12 CPUs: the typical pod still fits */
     v = decide(&w, cpu);
     cr_assert_float_eq(v.parts.fit, 0.5, 1e-9);
@@ -1022,13 +1029,7 @@ Test(score, fgd_charges_a_placement_on_an_idle_node)
     struct gx_podreq whole = req_excl(1), cpu = req_none();
     double idle_whole, idle_cpu;
 
-    world_init(&w, "gpu-1", 2);
-    w.cfg.policy = GX_POLICY_FGD;
-    w.node.alloc_cpu_milli = 16000;
-    w.node.alloc_mem_mib = -1;
-    gx_fgd_model_init(&m, 100);
-    gx_fgd_observe(&m, &typical);
-    w.ctx.fgd = &m;
+    fgd_world(&w, &m, &typical);
     cpu.cpu_milli = 1000;
     cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "off: no change scores neutral");
     w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
