@@ -1,7 +1,8 @@
 """The Helm chart's output passes `kubectl apply --dry-run=server --validate=strict` against the
 real API server of the pinned release: default values (the objects of the kustomize base),
 every optional part on (replicas 3, TLS with caData, monitoring with the Prometheus Operator
-CRDs of tests/k8s/crds/), the second scheduler off, and another namespace and scheduler name.
+CRDs of tests/k8s/crds/), the second scheduler off, another namespace and scheduler name, and all
+pods through the extender over TLS.
 Helm is the one tests/helm/build.sh builds from its Go module. The object-by-object comparison
 with kustomize is tests/integration/test_helm.sh; this test proves the server accepts what the
 chart renders (schemas, defaulting, admission, RBAC objects)."""
@@ -28,6 +29,7 @@ VARIANTS = [
     ("no second scheduler", ["scheduler.enabled=false"]),
     ("namespace gpu-x, scheduler gpu-sched-2",
      ["namespace.name=gpu-x", "namespace.create=false", "scheduler.name=gpu-sched-2"]),
+    ("all pods through the extender, TLS", ["scheduler.allPods=true", "tls.enabled=true"]),
 ]
 
 

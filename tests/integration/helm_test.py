@@ -23,6 +23,8 @@ What is checked:
     app.kubernetes.io/instance, app.kubernetes.io/version) and parsing the
     ConfigMaps' embedded .json/.yaml documents (comments and key order of the
     embedded text may differ; the content may not);
+  - scheduler.allPods renders manifests/overlays/all-pods' profile and extender
+    config, the HTTPS variant of that profile, and changes nothing else;
   - the chart's config.json passes `gpu-extender --check-config` (defaults,
     TLS, an override) and a broken override is rejected;
   - non-default values (replicas 3, TLS with caData, monitoring, the second
@@ -290,7 +292,8 @@ def chk_lint(helm, root):
     for args in (["lint", CHART],
                  ["lint", "--strict", CHART, "--set",
                   "monitoring.enabled=true,tls.enabled=true,tls.caData=Y2E=,replicas=3"],
-                 ["lint", "--strict", CHART, "--set", "scheduler.enabled=false"]):
+                 ["lint", "--strict", CHART, "--set", "scheduler.enabled=false"],
+                 ["lint", "--strict", CHART, "--set", "scheduler.allPods=true"]):
         res = run([helm] + args, cwd=root, check=False)
         out = res.stdout + res.stderr
         bad = [line for line in out.splitlines()
@@ -350,6 +353,41 @@ def chk_no_scheduler(helm, kz):
     base = [d for d in kz.build("manifests") if oid(d) not in sched]
     return compare_sets(helm.template("scheduler.enabled=false"), base,
                         kz_label="kustomize manifests - manifests/scheduler")
+
+
+def chk_all_pods(helm, root):
+    """scheduler.allPods renders manifests/overlays/all-pods: its profile (read from the
+    overlay's file; e2e_manifests renders the overlay with kustomize), the HTTPS variant of
+    it, and its extender config; nothing else changes."""
+    problems = []
+    ov = os.path.join(root, "manifests/overlays/all-pods")
+    with open(os.path.join(ov, "kube-scheduler-config-all-pods.yaml")) as f:
+        want = yaml.safe_load(yaml.safe_load(f)["data"]["kube-scheduler-config.yaml"])
+    with open(os.path.join(ov, "config.json")) as f:
+        want_cfg = json.load(f)
+    base, chart = helm.template(), helm.template("scheduler.allPods=true")
+    for name, exp in (("gpu-scheduler-config", want), ("gpu-extender-config", None)):
+        have = sched_config(chart, name) if exp is not None else config_of(chart)
+        exp = exp if exp is not None else want_cfg
+        if have != exp:
+            problems.append(f"{name} differs from the all-pods overlay at "
+                            + ", ".join(paths_differing(have, exp)))
+    # HTTPS: the overlay's profile with the default HTTPS extender entry, no managedResources
+    https = copy.deepcopy(want)
+    ext = copy.deepcopy(sched_config(base, "gpu-scheduler-config-https")["extenders"][0])
+    ext.pop("managedResources", None)
+    https["extenders"] = [ext]
+    have = sched_config(chart, "gpu-scheduler-config-https")
+    if have != https:
+        problems.append("gpu-scheduler-config-https is not the all-pods profile over HTTPS at "
+                        + ", ".join(paths_differing(have, https)))
+    changed = {"gpu-scheduler-config", "gpu-scheduler-config-https", "gpu-extender-config"}
+    b, c = index(base), index(chart)
+    moved = sorted(oid(d)[2] for k, d in c.items() if k not in b or
+                   (normalise(d) != normalise(b[k]) and oid(d)[2] not in changed))
+    if moved or set(b) != set(c):
+        problems.append(f"scheduler.allPods changed other objects: {moved or sorted(set(b) ^ set(c))}")
+    return problems
 
 
 TLS_DIR = "/etc/gpu-extender-tls/"
@@ -634,6 +672,8 @@ def main():
     ck.run("monitoring.enabled adds the objects of manifests/monitoring", chk_monitoring, helm, kz)
     ck.run("scheduler.enabled=false drops the objects of manifests/scheduler",
            chk_no_scheduler, helm, kz)
+    ck.run("scheduler.allPods renders manifests/overlays/all-pods (and its HTTPS variant)",
+           chk_all_pods, helm, root)
     ck.run("gpu-extender --check-config accepts the chart's config, rejects broken ones",
            chk_check_config, helm, a.binary)
     ck.run("replicas 3 + TLS + caData + monitoring change exactly the expected fields",

@@ -66,6 +66,16 @@ app.kubernetes.io/component: scheduler
 {{- $_ := set $server "tls_key_file" "/etc/gpu-extender-tls/tls.key" -}}
 {{- $_ := set $cfg "server" $server -}}
 {{- end -}}
+{{- if and .Values.scheduler.enabled .Values.scheduler.allPods -}}
+{{- $score := default dict (get $cfg "score") -}}
+{{- if not (hasKey $score "relative") -}}
+{{- $_ := set $score "relative" true -}}
+{{- end -}}
+{{- if not (hasKey $score "fgd_idle_card_milli") -}}
+{{- $_ := set $score "fgd_idle_card_milli" 25 -}}
+{{- end -}}
+{{- $_ := set $cfg "score" $score -}}
+{{- end -}}
 {{- toJson $cfg -}}
 {{- end -}}
 

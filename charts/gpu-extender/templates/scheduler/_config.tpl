@@ -1,7 +1,8 @@
 {{/*
 The second scheduler's KubeSchedulerConfiguration, as in
 manifests/scheduler/kube-scheduler-config.yaml (https=false) and
-kube-scheduler-config-https.yaml (https=true):
+kube-scheduler-config-https.yaml (https=true), or with scheduler.allPods as in
+manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml:
   include "gpu-extender.schedulerConfig" (list . false)
 */}}
 {{- define "gpu-extender.schedulerConfig" -}}
@@ -27,6 +28,24 @@ leaderElection:
 percentageOfNodesToScore: {{ int $s.percentageOfNodesToScore }}
 profiles:
   - schedulerName: {{ $s.name }}
+{{- if $s.allPods }}
+    # Every pod scored by fgd: LeastAllocated and BalancedAllocation only
+    # blur its choice (docs/scheduling-quality.md). Their scores are off;
+    # their filters stay.
+    plugins:
+      score:
+        disabled:
+          - name: NodeResourcesFit
+          - name: NodeResourcesBalancedAllocation
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          # Virtual resource of annotation-driven shared pods: without
+          # managedResources' ignoredByScheduler, NodeResourcesFit's filter
+          # must ignore it here.
+          ignoredResources:
+            - {{ $root.Values.config.names.time_slice_resource }}
+{{- else }}
     # LeastAllocated beside the extender's fgd score places best in
     # `gpu-extender simulate` (docs/scheduling-quality.md); spelled out so a
     # cluster-wide default cannot change it.
@@ -40,6 +59,7 @@ profiles:
                 weight: 1
               - name: memory
                 weight: 1
+{{- end }}
 extenders:
 {{- if $https }}
   - urlPrefix: {{ printf "https://%s:%d%s" $host (int $root.Values.tls.servicePort) $prefix | quote }}
@@ -77,6 +97,7 @@ extenders:
     # false: fail closed. An extender outage keeps GPU pods Pending (retried
     # with backoff) instead of placing them without the ledger.
     ignorable: {{ $s.extender.ignorable }}
+{{- if not $s.allPods }}
     # The extender is called only for pods that request one of these.
     managedResources:
       - name: {{ $root.Values.config.names.gpu_resource }}
@@ -87,4 +108,5 @@ extenders:
       # advertises it, so NodeResourcesFit must ignore it.
       - name: {{ $root.Values.config.names.time_slice_resource }}
         ignoredByScheduler: true
+{{- end }}
 {{- end -}}
