@@ -385,3 +385,32 @@ gx_buf_add_utf8(struct gx_buf *b, const char *s, size_t len)
     }
     return run > 0 ? gx_buf_add(b, p + i - run, run) : GX_OK;
 }
+
+void
+gx_buf_put(struct gx_buf *b, enum gx_err *rc, const char *s)
+{
+    if (*rc == GX_OK) {
+        *rc = gx_buf_adds(b, s);
+    }
+}
+
+void
+gx_buf_putf(struct gx_buf *b, enum gx_err *rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (*rc != GX_OK) {
+        return;
+    }
+    va_start(ap, fmt);
+    *rc = gx_buf_vaddf(b, fmt, ap);
+    va_end(ap);
+}
+
+void
+gx_buf_put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
+{
+    if (*rc == GX_OK) {
+        *rc = s != NULL ? gx_buf_add_json_str(b, s, strlen(s)) : gx_buf_adds(b, "null");
+    }
+}

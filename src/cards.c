@@ -16,38 +16,6 @@
 
 #include "gx/quota.h"
 
-/* Append printf output, keeping the first error in *rc. */
-static void GX_PRINTF(3, 4) putf(struct gx_buf *b, enum gx_err *rc, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    int n;
-
-    if (*rc != GX_OK) {
-        return;
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    *rc = n < 0 || (size_t)n >= sizeof(tmp) ? GX_ETOOBIG : gx_buf_add(b, tmp, (size_t)n);
-}
-
-static void
-put(struct gx_buf *b, enum gx_err *rc, const char *s)
-{
-    if (*rc == GX_OK) {
-        *rc = gx_buf_adds(b, s);
-    }
-}
-
-static void
-put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
-{
-    if (*rc == GX_OK) {
-        *rc = s != NULL ? gx_buf_add_json_str(b, s, strlen(s)) : gx_buf_adds(b, "null");
-    }
-}
-
 /* A label value with \, " and newline escaped (exposition format). */
 static void
 put_label(struct gx_buf *b, enum gx_err *rc, const char *s)
@@ -99,11 +67,11 @@ row_shown(const struct card_row *r)
 static void
 put_card_labels(struct gx_buf *b, enum gx_err *rc, const struct card_row *r)
 {
-    put(b, rc, "{node=\"");
+    gx_buf_put(b, rc, "{node=\"");
     put_label(b, rc, r->node->name);
-    putf(b, rc, "\",gpu=\"%d\",UUID=\"", r->card->index);
+    gx_buf_putf(b, rc, "\",gpu=\"%d\",UUID=\"", r->card->index);
     put_label(b, rc, r->card->uuid != NULL ? r->card->uuid : "");
-    put(b, rc, "\"}");
+    gx_buf_put(b, rc, "\"}");
 }
 
 enum family { F_SHARE, F_MIB, F_TENANTS, F_CLAIMED, F_COUNT };
@@ -144,8 +112,8 @@ put_family(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
            const struct gx_snapshot *snap, const struct gx_ledger *l, enum family f, size_t max,
            size_t *shown, size_t *dropped, size_t *claimed)
 {
-    putf(b, rc, "# HELP %s %s\n# TYPE %s gauge\n", families[f].name, families[f].help,
-         families[f].name);
+    gx_buf_putf(b, rc, "# HELP %s %s\n# TYPE %s gauge\n", families[f].name, families[f].help,
+                families[f].name);
     *shown = *dropped = *claimed = 0;
     for (size_t i = 0; snap != NULL && i < snap->n_nodes && *rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
@@ -161,9 +129,9 @@ put_family(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
                 continue;
             }
             (*shown)++;
-            put(b, rc, families[f].name);
+            gx_buf_put(b, rc, families[f].name);
             put_card_labels(b, rc, &r);
-            putf(b, rc, " %.17g\n", family_value(f, &r));
+            gx_buf_putf(b, rc, " %.17g\n", family_value(f, &r));
         }
     }
 }
@@ -197,14 +165,14 @@ ns_cb(void *arg, const char *ns, const struct gx_quota_use *use, const struct gx
     if (c->pass >= 2 && v < 0) {
         return; /* no limit: no series */
     }
-    put(c->b, c->rc,
-        (const char *const[]){"gpu_extender_namespace_booked_milli_gpus",
-                              "gpu_extender_namespace_booked_memory_mib",
-                              "gpu_extender_namespace_quota_milli_gpus",
-                              "gpu_extender_namespace_quota_memory_mib"}[c->pass]);
-    put(c->b, c->rc, "{tenant_namespace=\"");
+    gx_buf_put(c->b, c->rc,
+               (const char *const[]){"gpu_extender_namespace_booked_milli_gpus",
+                                     "gpu_extender_namespace_booked_memory_mib",
+                                     "gpu_extender_namespace_quota_milli_gpus",
+                                     "gpu_extender_namespace_quota_memory_mib"}[c->pass]);
+    gx_buf_put(c->b, c->rc, "{tenant_namespace=\"");
     put_label(c->b, c->rc, ns);
-    putf(c->b, c->rc, "\"} %lld\n", (long long)v);
+    gx_buf_putf(c->b, c->rc, "\"} %lld\n", (long long)v);
 }
 
 enum gx_err
@@ -227,29 +195,29 @@ gx_cards_metrics(const struct gx_config *cfg, const struct gx_snapshot *snap,
     for (int f = 0; f < F_COUNT && rc == GX_OK; f++) {
         put_family(out, &rc, cfg, snap, l, (enum family)f, max, &shown, &dropped, &claimed);
     }
-    putf(out, &rc,
-         "# HELP gpu_extender_card_series_dropped Booked or claimed cards left out of the "
-         "gpu_extender_card_* series by server.metrics_max_cards.\n"
-         "# TYPE gpu_extender_card_series_dropped gauge\n"
-         "gpu_extender_card_series_dropped %zu\n"
-         "# HELP gpu_extender_dra_claimed_cards Cards held by DRA ResourceClaims.\n"
-         "# TYPE gpu_extender_dra_claimed_cards gauge\n"
-         "gpu_extender_dra_claimed_cards %zu\n",
-         dropped, claimed);
+    gx_buf_putf(out, &rc,
+                "# HELP gpu_extender_card_series_dropped Booked or claimed cards left out of the "
+                "gpu_extender_card_* series by server.metrics_max_cards.\n"
+                "# TYPE gpu_extender_card_series_dropped gauge\n"
+                "gpu_extender_card_series_dropped %zu\n"
+                "# HELP gpu_extender_dra_claimed_cards Cards held by DRA ResourceClaims.\n"
+                "# TYPE gpu_extender_dra_claimed_cards gauge\n"
+                "gpu_extender_dra_claimed_cards %zu\n",
+                dropped, claimed);
     for (int pass = 0; pass < 4 && rc == GX_OK; pass++) {
         struct ns_ctx c = {out, &rc, pass};
-        putf(out, &rc, "# HELP %s %s\n# TYPE %s gauge\n", ns_help[pass][0], ns_help[pass][1],
-             ns_help[pass][0]);
+        gx_buf_putf(out, &rc, "# HELP %s %s\n# TYPE %s gauge\n", ns_help[pass][0], ns_help[pass][1],
+                    ns_help[pass][0]);
         if (rc == GX_OK) {
             rc = gx_quota_each(cfg, snap, l, max, ns_cb, &c, &ns_dropped);
         }
     }
-    putf(out, &rc,
-         "# HELP gpu_extender_namespace_series_dropped Namespaces left out of the "
-         "gpu_extender_namespace_* series by server.metrics_max_cards.\n"
-         "# TYPE gpu_extender_namespace_series_dropped gauge\n"
-         "gpu_extender_namespace_series_dropped %zu\n",
-         ns_dropped);
+    gx_buf_putf(out, &rc,
+                "# HELP gpu_extender_namespace_series_dropped Namespaces left out of the "
+                "gpu_extender_namespace_* series by server.metrics_max_cards.\n"
+                "# TYPE gpu_extender_namespace_series_dropped gauge\n"
+                "gpu_extender_namespace_series_dropped %zu\n",
+                ns_dropped);
     if (rc != GX_OK) {
         out->len = len0;
     }
@@ -262,37 +230,38 @@ put_measured(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
              const struct gx_card *card, enum gx_signal sig, int64_t now_ms)
 {
     if (gx_card_fresh(cfg, card, sig, now_ms) && isfinite(card->v[sig])) {
-        putf(b, rc, "%.17g", card->v[sig]);
+        gx_buf_putf(b, rc, "%.17g", card->v[sig]);
     } else {
-        put(b, rc, "null");
+        gx_buf_put(b, rc, "null");
     }
 }
 
-static void
-put_tenants(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
-            const struct gx_snapshot *snap, const struct gx_ledger_node *e, int idx)
+void
+gx_cards_put_tenants(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
+                     const struct gx_snapshot *snap, const struct gx_ledger_node *e, int idx)
 {
     bool first = true;
 
-    put(b, rc, "\"tenants\":[");
+    gx_buf_put(b, rc, "\"tenants\":[");
     for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
         const struct gx_tenant *t = &e->tenants[i];
         if (t->card != idx) {
             continue;
         }
-        put(b, rc, first ? "{\"pod\":" : ",{\"pod\":");
-        put_json_str(b, rc, t->pod);
-        put(b, rc, ",\"uid\":");
-        put_json_str(b, rc, t->uid);
-        putf(b, rc,
-             ",\"exclusive\":%s,\"slices\":%d,\"milli\":%d,\"share_milli\":%lld,"
-             "\"memory_mib\":%lld,\"state\":\"%s\",\"since_ms\":%lld}",
-             t->exclusive ? "true" : "false", t->slices, t->milli,
-             (long long)gx_quota_tenant_milli(cfg, snap, e->node, t), (long long)t->memory_mib,
-             t->state == GX_TENANT_BOUND ? "bound" : "reserved", (long long)t->since_ms);
+        gx_buf_put(b, rc, first ? "{\"pod\":" : ",{\"pod\":");
+        gx_buf_put_json_str(b, rc, t->pod);
+        gx_buf_put(b, rc, ",\"uid\":");
+        gx_buf_put_json_str(b, rc, t->uid);
+        gx_buf_putf(b, rc,
+                    ",\"exclusive\":%s,\"slices\":%d,\"milli\":%d,\"share_milli\":%lld,"
+                    "\"memory_mib\":%lld,\"state\":\"%s\",\"since_ms\":%lld}",
+                    t->exclusive ? "true" : "false", t->slices, t->milli,
+                    (long long)gx_quota_tenant_milli(cfg, snap, e->node, t),
+                    (long long)t->memory_mib, t->state == GX_TENANT_BOUND ? "bound" : "reserved",
+                    (long long)t->since_ms);
         first = false;
     }
-    put(b, rc, "]");
+    gx_buf_put(b, rc, "]");
 }
 
 struct json_ns {
@@ -307,13 +276,13 @@ json_ns_cb(void *arg, const char *ns, const struct gx_quota_use *use,
 {
     struct json_ns *c = arg;
 
-    put(c->b, c->rc, c->first ? "{\"namespace\":" : ",{\"namespace\":");
-    put_json_str(c->b, c->rc, ns);
-    putf(c->b, c->rc,
-         ",\"milli_gpus\":%lld,\"memory_mib\":%lld,\"tenants\":%d,\"quota_milli_gpus\":%lld,"
-         "\"quota_memory_mib\":%lld}",
-         (long long)use->milli, (long long)use->memory_mib, use->tenants, (long long)lim->milli,
-         (long long)lim->memory_mib);
+    gx_buf_put(c->b, c->rc, c->first ? "{\"namespace\":" : ",{\"namespace\":");
+    gx_buf_put_json_str(c->b, c->rc, ns);
+    gx_buf_putf(c->b, c->rc,
+                ",\"milli_gpus\":%lld,\"memory_mib\":%lld,\"tenants\":%d,\"quota_milli_gpus\":%lld,"
+                "\"quota_memory_mib\":%lld}",
+                (long long)use->milli, (long long)use->memory_mib, use->tenants,
+                (long long)lim->milli, (long long)lim->memory_mib);
     c->first = false;
 }
 
@@ -324,11 +293,11 @@ put_host(struct gx_buf *b, enum gx_err *rc, const struct gx_ledger_node *e)
     int64_t cpu, mem;
 
     gx_ledger_entry_host(e, &cpu, &mem);
-    putf(b, rc,
-         "\"host\":{\"cpu_milli\":%lld,\"memory_mib\":%lld,\"other_cpu_milli\":%lld,"
-         "\"other_memory_mib\":%lld}",
-         (long long)cpu, (long long)mem, (long long)(e != NULL ? e->untracked_cpu_milli : 0),
-         (long long)(e != NULL ? e->untracked_mem_mib : 0));
+    gx_buf_putf(b, rc,
+                "\"host\":{\"cpu_milli\":%lld,\"memory_mib\":%lld,\"other_cpu_milli\":%lld,"
+                "\"other_memory_mib\":%lld}",
+                (long long)cpu, (long long)mem, (long long)(e != NULL ? e->untracked_cpu_milli : 0),
+                (long long)(e != NULL ? e->untracked_mem_mib : 0));
 }
 
 enum gx_err
@@ -341,7 +310,7 @@ gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
     bool first_node = true;
 
     jn.rc = &rc;
-    put(out, &rc, "{\"nodes\":[");
+    gx_buf_put(out, &rc, "{\"nodes\":[");
     for (size_t i = 0; snap != NULL && i < snap->n_nodes && rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
         const struct gx_ledger_node *e = gx_ledger_node(l, node->name);
@@ -349,44 +318,45 @@ gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
         if (node->n_cards == 0) {
             continue;
         }
-        put(out, &rc, first_node ? "{\"node\":" : ",{\"node\":");
-        put_json_str(out, &rc, node->name);
-        putf(out, &rc, ",\"product\":");
-        put_json_str(out, &rc, node->product);
-        put(out, &rc, ",\"cards\":[");
+        gx_buf_put(out, &rc, first_node ? "{\"node\":" : ",{\"node\":");
+        gx_buf_put_json_str(out, &rc, node->name);
+        gx_buf_putf(out, &rc, ",\"product\":");
+        gx_buf_put_json_str(out, &rc, node->product);
+        gx_buf_put(out, &rc, ",\"cards\":[");
         for (size_t c = 0; c < node->n_cards && rc == GX_OK; c++) {
             struct card_row r;
             card_row(cfg, l, node, &node->cards[c], &r);
-            putf(out, &rc, "%s{\"index\":%d,\"uuid\":", c ? "," : "", node->cards[c].index);
-            put_json_str(out, &rc, node->cards[c].uuid);
-            putf(out, &rc,
-                 ",\"slots\":%d,\"booked_share\":%.4f,\"booked_slices\":%d,\"booked_milli\":%d,"
-                 "\"booked_memory_mib\":%lld,\"exclusive\":%s,\"dra_claim\":",
-                 r.slots, r.share, r.u.slices, r.u.milli, (long long)r.u.memory_mib,
-                 r.u.exclusive ? "true" : "false");
-            put_json_str(out, &rc, node->cards[c].claim);
-            put(out, &rc, ",\"measured\":{\"util_pct\":");
+            gx_buf_putf(out, &rc, "%s{\"index\":%d,\"uuid\":", c ? "," : "", node->cards[c].index);
+            gx_buf_put_json_str(out, &rc, node->cards[c].uuid);
+            gx_buf_putf(
+                out, &rc,
+                ",\"slots\":%d,\"booked_share\":%.4f,\"booked_slices\":%d,\"booked_milli\":%d,"
+                "\"booked_memory_mib\":%lld,\"exclusive\":%s,\"dra_claim\":",
+                r.slots, r.share, r.u.slices, r.u.milli, (long long)r.u.memory_mib,
+                r.u.exclusive ? "true" : "false");
+            gx_buf_put_json_str(out, &rc, node->cards[c].claim);
+            gx_buf_put(out, &rc, ",\"measured\":{\"util_pct\":");
             put_measured(out, &rc, cfg, &node->cards[c], GX_SIG_UTIL, now_ms);
-            put(out, &rc, ",\"mem_used_mib\":");
+            gx_buf_put(out, &rc, ",\"mem_used_mib\":");
             put_measured(out, &rc, cfg, &node->cards[c], GX_SIG_MEM_USED, now_ms);
-            put(out, &rc, "},\"workload_pod\":");
-            put_json_str(out, &rc, node->cards[c].pod);
-            put(out, &rc, ",");
-            put_tenants(out, &rc, cfg, snap, e, node->cards[c].index);
-            put(out, &rc, "}");
+            gx_buf_put(out, &rc, "},\"workload_pod\":");
+            gx_buf_put_json_str(out, &rc, node->cards[c].pod);
+            gx_buf_put(out, &rc, ",");
+            gx_cards_put_tenants(out, &rc, cfg, snap, e, node->cards[c].index);
+            gx_buf_put(out, &rc, "}");
         }
-        put(out, &rc, "],\"unplaced\":{");
-        put_tenants(out, &rc, cfg, snap, e, GX_CARD_ANY);
-        put(out, &rc, "},");
+        gx_buf_put(out, &rc, "],\"unplaced\":{");
+        gx_cards_put_tenants(out, &rc, cfg, snap, e, GX_CARD_ANY);
+        gx_buf_put(out, &rc, "},");
         put_host(out, &rc, e);
-        put(out, &rc, "}");
+        gx_buf_put(out, &rc, "}");
         first_node = false;
     }
-    put(out, &rc, "],\"namespaces\":[");
+    gx_buf_put(out, &rc, "],\"namespaces\":[");
     if (rc == GX_OK) {
         rc = gx_quota_each(cfg, snap, l, SIZE_MAX, json_ns_cb, &jn, NULL);
     }
-    put(out, &rc, "]}");
+    gx_buf_put(out, &rc, "]}");
     if (rc != GX_OK) {
         out->len = len0;
     }

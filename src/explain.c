@@ -12,48 +12,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gx/cards.h"
 #include "gx/quota.h"
-
-/* Append @s to @b, keeping the first error in @rc. */
-static void
-put(struct gx_buf *b, enum gx_err *rc, const char *s)
-{
-    if (*rc == GX_OK) {
-        *rc = gx_buf_adds(b, s);
-    }
-}
-
-/* Append formatted text to @b, keeping the first error in @rc. */
-static void GX_PRINTF(3, 4) putf(struct gx_buf *b, enum gx_err *rc, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (*rc != GX_OK) {
-        return;
-    }
-    va_start(ap, fmt);
-    *rc = gx_buf_vaddf(b, fmt, ap);
-    va_end(ap);
-}
-
-/* Append @s (may be NULL: null) as a JSON string, keeping the first error in @rc. */
-static void
-put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s)
-{
-    if (*rc != GX_OK) {
-        return;
-    }
-    *rc = s != NULL ? gx_buf_add_json_str(b, s, strlen(s)) : gx_buf_adds(b, "null");
-}
 
 /* Append a JSON number, null when not finite. */
 static void
 put_json_num(struct gx_buf *b, enum gx_err *rc, double v)
 {
     if (isfinite(v)) {
-        putf(b, rc, "%.6g", v);
+        gx_buf_putf(b, rc, "%.6g", v);
     } else {
-        put(b, rc, "null");
+        gx_buf_put(b, rc, "null");
     }
 }
 
@@ -72,30 +41,30 @@ static void
 put_request(struct gx_buf *b, enum gx_err *rc, const struct gx_podreq *req)
 {
     if (req == NULL) {
-        put(b, rc, "invalid request");
+        gx_buf_put(b, rc, "invalid request");
         return;
     }
     switch (req->kind) {
     case GX_REQ_NONE:
-        put(b, rc, "no GPU request");
+        gx_buf_put(b, rc, "no GPU request");
         break;
     case GX_REQ_EXCLUSIVE:
-        putf(b, rc, "exclusive %lld GPU%s", (long long)req->gpus, req->gpus == 1 ? "" : "s");
+        gx_buf_putf(b, rc, "exclusive %lld GPU%s", (long long)req->gpus, req->gpus == 1 ? "" : "s");
         break;
     case GX_REQ_SHARED:
         if (req->milli > 0) {
-            putf(b, rc, "shared %d milli-GPU", req->milli);
+            gx_buf_putf(b, rc, "shared %d milli-GPU", req->milli);
         } else {
-            putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
+            gx_buf_putf(b, rc, "shared %d slice%s", req->slices, req->slices == 1 ? "" : "s");
         }
         if (req->memory_mib > 0) {
-            putf(b, rc, ", memory %lld MiB", (long long)req->memory_mib);
+            gx_buf_putf(b, rc, ", memory %lld MiB", (long long)req->memory_mib);
         }
         if (req->util_pct >= 0) {
-            putf(b, rc, ", util %.0f%%", req->util_pct);
+            gx_buf_putf(b, rc, ", util %.0f%%", req->util_pct);
         }
         if (req->device_plugin) {
-            put(b, rc, " (device plugin)");
+            gx_buf_put(b, rc, " (device plugin)");
         }
         break;
     }
@@ -179,47 +148,28 @@ put_tenants_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *
         if (t->card != idx) {
             continue;
         }
-        putf(b, rc, "    pod %s:", t->pod);
+        gx_buf_putf(b, rc, "    pod %s:", t->pod);
         if (t->exclusive) {
-            put(b, rc, " whole card");
+            gx_buf_put(b, rc, " whole card");
         } else if (t->milli > 0) {
-            putf(b, rc, " %d milli-GPU", t->milli);
+            gx_buf_putf(b, rc, " %d milli-GPU", t->milli);
         } else {
-            putf(b, rc, " %d slice%s", t->slices, t->slices == 1 ? "" : "s");
+            gx_buf_putf(b, rc, " %d slice%s", t->slices, t->slices == 1 ? "" : "s");
         }
         if (t->memory_mib > 0) {
-            putf(b, rc, ", %lld MiB", (long long)t->memory_mib);
+            gx_buf_putf(b, rc, ", %lld MiB", (long long)t->memory_mib);
         }
-        put(b, rc, t->state == GX_TENANT_BOUND ? ", bound\n" : ", reserved\n");
+        gx_buf_put(b, rc, t->state == GX_TENANT_BOUND ? ", bound\n" : ", reserved\n");
     }
 }
 
-/* "tenants":[{..}] of card @idx of @node for JSON. */
+/* ,"tenants":[{..}] of card @idx of @node for JSON, as /debug/cards shows them. */
 static void
 put_tenants_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
                  const struct gx_node *node, int idx)
 {
-    const struct gx_ledger_node *e = gx_ledger_node(ctx->ledger, node->name);
-    bool first = true;
-
-    put(b, rc, ",\"tenants\":[");
-    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
-        const struct gx_tenant *t = &e->tenants[i];
-        if (t->card != idx) {
-            continue;
-        }
-        put(b, rc, first ? "{\"pod\":" : ",{\"pod\":");
-        put_json_str(b, rc, t->pod);
-        put(b, rc, ",\"uid\":");
-        put_json_str(b, rc, t->uid);
-        putf(b, rc,
-             ",\"exclusive\":%s,\"slices\":%d,\"milli\":%d,\"memory_mib\":%lld,"
-             "\"state\":\"%s\",\"since_ms\":%lld}",
-             t->exclusive ? "true" : "false", t->slices, t->milli, (long long)t->memory_mib,
-             t->state == GX_TENANT_BOUND ? "bound" : "reserved", (long long)t->since_ms);
-        first = false;
-    }
-    put(b, rc, "]");
+    gx_buf_put(b, rc, ",");
+    gx_cards_put_tenants(b, rc, ctx->cfg, ctx->snap, gx_ledger_node(ctx->ledger, node->name), idx);
 }
 
 /* The namespace line: what it holds of its limits ("-": none). */
@@ -231,16 +181,16 @@ put_quota_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 
     gx_quota_limits(ctx->cfg, ns, &lim);
     gx_quota_usage(ctx->cfg, ctx->snap, ctx->ledger, ns, NULL, &use);
-    putf(b, rc, "namespace %s: %lld", ns[0] != '\0' ? ns : "-", (long long)use.milli);
+    gx_buf_putf(b, rc, "namespace %s: %lld", ns[0] != '\0' ? ns : "-", (long long)use.milli);
     if (lim.milli >= 0) {
-        putf(b, rc, "/%lld", (long long)lim.milli);
+        gx_buf_putf(b, rc, "/%lld", (long long)lim.milli);
     }
-    putf(b, rc, " milli-GPU, %lld", (long long)use.memory_mib);
+    gx_buf_putf(b, rc, " milli-GPU, %lld", (long long)use.memory_mib);
     if (lim.memory_mib >= 0) {
-        putf(b, rc, "/%lld", (long long)lim.memory_mib);
+        gx_buf_putf(b, rc, "/%lld", (long long)lim.memory_mib);
     }
-    putf(b, rc, " MiB declared, %d tenant%s%s\n", use.tenants, use.tenants == 1 ? "" : "s",
-         gx_quota_limited(&lim) ? "" : " (no quota)");
+    gx_buf_putf(b, rc, " MiB declared, %d tenant%s%s\n", use.tenants, use.tenants == 1 ? "" : "s",
+                gx_quota_limited(&lim) ? "" : " (no quota)");
 }
 
 /* "namespace":{..} for JSON. */
@@ -252,13 +202,13 @@ put_quota_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 
     gx_quota_limits(ctx->cfg, ns, &lim);
     gx_quota_usage(ctx->cfg, ctx->snap, ctx->ledger, ns, NULL, &use);
-    put(b, rc, ",\"namespace\":{\"name\":");
-    put_json_str(b, rc, ns);
-    putf(b, rc,
-         ",\"milli_gpus\":%lld,\"memory_mib\":%lld,\"tenants\":%d,\"quota_milli_gpus\":%lld,"
-         "\"quota_memory_mib\":%lld}",
-         (long long)use.milli, (long long)use.memory_mib, use.tenants, (long long)lim.milli,
-         (long long)lim.memory_mib);
+    gx_buf_put(b, rc, ",\"namespace\":{\"name\":");
+    gx_buf_put_json_str(b, rc, ns);
+    gx_buf_putf(b, rc,
+                ",\"milli_gpus\":%lld,\"memory_mib\":%lld,\"tenants\":%d,\"quota_milli_gpus\":%lld,"
+                "\"quota_memory_mib\":%lld}",
+                (long long)use.milli, (long long)use.memory_mib, use.tenants, (long long)lim.milli,
+                (long long)lim.memory_mib);
 }
 
 /* True when card @idx is among the cards chosen in @v. */
@@ -285,45 +235,46 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         struct gx_card_usage u;
 
         gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
-        putf(b, rc, "  card %d %s", c->index, c->uuid != NULL ? c->uuid : "-");
+        gx_buf_putf(b, rc, "  card %d %s", c->index, c->uuid != NULL ? c->uuid : "-");
         if (gx_score_fresh(ctx, c, GX_SIG_UTIL)) {
-            putf(b, rc, " util %.0f%%", c->v[GX_SIG_UTIL]);
+            gx_buf_putf(b, rc, " util %.0f%%", c->v[GX_SIG_UTIL]);
         } else {
-            put(b, rc, " util ?");
+            gx_buf_put(b, rc, " util ?");
         }
         if (gx_score_fresh(ctx, c, GX_SIG_MEM_USED)) {
-            putf(b, rc, " mem %.0f/", c->v[GX_SIG_MEM_USED]);
+            gx_buf_putf(b, rc, " mem %.0f/", c->v[GX_SIG_MEM_USED]);
         } else {
-            put(b, rc, " mem ?/");
+            gx_buf_put(b, rc, " mem ?/");
         }
         if (node->gpu_memory_mib > 0) {
-            putf(b, rc, "%lld MiB", (long long)node->gpu_memory_mib);
+            gx_buf_putf(b, rc, "%lld MiB", (long long)node->gpu_memory_mib);
         } else {
-            put(b, rc, "? MiB");
+            gx_buf_put(b, rc, "? MiB");
         }
         if (gx_score_fresh(ctx, c, GX_SIG_TEMP)) {
-            putf(b, rc, " temp %.0fC", c->v[GX_SIG_TEMP]);
+            gx_buf_putf(b, rc, " temp %.0fC", c->v[GX_SIG_TEMP]);
         } else {
-            put(b, rc, " temp ?");
+            gx_buf_put(b, rc, " temp ?");
         }
-        putf(b, rc, " slots %d/%d booked %lld MiB tenants %d", u.slices, slots,
-             (long long)u.memory_mib, u.tenants);
+        gx_buf_putf(b, rc, " slots %d/%d booked %lld MiB tenants %d", u.slices, slots,
+                    (long long)u.memory_mib, u.tenants);
         if (u.exclusive) {
-            put(b, rc, " [exclusive]");
+            gx_buf_put(b, rc, " [exclusive]");
         }
         if (gx_score_card_state(ctx, node, c) != GX_CARD_OK) {
-            putf(b, rc, " [unusable: %s]", gx_card_state_text(gx_score_card_state(ctx, node, c)));
+            gx_buf_putf(b, rc, " [unusable: %s]",
+                        gx_card_state_text(gx_score_card_state(ctx, node, c)));
         }
         if (c->claim != NULL) {
-            putf(b, rc, " [DRA claim %s]", c->claim);
+            gx_buf_putf(b, rc, " [DRA claim %s]", c->claim);
         }
         if (c->pod != NULL && c->pod[0] != '\0' && u.tenants == 0) {
-            putf(b, rc, " [in use by %s]", c->pod);
+            gx_buf_putf(b, rc, " [in use by %s]", c->pod);
         }
         if (chosen(v, c->index)) {
-            put(b, rc, " [chosen]");
+            gx_buf_put(b, rc, " [chosen]");
         }
-        put(b, rc, "\n");
+        gx_buf_put(b, rc, "\n");
         put_tenants_text(b, rc, ctx, node, c->index);
     }
 }
@@ -359,12 +310,13 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
             w.reason = rl;
         }
     }
-    putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
+    gx_buf_putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
-    put(out, &rc, "\n");
+    gx_buf_put(out, &rc, "\n");
     put_quota_text(out, &rc, ctx, ns);
-    putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE", w.verdict,
-         "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS", "FIT", "CARDS");
+    gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE",
+                w.verdict, "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS",
+                "FIT", "CARDS");
     for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
         struct gx_verdict v;
@@ -373,14 +325,14 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         decide(ctx, req, &q, node, &v);
         cards_list(&v, cards, sizeof(cards));
         if (v.keep) {
-            putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %4.2f %4.2f %4.2f %6.2f %4.2f  %s%s\n", w.node,
-                 node->name, w.verdict, "fit", w.reason, "-", v.score, v.parts.util, v.parts.memory,
-                 v.parts.temp, v.parts.labels, v.parts.fit, cards,
-                 v.parts.metrics_neutral ? "  (metrics neutral)" : "");
+            gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %4.2f %4.2f %4.2f %6.2f %4.2f  %s%s\n",
+                        w.node, node->name, w.verdict, "fit", w.reason, "-", v.score, v.parts.util,
+                        v.parts.memory, v.parts.temp, v.parts.labels, v.parts.fit, cards,
+                        v.parts.metrics_neutral ? "  (metrics neutral)" : "");
         } else {
-            putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, node->name,
-                 w.verdict, "reject", w.reason, gx_reason_text(v.reason), "-", "-", "-", "-", "-",
-                 "-", "-");
+            gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node,
+                        node->name, w.verdict, "reject", w.reason, gx_reason_text(v.reason), "-",
+                        "-", "-", "-", "-", "-", "-");
         }
         put_cards_text(out, &rc, ctx, node, &v);
     }
@@ -397,35 +349,36 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 {
     int slots = gx_config_card_slots(ctx->cfg, node->product, node->replicas);
 
-    put(b, rc, "[");
+    gx_buf_put(b, rc, "[");
     for (size_t i = 0; i < node->n_cards; i++) {
         const struct gx_card *c = &node->cards[i];
         struct gx_card_usage u;
 
         gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
-        putf(b, rc, "%s{\"index\":%d,\"uuid\":", i ? "," : "", c->index);
-        put_json_str(b, rc, c->uuid);
-        put(b, rc, ",\"util_pct\":");
+        gx_buf_putf(b, rc, "%s{\"index\":%d,\"uuid\":", i ? "," : "", c->index);
+        gx_buf_put_json_str(b, rc, c->uuid);
+        gx_buf_put(b, rc, ",\"util_pct\":");
         put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_UTIL) ? c->v[GX_SIG_UTIL] : NAN);
-        put(b, rc, ",\"mem_used_mib\":");
+        gx_buf_put(b, rc, ",\"mem_used_mib\":");
         put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_MEM_USED) ? c->v[GX_SIG_MEM_USED] : NAN);
-        put(b, rc, ",\"mem_total_mib\":");
+        gx_buf_put(b, rc, ",\"mem_total_mib\":");
         put_json_num(b, rc, node->gpu_memory_mib > 0 ? (double)node->gpu_memory_mib : NAN);
-        put(b, rc, ",\"temp_c\":");
+        gx_buf_put(b, rc, ",\"temp_c\":");
         put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_TEMP) ? c->v[GX_SIG_TEMP] : NAN);
-        putf(b, rc,
-             ",\"slots\":%d,\"slices_used\":%d,\"booked_mib\":%lld,\"tenants\":%d,"
-             "\"exclusive\":%s,\"state\":\"%s\",\"chosen\":%s,\"workload_pod\":",
-             slots, u.slices, (long long)u.memory_mib, u.tenants, u.exclusive ? "true" : "false",
-             gx_card_state_text(gx_score_card_state(ctx, node, c)),
-             chosen(v, c->index) ? "true" : "false");
-        put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
-        put(b, rc, ",\"dra_claim\":");
-        put_json_str(b, rc, c->claim);
+        gx_buf_putf(b, rc,
+                    ",\"slots\":%d,\"slices_used\":%d,\"booked_mib\":%lld,\"tenants\":%d,"
+                    "\"exclusive\":%s,\"state\":\"%s\",\"chosen\":%s,\"workload_pod\":",
+                    slots, u.slices, (long long)u.memory_mib, u.tenants,
+                    u.exclusive ? "true" : "false",
+                    gx_card_state_text(gx_score_card_state(ctx, node, c)),
+                    chosen(v, c->index) ? "true" : "false");
+        gx_buf_put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
+        gx_buf_put(b, rc, ",\"dra_claim\":");
+        gx_buf_put_json_str(b, rc, c->claim);
         put_tenants_json(b, rc, ctx, node, c->index);
-        put(b, rc, "}");
+        gx_buf_put(b, rc, "}");
     }
-    put(b, rc, "]");
+    gx_buf_put(b, rc, "]");
 }
 
 enum gx_err
@@ -442,53 +395,53 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     quota_begin(ctx, req, pod_name, ns, sizeof(ns), &q);
     gx_buf_init(&desc, 1024);
     put_request(&desc, &rc, req);
-    put(out, &rc, "{\"pod\":");
-    put_json_str(out, &rc, pod_name);
-    put(out, &rc, ",\"request\":{\"kind\":");
-    put_json_str(out, &rc, kind_name(req));
-    put(out, &rc, ",\"text\":");
-    put_json_str(out, &rc, desc.data != NULL ? desc.data : "");
+    gx_buf_put(out, &rc, "{\"pod\":");
+    gx_buf_put_json_str(out, &rc, pod_name);
+    gx_buf_put(out, &rc, ",\"request\":{\"kind\":");
+    gx_buf_put_json_str(out, &rc, kind_name(req));
+    gx_buf_put(out, &rc, ",\"text\":");
+    gx_buf_put_json_str(out, &rc, desc.data != NULL ? desc.data : "");
     if (req != NULL) {
-        putf(out, &rc,
-             ",\"gpus\":%lld,\"slices\":%d,\"memory_mib\":%lld,\"device_plugin\":%s,"
-             "\"util_pct\":",
-             (long long)req->gpus, req->slices, (long long)req->memory_mib,
-             req->device_plugin ? "true" : "false");
+        gx_buf_putf(out, &rc,
+                    ",\"gpus\":%lld,\"slices\":%d,\"memory_mib\":%lld,\"device_plugin\":%s,"
+                    "\"util_pct\":",
+                    (long long)req->gpus, req->slices, (long long)req->memory_mib,
+                    req->device_plugin ? "true" : "false");
         put_json_num(out, &rc, req->util_pct);
     }
-    put(out, &rc, "}");
+    gx_buf_put(out, &rc, "}");
     put_quota_json(out, &rc, ctx, ns);
-    put(out, &rc, ",\"nodes\":[");
+    gx_buf_put(out, &rc, ",\"nodes\":[");
     for (size_t i = 0; i < snap->n_nodes && rc == GX_OK; i++) {
         const struct gx_node *node = &snap->nodes[i];
         struct gx_verdict v;
 
         decide(ctx, req, &q, node, &v);
-        put(out, &rc, i ? ",{\"node\":" : "{\"node\":");
-        put_json_str(out, &rc, node->name);
-        putf(out, &rc, ",\"verdict\":\"%s\",\"reason\":", v.keep ? "fit" : "reject");
-        put_json_str(out, &rc, gx_reason_text(v.reason));
-        putf(out, &rc, ",\"reason_name\":\"%s\",\"unresolvable\":%s", gx_reason_name(v.reason),
-             gx_reason_unresolvable(v.reason) ? "true" : "false");
+        gx_buf_put(out, &rc, i ? ",{\"node\":" : "{\"node\":");
+        gx_buf_put_json_str(out, &rc, node->name);
+        gx_buf_putf(out, &rc, ",\"verdict\":\"%s\",\"reason\":", v.keep ? "fit" : "reject");
+        gx_buf_put_json_str(out, &rc, gx_reason_text(v.reason));
+        gx_buf_putf(out, &rc, ",\"reason_name\":\"%s\",\"unresolvable\":%s",
+                    gx_reason_name(v.reason), gx_reason_unresolvable(v.reason) ? "true" : "false");
         if (v.keep) {
-            putf(out, &rc,
-                 ",\"score\":%d,\"parts\":{\"util\":%.4f,\"memory\":%.4f,\"temp\":%.4f,"
-                 "\"labels\":%.4f,\"fit\":%.4f,\"metrics_neutral\":%s}",
-                 v.score, v.parts.util, v.parts.memory, v.parts.temp, v.parts.labels, v.parts.fit,
-                 v.parts.metrics_neutral ? "true" : "false");
+            gx_buf_putf(out, &rc,
+                        ",\"score\":%d,\"parts\":{\"util\":%.4f,\"memory\":%.4f,\"temp\":%.4f,"
+                        "\"labels\":%.4f,\"fit\":%.4f,\"metrics_neutral\":%s}",
+                        v.score, v.parts.util, v.parts.memory, v.parts.temp, v.parts.labels,
+                        v.parts.fit, v.parts.metrics_neutral ? "true" : "false");
         } else {
-            put(out, &rc, ",\"score\":null,\"parts\":null");
+            gx_buf_put(out, &rc, ",\"score\":null,\"parts\":null");
         }
-        put(out, &rc, ",\"cards_chosen\":[");
+        gx_buf_put(out, &rc, ",\"cards_chosen\":[");
         for (int k = 0; k < v.n_cards; k++) {
-            putf(out, &rc, "%s%d", k ? "," : "", v.cards[k]);
+            gx_buf_putf(out, &rc, "%s%d", k ? "," : "", v.cards[k]);
         }
-        putf(out, &rc, "],\"device_plugin\":%s,\"usable_cards\":%d,\"cards\":",
-             v.device_plugin ? "true" : "false", v.usable_cards);
+        gx_buf_putf(out, &rc, "],\"device_plugin\":%s,\"usable_cards\":%d,\"cards\":",
+                    v.device_plugin ? "true" : "false", v.usable_cards);
         put_cards_json(out, &rc, ctx, node, &v);
-        put(out, &rc, "}");
+        gx_buf_put(out, &rc, "}");
     }
-    put(out, &rc, "]}");
+    gx_buf_put(out, &rc, "]}");
     gx_buf_release(&desc);
     if (rc != GX_OK) {
         rollback(out, len0);

@@ -33,6 +33,27 @@ Test(buf, refuses_to_grow_past_its_limit)
     gx_buf_release(&b);
 }
 
+/* The sticky forms append until the first error, then keep it and append nothing. */
+Test(buf, sticky_puts_keep_the_first_error)
+{
+    struct gx_buf b;
+    enum gx_err rc = GX_OK;
+
+    gx_buf_init(&b, 16);
+    gx_buf_put(&b, &rc, "{\"a\":");
+    gx_buf_put_json_str(&b, &rc, NULL);
+    gx_buf_putf(&b, &rc, ",%d}", 7);
+    cr_assert_eq(rc, GX_OK);
+    cr_assert_str_eq(b.data, "{\"a\":null,7}");
+    gx_buf_put_json_str(&b, &rc, "too long for the rest");
+    cr_assert_eq(rc, GX_ETOOBIG);
+    gx_buf_put(&b, &rc, "x");
+    gx_buf_putf(&b, &rc, "%s", "y");
+    cr_assert_eq(rc, GX_ETOOBIG, "the first error stays");
+    cr_assert_str_eq(b.data, "{\"a\":null,7}", "nothing appended after it");
+    gx_buf_release(&b);
+}
+
 /* Escaped output must always be valid JSON that decodes to the input (or U+FFFD). */
 Test(buf, json_strings_escape_quotes_controls_and_html)
 {

@@ -62,6 +62,16 @@ enum gx_err gx_buf_add_json_str(struct gx_buf *b, const char *s, size_t len) GX_
  */
 enum gx_err gx_buf_add_utf8(struct gx_buf *b, const char *s, size_t len) GX_WUR;
 
+/*
+ * Sticky forms for writers that append many pieces: each does nothing once
+ * *@rc holds an error and otherwise keeps the first error in it, so the
+ * caller checks once at the end.
+ */
+void gx_buf_put(struct gx_buf *b, enum gx_err *rc, const char *s);
+void gx_buf_putf(struct gx_buf *b, enum gx_err *rc, const char *fmt, ...) GX_PRINTF(3, 4);
+/** @s as a JSON string literal; NULL appends null. */
+void gx_buf_put_json_str(struct gx_buf *b, enum gx_err *rc, const char *s);
+
 /** Take the storage: you now own the returned string; the buffer is empty. */
 char *gx_buf_take(struct gx_buf *b, size_t *len);
 

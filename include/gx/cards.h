@@ -35,4 +35,12 @@ enum gx_err gx_cards_metrics(const struct gx_config *cfg, const struct gx_snapsh
 enum gx_err gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
                           const struct gx_ledger *l, int64_t now_ms, struct gx_buf *out) GX_WUR;
 
+/**
+ * Append "tenants":[{..}], the ledger entry @e's tenants of card @idx
+ * (GX_CARD_ANY: of no card), as GET /debug/cards and explain show them.
+ * @e may be NULL (none). Sticky on *@rc (buf.h).
+ */
+void gx_cards_put_tenants(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
+                          const struct gx_snapshot *snap, const struct gx_ledger_node *e, int idx);
+
 #endif
