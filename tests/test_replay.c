@@ -6,6 +6,7 @@
  * reproducible, load and the utilization model acting as documented, and
  * the live API of sim.h it drives (place and leave give everything back).
  */
+#include "gx_simgen.h"
 #include "gx_test.h"
 
 #include "gx/ledger.h"
@@ -28,41 +29,16 @@ gen_trace(bool times)
 {
     static const int milli[] = {250, 500, 1000, 750, 300, 1000, 0, 500, 2000, 4000};
     static const int64_t dur[] = {60, 300, 900, 1800, 3600, 7200};
-    uint32_t x = 4242;
+    const struct gx_simgen g = {.n_nodes = N_NODES,
+                                .n_pods = N_PODS,
+                                .seed = 4242,
+                                .milli = milli,
+                                .n_milli = GX_ARRAY_LEN(milli),
+                                .dur = times ? dur : NULL,
+                                .n_dur = GX_ARRAY_LEN(dur),
+                                .one_model = true};
 
-    for (int i = 0; i < N_NODES; i++) {
-        struct gx_trace_node *n = &nodes[i];
-        (void)snprintf(n->name, sizeof(n->name), "node-%02d", i);
-        n->gpus = i % 3 == 0 ? 8 : 2;
-        n->cpu_milli = n->gpus == 8 ? 96000 : 32000;
-        n->memory_mib = n->gpus == 8 ? 393216 : 131072;
-        (void)snprintf(n->model, sizeof(n->model), "T4");
-    }
-    for (int i = 0; i < N_PODS; i++) {
-        struct gx_trace_pod *p = &pods[i];
-        int m;
-        x = x * 1103515245u + 12345u;
-        m = milli[(x >> 16) % GX_ARRAY_LEN(milli)];
-        (void)snprintf(p->name, sizeof(p->name), "pod-%04d", i);
-        p->cpu_milli = 2000 + (int64_t)((x >> 8) % 8) * 1000;
-        p->memory_mib = 4096 + (int64_t)((x >> 4) % 4) * 4096;
-        p->num_gpu = m == 0 ? 0 : m < 1000 ? 1 : m / 1000;
-        p->gpu_milli = m == 0 ? 0 : m < 1000 ? m : 1000;
-        p->creation_s = times ? (int64_t)i * 100 : -1;
-        p->deletion_s = times ? p->creation_s + dur[(x >> 20) % GX_ARRAY_LEN(dur)] : -1;
-    }
-    return (struct gx_sim_trace){
-        .nodes = nodes, .n_nodes = N_NODES, .pods = pods, .n_pods = N_PODS};
-}
-
-static struct gx_config *
-config(const char *json)
-{
-    struct gx_config *cfg = NULL;
-    struct gx_why why = {{0}};
-
-    cr_assert_eq(gx_config_parse(json, strlen(json), NULL, &cfg, &why), GX_OK, "%s", why.text);
-    return cfg;
+    return gx_simgen_trace(&g, nodes, pods);
 }
 
 static void
@@ -91,7 +67,7 @@ assert_invariants(const struct gx_replay_result *r)
 
 Test(replay, extender_and_count_only_keep_the_invariants)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result r;
 
@@ -108,7 +84,7 @@ Test(replay, extender_and_count_only_keep_the_invariants)
 
 Test(replay, seeds_are_reproducible_and_differ)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result a, b, c;
 
@@ -123,7 +99,7 @@ Test(replay, seeds_are_reproducible_and_differ)
 
 Test(replay, more_load_waits_longer)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result lo, hi;
 
@@ -141,7 +117,7 @@ Test(replay, more_load_waits_longer)
 
 Test(replay, demand_within_shares_never_over_admits_under_the_ledger)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result ext, cnt;
 
@@ -158,8 +134,8 @@ Test(replay, demand_within_shares_never_over_admits_under_the_ledger)
 
 Test(replay, the_trend_signal_changes_decisions_only_with_its_weight)
 {
-    struct gx_config *off = config("{}");
-    struct gx_config *on = config("{\"score\":{\"weights\":{\"trend\":20}}}");
+    struct gx_config *off = gx_simgen_config("{}");
+    struct gx_config *on = gx_simgen_config("{\"score\":{\"weights\":{\"trend\":20}}}");
     struct gx_replay_opts o;
     struct gx_replay_result a, b, c;
 
@@ -179,7 +155,7 @@ Test(replay, the_trend_signal_changes_decisions_only_with_its_weight)
 
 Test(replay, a_trace_without_times_is_an_error)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result r;
     struct gx_sim_trace t = gen_trace(false);
@@ -203,7 +179,7 @@ count_tenants(void *ctx, const struct gx_ledger_node *n)
 
 Test(replay, live_place_and_leave_give_everything_back)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_sim_trace t = gen_trace(true);
     struct gx_sim_opts o;
     struct gx_sim_live *l = NULL;

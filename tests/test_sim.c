@@ -5,6 +5,7 @@
  * allocation only grows and stays <= 100 %), baselines ordered as they
  * must be, and the JSON/SVG outputs.
  */
+#include "gx_simgen.h"
 #include "gx_test.h"
 
 #include "gx/sim.h"
@@ -21,45 +22,18 @@ static struct gx_trace_node nodes[N_NODES];
 static struct gx_trace_pod pods[N_PODS];
 /* 16 x 8 + 32 x 2 = 192 cards; 150 pods ask about 1.1x that, tuning adds the rest. */
 
-/* Deterministic generator: 8-GPU and 2-GPU nodes; shares, whole GPUs and CPU pods. */
+/* 8-GPU and 2-GPU nodes of two models; shares, whole GPUs and CPU pods. */
 static struct gx_sim_trace
 gen_trace(void)
 {
     static const int milli[] = {250, 500, 1000, 1000, 750, 300, 1000, 0, 500, 2000, 8000};
-    uint32_t x = 12345;
+    const struct gx_simgen g = {.n_nodes = N_NODES,
+                                .n_pods = N_PODS,
+                                .seed = 12345,
+                                .milli = milli,
+                                .n_milli = GX_ARRAY_LEN(milli)};
 
-    for (int i = 0; i < N_NODES; i++) {
-        struct gx_trace_node *n = &nodes[i];
-        (void)snprintf(n->name, sizeof(n->name), "node-%02d", i);
-        n->gpus = i % 3 == 0 ? 8 : 2;
-        n->cpu_milli = n->gpus == 8 ? 96000 : 32000;
-        n->memory_mib = n->gpus == 8 ? 393216 : 131072;
-        (void)snprintf(n->model, sizeof(n->model), "%s", i % 2 ? "T4" : "G2");
-    }
-    for (int i = 0; i < N_PODS; i++) {
-        struct gx_trace_pod *p = &pods[i];
-        int m;
-        x = x * 1103515245u + 12345u;
-        m = milli[(x >> 16) % GX_ARRAY_LEN(milli)];
-        (void)snprintf(p->name, sizeof(p->name), "pod-%04d", i);
-        p->cpu_milli = 2000 + (int64_t)((x >> 8) % 8) * 1000;
-        p->memory_mib = 4096 + (int64_t)((x >> 4) % 4) * 4096;
-        p->num_gpu = m == 0 ? 0 : m < 1000 ? 1 : m / 1000;
-        p->gpu_milli = m == 0 ? 0 : m < 1000 ? m : 1000;
-        p->creation_s = p->deletion_s = -1;
-    }
-    return (struct gx_sim_trace){
-        .nodes = nodes, .n_nodes = N_NODES, .pods = pods, .n_pods = N_PODS};
-}
-
-static struct gx_config *
-config(const char *json)
-{
-    struct gx_config *cfg = NULL;
-    struct gx_why why = {{0}};
-
-    cr_assert_eq(gx_config_parse(json, strlen(json), NULL, &cfg, &why), GX_OK, "%s", why.text);
-    return cfg;
+    return gx_simgen_trace(&g, nodes, pods);
 }
 
 /* Mean allocation at 100 % arrived over seeds 1..3 under @mode and @cfg. */
@@ -83,7 +57,7 @@ alloc_at_100(const struct gx_config *cfg, enum gx_sim_mode mode, struct gx_sim_r
 
 Test(sim, extender_runs_keep_the_invariants)
 {
-    struct gx_config *cfg = config("{\"sharing\":{\"default_slots\":4}}");
+    struct gx_config *cfg = gx_simgen_config("{\"sharing\":{\"default_slots\":4}}");
     struct gx_sim_result r;
 
     (void)alloc_at_100(cfg, GX_SIM_EXTENDER, &r);
@@ -101,7 +75,7 @@ Test(sim, extender_runs_keep_the_invariants)
 
 Test(sim, seeds_are_reproducible_and_differ)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_sim_trace t = gen_trace();
     struct gx_sim_opts o;
     struct gx_sim_result a, b, c;
@@ -119,9 +93,9 @@ Test(sim, seeds_are_reproducible_and_differ)
 Test(sim, binpack_places_better_than_spread)
 {
     struct gx_config *bin =
-        config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"binpack\"}}");
+        gx_simgen_config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"binpack\"}}");
     struct gx_config *spr =
-        config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"spread\"}}");
+        gx_simgen_config("{\"sharing\":{\"default_slots\":4},\"score\":{\"policy\":\"spread\"}}");
     struct gx_sim_result r;
     double b = alloc_at_100(bin, GX_SIM_EXTENDER, &r);
     double s = alloc_at_100(spr, GX_SIM_EXTENDER, &r);
@@ -133,9 +107,9 @@ Test(sim, binpack_places_better_than_spread)
 
 Test(sim, fgd_places_better_than_count_only_and_random)
 {
-    struct gx_config *cfg = config("{\"score\":{\"policy\":\"fgd\",\"weights\":{"
-                                   "\"utilization\":0,\"memory\":0,\"temperature\":0,"
-                                   "\"labels\":0,\"fit\":1}}}");
+    struct gx_config *cfg = gx_simgen_config("{\"score\":{\"policy\":\"fgd\",\"weights\":{"
+                                             "\"utilization\":0,\"memory\":0,\"temperature\":0,"
+                                             "\"labels\":0,\"fit\":1}}}");
     struct gx_sim_result r;
     double f = alloc_at_100(cfg, GX_SIM_EXTENDER, &r);
     double c = alloc_at_100(cfg, GX_SIM_COUNT_ONLY, &r);
@@ -148,7 +122,7 @@ Test(sim, fgd_places_better_than_count_only_and_random)
 
 Test(sim, count_only_over_admits_shared_cards)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_sim_result r;
 
     (void)alloc_at_100(cfg, GX_SIM_COUNT_ONLY, &r);
@@ -158,7 +132,7 @@ Test(sim, count_only_over_admits_shared_cards)
 
 Test(sim, node_with_too_many_cards_is_refused)
 {
-    struct gx_config *cfg = config("{}");
+    struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_sim_trace t = gen_trace();
     struct gx_sim_opts o;
     struct gx_sim_result r;
@@ -209,8 +183,8 @@ Test(sim, json_has_exactly_the_documented_keys)
  */
 Test(sim, relative_scores_choose_as_the_exact_score_does)
 {
-    struct gx_config *rel = config("{\"score\":{\"policy\":\"fgd\",\"relative\":true}}");
-    struct gx_config *abs = config("{\"score\":{\"policy\":\"fgd\"}}");
+    struct gx_config *rel = gx_simgen_config("{\"score\":{\"policy\":\"fgd\",\"relative\":true}}");
+    struct gx_config *abs = gx_simgen_config("{\"score\":{\"policy\":\"fgd\"}}");
     struct gx_sim_trace t = gen_trace();
     struct gx_sim_opts o;
     struct gx_sim_result exact, relative, rounded;
