@@ -8,7 +8,8 @@ import re
 import sys
 import time
 
-from gxtest import ROOT, Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod
+from gxtest import (ROOT, Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod,
+                    stop_all)
 
 NODES = ("gpu-node-a", "gpu-node-b")
 PODS = 8
@@ -84,9 +85,5 @@ try:
     c.eq(len(api.lease_tenants(NODES[0])), before - 1, "the deleted pod's slot is released")
     c.ok(took < 3.0, f"released on the watch event ({took:.2f} s, reconcile timer 120 s)")
 finally:
-    for e in exts:
-        if c.failed:
-            print(e.logs())
-        e.cleanup()
-    api.stop()
+    stop_all(c, exts, api)
 c.done()

@@ -34,6 +34,16 @@ def wait_for(cond, timeout, what=None):
     return False
 
 
+def stop_all(c, exts, api):
+    """The end of a test on the fake API server: the extenders' logs when a check failed,
+    then every extender and the API server stopped."""
+    for e in exts:
+        if c.failed:
+            print(e.logs())
+        e.cleanup()
+    api.stop()
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -5,7 +5,8 @@ import concurrent.futures
 import sys
 import time
 
-from gxtest import Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod
+from gxtest import (Checks, Extender, FakeApiServer, bind_args, live_overrides, shared_pod,
+                    stop_all)
 
 c = Checks("ledger_race")
 api = FakeApiServer()
@@ -73,9 +74,5 @@ try:
         time.sleep(0.5)
     c.eq(res.get("Error"), "", "a waiting pod takes the freed slot")
 finally:
-    for e in exts:
-        if c.failed:
-            print(e.logs())
-        e.cleanup()
-    api.stop()
+    stop_all(c, exts, api)
 c.done()

@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from gxtest import Checks, Extender, FakeApiServer, live_overrides, wait_for
+from gxtest import Checks, Extender, FakeApiServer, live_overrides, stop_all, wait_for
 
 NODE = "gpu-node-a"
 c = Checks("podsum_live")
@@ -99,9 +99,5 @@ try:
     c.eq(other(off), (0, 0), "kubernetes.watch_all_pods=false counts nothing")
     c.eq(gauge(off, "gpu_extender_other_pods"), 0.0, "gauge 0 when off")
 finally:
-    for e in exts:
-        if c.failed:
-            print(e.logs())
-        e.cleanup()
-    api.stop()
+    stop_all(c, exts, api)
 c.done()
