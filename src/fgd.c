@@ -218,3 +218,58 @@ gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
     }
     return sum / m->total;
 }
+
+void
+gx_fgd_gaps_clear(struct gx_fgd_gaps *g)
+{
+    memset(g->count, 0, sizeof(g->count));
+}
+
+int
+gx_fgd_min_share(const struct gx_fgd_model *m)
+{
+    int min = GX_FGD_CARD;
+
+    for (size_t i = 0; m != NULL && i < m->n; i++) {
+        const struct gx_fgd_shape *t = &m->shape[i];
+
+        if (t->gpus == 1 && t->milli > 0 && t->milli < min) {
+            min = t->milli;
+        }
+    }
+    return min;
+}
+
+void
+gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
+{
+    int cards = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+
+    for (int c = 0; c < cards; c++) {
+        if (n->free[c] > 0 && n->free[c] < GX_FGD_CARD) {
+            g->count[n->free[c]]++;
+        }
+    }
+}
+
+/* True when a card with @free free is a gap some typical share could fill. */
+static bool
+open_gap(const struct gx_fgd_gaps *g, int free)
+{
+    return free >= g->min_open && free > 0 && free < GX_FGD_CARD;
+}
+
+double
+gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take)
+{
+    int left = free - take;
+    double d = 0.0;
+
+    if (open_gap(g, left)) {
+        d += 2.0 * g->count[left] + 1.0; /* (N+1)^2 - N^2 */
+    }
+    if (open_gap(g, free)) {
+        d -= 2.0 * g->count[free] - 1.0; /* (N-1)^2 - N^2 */
+    }
+    return d;
+}

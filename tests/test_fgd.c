@@ -132,3 +132,68 @@ Test(fgd, cpu_pods_count_only_when_their_cpu_is_gone)
     /* taking 4 of the last 10 CPUs leaves 6: the CPU pod no longer fits, the last card is lost */
     cr_assert_float_eq(gx_fgd_delta(&m, &n, &gpu, &card), 1000.0, 1e-9);
 }
+
+Test(fgd, gaps_count_only_partly_used_cards)
+{
+    struct gx_fgd_gaps g;
+    const int free[6] = {1000, 0, 300, 300, 999, 1};
+    struct gx_fgd_node n = node(6, free);
+
+    gx_fgd_gaps_clear(&g);
+    gx_fgd_gaps_add(&g, &n);
+    gx_fgd_gaps_add(&g, &n);
+    cr_assert_eq(g.count[300], 4);
+    cr_assert_eq(g.count[999], 2);
+    cr_assert_eq(g.count[1], 2);
+    cr_assert_eq(g.count[0], 0, "a full card is no gap");
+    gx_fgd_gaps_clear(&g);
+    cr_assert_eq(g.count[300], 0);
+}
+
+Test(fgd, min_share_is_the_smallest_typical_share)
+{
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape small = {.cpu_milli = 1000, .gpus = 1, .milli = 120};
+
+    gx_fgd_model_init(&m, 1000);
+    cr_assert_eq(gx_fgd_min_share(&m), GX_FGD_CARD, "no shares: no gap is open");
+    cr_assert_eq(gx_fgd_min_share(NULL), GX_FGD_CARD);
+    gx_fgd_observe(&m, &WHOLE2);
+    gx_fgd_observe(&m, &HALF);
+    cr_assert_eq(gx_fgd_min_share(&m), 500);
+    gx_fgd_observe(&m, &small);
+    cr_assert_eq(gx_fgd_min_share(&m), 120);
+}
+
+/* Sum of squares: fill the gap size many cards have, leave one few have. */
+Test(fgd, gap_cost_prefers_filling_common_gaps)
+{
+    struct gx_fgd_gaps g;
+
+    gx_fgd_gaps_clear(&g);
+    g.min_open = 100;
+    g.count[500] = 3;
+    g.count[700] = 1;
+    /* 200 into a 500 gap: 300 gains a card (0 -> 1), 500 loses one (3 -> 2) */
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 200), 1.0 - 5.0, 1e-9);
+    /* 200 into the lone 700 gap leaves the common 500 size: 500 grows to 4, 700 empties */
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 700, 200), 7.0 - 1.0, 1e-9);
+    /* a fresh card is no gap before; 800 left is one after */
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 1000, 200), 1.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 500), -5.0, 1e-9, "a card filled up is no gap");
+}
+
+/* A gap below the smallest typical share can never be filled: it is not counted. */
+Test(fgd, gaps_below_the_smallest_share_are_closed)
+{
+    struct gx_fgd_gaps g;
+
+    gx_fgd_gaps_clear(&g);
+    g.min_open = 250;
+    g.count[500] = 3;
+    g.count[50] = 40;
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), -5.0, 1e-9, "leaving 50 costs nothing");
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 50, 50), 0.0, 1e-9, "a closed gap is no gain either");
+    g.min_open = 50;
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), 81.0 - 5.0, 1e-9);
+}

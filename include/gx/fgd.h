@@ -74,4 +74,32 @@ double gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n);
 double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
                     const struct gx_fgd_shape *s, const int *cards);
 
+/**
+ * The cluster's gaps: how many cards have each free amount, 1..999 milli
+ * (free and full cards are not gaps). A gap below @min_open, the smallest
+ * share of the typical pods, stays as it is: no typical pod can fill it.
+ */
+struct gx_fgd_gaps {
+    int count[GX_FGD_CARD];
+    int min_open;
+};
+
+/** No gaps counted (@min_open is left as it is). */
+void gx_fgd_gaps_clear(struct gx_fgd_gaps *g);
+
+/** The smallest share of @m's typical pods, milli; GX_FGD_CARD when it has none. */
+int gx_fgd_min_share(const struct gx_fgd_model *m);
+
+/** Count the gaps of node @n's cards into @g. */
+void gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n);
+
+/**
+ * Change of the sum of squares of the open gap counts when a share takes
+ * @take milli of a card with @free free (Csirik et al., "On the
+ * sum-of-squares algorithm for bin packing", JACM 2006). Negative is good:
+ * the placement fills a common gap or leaves a rare one, so the gaps the
+ * next shares need stay on offer instead of piling up in one size.
+ */
+double gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take);
+
 #endif
