@@ -113,6 +113,9 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
         gx_why_set(why, "pod already holds GPUs on node %s", held->node);
         return GX_ECONFLICT;
     }
+    if (l != ctx->ledger) {
+        here.gaps = NULL; /* a scratch ledger: the gap counts are of the real one */
+    }
     here.ledger = l;
     gx_score_node(&here, pod->req, sn, &v);
     if (pod->req->kind != GX_REQ_NONE && !v.keep) {

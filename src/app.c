@@ -242,7 +242,8 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     app->config_path = gx_strndup(config_path, strlen(config_path));
     app->ledger = gx_ledger_new();
     app->seen = gx_seen_new();
-    if (app->config_path == NULL || app->ledger == NULL || app->seen == NULL) {
+    app->gaps = calloc(1, sizeof(*app->gaps));
+    if (app->config_path == NULL || app->ledger == NULL || app->seen == NULL || app->gaps == NULL) {
         rc = GX_ENOMEM;
         goto fail;
     }
@@ -339,6 +340,7 @@ gx_app_free(struct gx_app *app)
     gx_ledger_free(app->ledger);
     gx_config_free(app->cfg);
     gx_seen_free(app->seen);
+    free(app->gaps);
     free(app->config_path);
     free(app);
 }

@@ -230,6 +230,7 @@ fits(struct pe *e, enum gx_err *rc)
     }
     project_cards(e);
     ctx.ledger = e->scratch;
+    ctx.gaps = NULL; /* counted from one node's scratch ledger they would mislead; fit is all */
     gx_score_node(&ctx, e->in->req, &e->node, &e->last);
     return e->last.keep;
 }

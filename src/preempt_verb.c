@@ -241,6 +241,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
         }
     }
     here.ledger = scratch;
+    here.gaps = NULL; /* counted from one node's scratch ledger they would mislead; fit is all */
     gx_score_node(&here, req, node, &held);
     gx_ledger_free(scratch);
     if (!held.keep) {

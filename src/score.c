@@ -661,6 +661,95 @@ idle_node_cost(const struct dctx *d, const struct gx_fgd_node *f)
     return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
 }
 
+struct gaps_walk {
+    const struct gx_decide_ctx *ctx;
+    struct gx_fgd_gaps *gaps;
+};
+
+/* Count the gaps of ledger entry @ln's node (nodes without tenants have none). */
+static void
+gaps_add_node(void *arg, const struct gx_ledger_node *ln)
+{
+    struct gaps_walk *w = arg;
+    const struct gx_node *node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node));
+    struct dctx d;
+    struct gx_fgd_node f;
+
+    if (node == NULL || ln->n_tenants == 0) {
+        return;
+    }
+    dctx_init(&d, w->ctx, node);
+    fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
+    gx_fgd_gaps_add(w->gaps, &f);
+}
+
+/* The cluster's gaps for the gap term, counted again only when the ledger or snapshot changed. */
+static const struct gx_fgd_gaps *
+gaps_of(const struct dctx *d)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    struct gx_score_gaps *c = ctx->gaps;
+    uint64_t lv = gx_ledger_version(ctx->ledger);
+    bool stale;
+
+    if (c == NULL || d->cfg->fgd_gap_milli <= 0 || ctx->snap == NULL) {
+        return NULL;
+    }
+    stale = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation ||
+            c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
+            c->cfg_hash != d->cfg->hash;
+    if (stale) {
+        struct gaps_walk w = {.ctx = ctx, .gaps = &c->gaps};
+
+        gx_fgd_gaps_clear(&c->gaps);
+        gx_ledger_each(ctx->ledger, gaps_add_node, &w);
+        c->cards = 0;
+        for (size_t i = 0; i < ctx->snap->n_nodes; i++) {
+            c->cards += (int64_t)node_cards(&ctx->snap->nodes[i]);
+        }
+        c->snap = ctx->snap;
+        c->generation = ctx->snap->generation;
+        c->ledger = ctx->ledger;
+        c->ledger_version = lv;
+        c->cfg = d->cfg;
+        c->cfg_hash = d->cfg->hash;
+        c->valid = true;
+    }
+    if (stale || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
+        c->gaps.min_open = gx_fgd_min_share(ctx->fgd);
+        c->fgd = ctx->fgd;
+        c->observed = ctx->fgd->observed;
+    }
+    return &c->gaps;
+}
+
+/*
+ * What fgd's gap term charges, in milli-GPU, for a share taking @take of a
+ * card with @free free: score.fgd_gap_milli per unit of the change of the
+ * sum of squares of the cluster's gap counts (fgd.h), per 1,000 cards of
+ * the cluster (a count grows with the cluster, a fragment does not). fgd
+ * alone fills each card as tightly as the typical pods suggest and piles the
+ * leftovers up in a few sizes; the term keeps every size a share fills on offer.
+ */
+static double
+gap_cost(const struct dctx *d, int free, int take)
+{
+    const struct gx_fgd_gaps *g = gaps_of(d);
+
+    if (g == NULL || d->ctx->gaps->cards <= 0) {
+        return 0.0;
+    }
+    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(g, free, take) * 1000.0 /
+           (double)d->ctx->gaps->cards;
+}
+
+bool
+gx_score_reads_cluster(const struct gx_config *cfg, const struct gx_podreq *req)
+{
+    return cfg->policy == GX_POLICY_FGD && cfg->fgd_gap_milli > 0 && req != NULL &&
+           req->kind == GX_REQ_SHARED;
+}
+
 /*
  * Fit part of a fragmentation change @delta (milli-GPU, negative = less
  * fragmentation): 0.5 for no change, one card's worth either way spans the
@@ -916,6 +1005,9 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
         if (fgd) {
             int pos = (int)i;
             delta = gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
+            if (pos < fn.n_cards) {
+                delta += gap_cost(d, fn.free[pos], sh.milli);
+            }
         }
         if (best < 0) {
             better = true;

@@ -95,6 +95,7 @@ struct gx_app {
 
     /* fgd: the typical pods filter has seen (score.c learns, decisions read) */
     struct gx_fgd_model fgd;
+    struct gx_score_gaps *gaps; /* the cluster's gap counts fgd's gap term keeps (score.h) */
 
     /* the ledger; live mode keeps it in Leases through @leases */
     struct gx_ledger *ledger;

@@ -96,9 +96,10 @@ struct run {
     struct gx_fgd_model seen;  /* the extender's typical pods, learned as pods arrive */
     struct gx_fgd_model truth; /* the workload's, for the fragmentation rate */
     size_t *feasible;
-    double *exact; /* per feasible node: the extender's score, negative = dropped */
-    int *ext;      /* per feasible node: its 0..10 answer */
-    size_t start;  /* kube-scheduler's nextStartNodeIndex */
+    double *exact;              /* per feasible node: the extender's score, negative = dropped */
+    int *ext;                   /* per feasible node: its 0..10 answer */
+    struct gx_score_gaps *gaps; /* the extender's gap counts (its cache, as the server's) */
+    size_t start;               /* kube-scheduler's nextStartNodeIndex */
     int64_t capacity, allocated, arrived;
     int64_t ledger_errs;
     uint64_t uid;
@@ -240,7 +241,9 @@ build_nodes(struct run *r, struct gx_why *why)
     r->feasible = calloc(r->n ? r->n : 1, sizeof(*r->feasible));
     r->exact = calloc(r->n ? r->n : 1, sizeof(*r->exact));
     r->ext = calloc(r->n ? r->n : 1, sizeof(*r->ext));
-    if (r->nodes == NULL || r->feasible == NULL || r->exact == NULL || r->ext == NULL) {
+    r->gaps = calloc(1, sizeof(*r->gaps));
+    if (r->nodes == NULL || r->feasible == NULL || r->exact == NULL || r->ext == NULL ||
+        r->gaps == NULL) {
         return GX_ENOMEM;
     }
     for (size_t i = 0; i < r->n; i++) {
@@ -383,7 +386,8 @@ decide_ctx(const struct run *r)
                                   .snap = r->snap,
                                   .ledger = r->ledger,
                                   .now_ms = SIM_NOW_MS,
-                                  .fgd = &r->seen};
+                                  .fgd = &r->seen,
+                                  .gaps = r->gaps};
 }
 
 /* Book pod @p on node @i as bind does (gx_admit_reserve decides again and books). */
@@ -657,6 +661,7 @@ run_free(struct run *r)
     free(r->feasible);
     free(r->exact);
     free(r->ext);
+    free(r->gaps);
     free(r->order);
 }
 

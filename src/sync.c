@@ -435,6 +435,7 @@ gx_sync_decide_ctx(const struct gx_app *app, struct gx_decide_ctx *ctx)
     ctx->ledger = app->ledger;
     ctx->now_ms = gx_wall_ms();
     ctx->fgd = &app->fgd;
+    ctx->gaps = app->gaps;
 }
 
 void

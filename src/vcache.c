@@ -154,6 +154,9 @@ vc_live(const struct vc_entry *e, const struct gx_decide_ctx *ctx, const struct 
     if (ledger_version == e->ledger_version) {
         return true; /* nothing in the ledger changed at all */
     }
+    if (ctx->gaps != NULL && gx_score_reads_cluster(ctx->cfg, req)) {
+        return false; /* the gap term counts every node's cards */
+    }
     /* an entry created or changed since has a version above the one we saw */
     ln = gx_ledger_node(ctx->ledger, node->name);
     return ln == NULL || ln->version <= e->ledger_version;

@@ -943,7 +943,7 @@ Test(score, milli_share_fits_by_milli_and_packs_under_binpack)
 
 /* Book @milli of card @card for pod @uid as a milli tenant. */
 static void
-book_milli(struct world *w, const char *uid, int card, int milli)
+book_on(struct world *w, const char *node, const char *uid, int card, int milli)
 {
     int slots[MAX_CARDS];
     struct gx_tenant t;
@@ -958,7 +958,13 @@ book_milli(struct world *w, const char *uid, int card, int milli)
     t.milli = milli;
     t.util_pct = -1;
     t.since_ms = NOW;
-    cr_assert_eq(gx_ledger_add(w->ledger, w->node.name, &t, 1, slots, MAX_CARDS), GX_OK);
+    cr_assert_eq(gx_ledger_add(w->ledger, node, &t, 1, slots, MAX_CARDS), GX_OK);
+}
+
+static void
+book_milli(struct world *w, const char *uid, int card, int milli)
+{
+    book_on(w, w->node.name, uid, card, milli);
 }
 
 /* fgd keeps room for the typical 300-milli pod where binpack fills the fuller card. */
@@ -1040,6 +1046,72 @@ Test(score, fgd_charges_a_placement_on_an_idle_node)
     book_milli(&w, "a", 0, 100); /* the node is in use now */
     cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "a node in use is not charged");
     cr_assert_gt(decide(&w, cpu).parts.fit, idle_cpu);
+    world_free(&w);
+}
+
+/*
+ * score.fgd_gap_milli: of two cards fgd finds alike, a share goes to the one
+ * that leaves a gap size few cards of the cluster have. gpu-2's four cards
+ * all have 300 free; the 300-milli share would leave 300 on gpu-1's card 0
+ * (a fifth such gap) or 400 on card 1 (the only one).
+ */
+Test(score, fgd_gap_term_leaves_a_gap_size_few_cards_have)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 100};
+    struct gx_podreq r = req_shared(1, 0, -1);
+    struct gx_score_gaps gaps;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_card other[4];
+    struct gx_verdict v;
+
+    fgd_world(&w, &m, &typical);
+    book_milli(&w, "a", 0, 400); /* 600 free */
+    book_milli(&w, "b", 1, 300); /* 700 free */
+    nodes[0] = w.node;
+    nodes[1] = w.node;
+    nodes[1].name = "gpu-2";
+    nodes[1].cards = other;
+    nodes[1].n_cards = 4;
+    nodes[1].gpu_count = 4;
+    memset(&snap, 0, sizeof(snap));
+    gx_strmap_init(&snap.by_name);
+    for (int i = 0; i < 4; i++) {
+        card_set(&other[i], i, 5, 300, 40);
+        book_on(&w, "gpu-2", i == 0 ? "c0" : i == 1 ? "c1" : i == 2 ? "c2" : "c3", i, 700);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(gx_strmap_put(&snap.by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
+                     GX_OK);
+    }
+    snap.nodes = nodes;
+    snap.n_nodes = 2;
+    snap.generation = 1;
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.snap = &snap;
+    w.ctx.gaps = &gaps;
+    r.milli = 300;
+
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(v.cards[0], 0, "off: fgd ties (both gaps take the typical pod), binpack decides");
+    w.cfg.fgd_gap_milli = 1;
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1, "400 left is a rare gap, 300 a common one");
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9, "400: one gap size traded for another, no cost");
+    cr_assert_eq(gaps.gaps.count[300], 4);
+    cr_assert_eq(gaps.cards, 6);
+    cr_assert_eq(gaps.gaps.min_open, 100, "the smallest typical share");
+
+    book_on(&w, "gpu-2", "c4", 0, 300); /* gpu-2's card 0 is full now: 300 is no longer common */
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(gaps.gaps.count[300], 3, "counted again after the ledger changed");
+    w.ctx.gaps = NULL;
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(v.cards[0], 0, "no counts: no term");
+    gx_strmap_release(&snap.by_name);
     world_free(&w);
 }
 

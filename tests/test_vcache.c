@@ -91,6 +91,11 @@ world_init(struct world *w)
     w->snap.nodes = w->nodes;
     w->snap.n_nodes = N_NODES;
     w->snap.generation = 1;
+    gx_strmap_init(&w->snap.by_name); /* gx_snapshot_find, for the fgd gap term */
+    for (int n = 0; n < N_NODES; n++) {
+        cr_assert_eq(gx_strmap_put(&w->snap.by_name, NAMES[n], strlen(NAMES[n]), &w->nodes[n]),
+                     GX_OK);
+    }
     w->ledger = gx_ledger_new();
     w->vc = gx_vcache_new();
     cr_assert_not_null(w->ledger);
@@ -106,6 +111,7 @@ world_free(struct world *w)
 {
     gx_vcache_free(w->vc);
     gx_ledger_free(w->ledger);
+    gx_strmap_release(&w->snap.by_name);
 }
 
 /* The cached answer for @r on node @n, checked against gx_score_node. */
@@ -322,6 +328,46 @@ Test(vcache, shared_booking_and_mark_bound_invalidate)
     cr_assert_eq(gx_ledger_mark_bound(w.ledger, "pod-s"), GX_OK);
     cr_assert_not(decide(&w, req_shared(3, 0), 0).keep);
     cr_assert_eq(misses(&w), m + 1);
+    world_free(&w);
+}
+
+/* Under fgd's gap term a share's score reads every node's cards: a booking anywhere ends it. */
+Test(vcache, gap_term_share_entries_die_on_a_booking_anywhere)
+{
+    static const int slots[N_CARDS] = {4, 4, 4, 4};
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 300};
+    struct world w;
+    struct gx_fgd_model m;
+    struct gx_score_gaps gaps;
+    struct gx_podreq share = req_shared(1, 0);
+    struct gx_tenant t = tenant("pod-s", 0, false, 1, NOW);
+    struct gx_tenant x = tenant("pod-x", 1, true, 0, NOW);
+    struct gx_vshort before, after;
+    uint64_t h;
+
+    world_init(&w);
+    w.cfg.policy = GX_POLICY_FGD;
+    w.cfg.fgd_gap_milli = 8;
+    gx_fgd_model_init(&m, 100);
+    gx_fgd_observe(&m, &typical);
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.fgd = &m;
+    w.ctx.gaps = &gaps;
+    share.milli = 300;
+    t.milli = 300;
+    before = decide(&w, share, 0);
+    h = hits(&w);
+    cr_assert_eq(decide(&w, share, 0).score, before.score);
+    cr_assert_eq(hits(&w), h + 1, "nothing changed: answered from the cache");
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-1", &t, 1, slots, N_CARDS), GX_OK);
+    after = decide(&w, share, 0); /* decide() checks it against gx_score_node */
+    cr_assert_eq(hits(&w), h + 1, "gpu-1 changed: gpu-0's share answer is computed again");
+    cr_assert_lt(after.exact, before.exact, "a second card with 700 free costs more");
+    cr_assert(decide(&w, req_excl(1), 0).keep);
+    h = hits(&w);
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-2", &x, 1, slots, N_CARDS), GX_OK);
+    cr_assert(decide(&w, req_excl(1), 0).keep);
+    cr_assert_eq(hits(&w), h + 1, "a whole card does not read the other nodes");
     world_free(&w);
 }
 

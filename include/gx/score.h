@@ -66,13 +66,36 @@ struct gx_verdict {
     int usable_cards;   /* healthy, free cards considered */
 };
 
+/**
+ * The cluster's gaps fgd's gap term reads (score.fgd_gap_milli): counted from
+ * the snapshot and the ledger on first use and kept while neither changes.
+ * The caller owns it; zeroed is empty.
+ */
+struct gx_score_gaps {
+    struct gx_fgd_gaps gaps;
+    const void *snap, *ledger, *cfg; /* what the counts are of */
+    uint64_t generation, ledger_version, cfg_hash;
+    const void *fgd;   /* the typical pods gaps.min_open is from, */
+    uint64_t observed; /* after this many observations */
+    int64_t cards;     /* of the snapshot's nodes */
+    bool valid;
+};
+
 struct gx_decide_ctx {
     const struct gx_config *cfg;
     const struct gx_snapshot *snap;
     const struct gx_ledger *ledger; /* may be NULL: nothing booked */
     int64_t now_ms;                 /* wall ms, for staleness */
     const struct gx_fgd_model *fgd; /* fgd policy: typical pods; NULL or empty: binpack */
+    struct gx_score_gaps *gaps;     /* the gap term's counts; NULL: the term is off */
 };
+
+/**
+ * True when the decision for @req on one node also reads the other nodes'
+ * ledger entries (the gap term of a share under fgd): a cached verdict of
+ * it is stale once anything in the ledger changes.
+ */
+bool gx_score_reads_cluster(const struct gx_config *cfg, const struct gx_podreq *req);
 
 /**
  * Learn @req into @m, the typical pods of the fgd policy (filter calls

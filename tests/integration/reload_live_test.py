@@ -568,7 +568,31 @@ def probe_fgd_idle_node():
         drops = [round((before[k] - after[k]) / 0.05, 3) for k in before] if before else []
         return bool(before) and after.keys() == before.keys() and \
             all(d >= -1e-6 for d in drops) and any(d >= 1 and d == int(d) for d in drops)
-    with_base_then_key({"score.policy": "fgd"}, "score.fgd_idle_card_milli", 100, setup, charged)
+    # the gap term (on by default) would clamp some fits: off, to see the charge alone
+    with_base_then_key({"score.policy": "fgd", "score.fgd_gap_milli": 0},
+                       "score.fgd_idle_card_milli", 100, setup, charged)
+
+
+def probe_fgd_gap():
+    # The share the setup bound on gpu-node-b left a gap there that the same share fills.
+    # With the term on, a share that opens a gap on a fresh card pays for it and one that
+    # fills a gap earns: gpu-node-b's fgd fit rises, the other nodes' drop.
+    asked = PODS[2]
+
+    def setup():
+        for _ in range(20):
+            post(PREFIX + "/filter", {"Pod": asked, "Nodes": None, "NodeNames": NAMES})
+        before = fgd_fits(asked)
+        c.ok(before, "score.fgd_gap_milli: explain shows the fgd fit")
+        return before
+
+    def moved(before):
+        after = fgd_fits(asked)
+        return bool(before) and after.keys() == before.keys() and \
+            after["gpu-node-b"] > before["gpu-node-b"] + 1e-6 and \
+            all(after[k] < before[k] - 1e-6 for k in before if k != "gpu-node-b")
+    with_base_then_key({"score.policy": "fgd", "score.fgd_gap_milli": 0},
+                       "score.fgd_gap_milli", 100, setup, moved)
 
 
 def lease_tenant(node, uid):
@@ -654,6 +678,7 @@ PROBES = {
 PROBES["metrics.on_stale"] = probe_on_stale
 PROBES["score.fgd_half_life"] = probe_fgd_half_life
 PROBES["score.fgd_idle_card_milli"] = probe_fgd_idle_node
+PROBES["score.fgd_gap_milli"] = probe_fgd_gap
 PROM_PROBES = {k: PROBES.pop(k) for k in list(PROBES) if k.startswith("prometheus.")}
 for s in ("util", "mem_used", "mem_free", "temp", "power", "xid", "util_trend"):
     PROM_PROBES[f"prometheus.queries.{s}"] = (lambda s=s: probe_prom_query(s))
