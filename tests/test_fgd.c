@@ -165,14 +165,23 @@ Test(fgd, min_share_is_the_smallest_typical_share)
     cr_assert_eq(gx_fgd_min_share(&m), 120);
 }
 
-/* Sum of squares: fill the gap size many cards have, leave one few have. */
-Test(fgd, gap_cost_prefers_filling_common_gaps)
+/* Gaps open from @min_open up, three cards with 500 free. */
+static struct gx_fgd_gaps
+three_500s(int min_open)
 {
     struct gx_fgd_gaps g;
 
     gx_fgd_gaps_clear(&g);
-    g.min_open = 100;
+    g.min_open = min_open;
     g.count[500] = 3;
+    return g;
+}
+
+/* Sum of squares: fill the gap size many cards have, leave one few have. */
+Test(fgd, gap_cost_prefers_filling_common_gaps)
+{
+    struct gx_fgd_gaps g = three_500s(100);
+
     g.count[700] = 1;
     /* 200 into a 500 gap: 300 gains a card (0 -> 1), 500 loses one (3 -> 2) */
     cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 200), 1.0 - 5.0, 1e-9);
@@ -186,11 +195,8 @@ Test(fgd, gap_cost_prefers_filling_common_gaps)
 /* A gap below the smallest typical share can never be filled: it is not counted. */
 Test(fgd, gaps_below_the_smallest_share_are_closed)
 {
-    struct gx_fgd_gaps g;
+    struct gx_fgd_gaps g = three_500s(250);
 
-    gx_fgd_gaps_clear(&g);
-    g.min_open = 250;
-    g.count[500] = 3;
     g.count[50] = 40;
     cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), -5.0, 1e-9, "leaving 50 costs nothing");
     cr_assert_float_eq(gx_fgd_gap_cost(&g, 50, 50), 0.0, 1e-9, "a closed gap is no gain either");
