@@ -4,7 +4,9 @@
  * server: a Prometheus /api/v1/query answer parsed and merged into the
  * metric store exactly as src/promsrc.c does (gx_prom_parse_query, each
  * series mapped with gx_dcgm_map and copied, then begin/put/commit), the
- * NodeList decode, a whole dcgm-exporter page load and gx_snapshot_build.
+ * NodeList decode, a whole dcgm-exporter page load and gx_snapshot_build,
+ * and the fgd gap term's count of the cluster's gaps (every node holding a
+ * share), as the first share decision after a ledger change pays it.
  * Prints the median of the runs in milliseconds (and -j: one JSON line).
  *
  *   bench_parse --config C --prom P.json --nodes NODES.json --page PAGE.prom
@@ -22,6 +24,7 @@
 #include "gx/dcgm.h"
 #include "gx/kobj.h"
 #include "gx/prom.h"
+#include "gx/score.h"
 #include "gx/snapshot.h"
 
 #include "bench_util.h"
@@ -122,6 +125,68 @@ out:
     return n;
 }
 
+/*
+ * One 300-milli share booked on card 0 of every node of @snap, then the
+ * decision for another share on the first node: with the gap counts just
+ * invalidated (what a ledger change does) and with them kept. The
+ * difference is the count. -1 when the decision never reached the term.
+ */
+static int
+gap_count_ms(const struct gx_config *base, const struct gx_snapshot *snap, int64_t now, long runs,
+             double *count_ms, double *kept_ms)
+{
+    static double t_count[MAX_RUNS], t_kept[MAX_RUNS];
+    struct gx_config cfg = *base;
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_score_gaps *gaps = calloc(1, sizeof(*gaps));
+    static struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.cpu_milli = 1000, .gpus = 1, .milli = 300};
+    struct gx_podreq share = {.kind = GX_REQ_SHARED, .slices = 1, .milli = 300, .util_pct = -1};
+    struct gx_decide_ctx ctx = {.cfg = &cfg, .snap = snap, .ledger = l, .now_ms = now, .fgd = &m};
+    struct gx_verdict v;
+    int rc = -1;
+
+    if (l == NULL || gaps == NULL || snap->n_nodes == 0)
+        goto out;
+    cfg.policy = GX_POLICY_FGD;
+    cfg.fgd_gap_milli = 8;
+    gx_fgd_model_init(&m, 5000);
+    gx_fgd_observe(&m, &typical);
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        const struct gx_node *n = &snap->nodes[i];
+        int slots[64];
+        struct gx_tenant t = {.card = 0, .slices = 1, .milli = 300, .util_pct = -1};
+        size_t k;
+
+        for (k = 0; k < n->n_cards && k < 64; k++)
+            slots[k] = gx_config_card_slots(&cfg, n->product, n->replicas);
+        (void)snprintf(t.uid, sizeof(t.uid), "u%zu", i);
+        if (k > 0 && gx_ledger_add(l, n->name, &t, 1, slots, k) != GX_OK)
+            goto out;
+    }
+    ctx.gaps = gaps;
+    for (long r = 0; r < runs; r++) {
+        double t0;
+
+        gaps->valid = false;
+        t0 = now_ms();
+        gx_score_node(&ctx, &share, &snap->nodes[0], &v);
+        t_count[r] = now_ms() - t0;
+        if (!gaps->valid)
+            goto out; /* the decision did not reach the term: nothing measured */
+        t0 = now_ms();
+        gx_score_node(&ctx, &share, &snap->nodes[0], &v);
+        t_kept[r] = now_ms() - t0;
+    }
+    *count_ms = median(t_count, (size_t)runs) - median(t_kept, (size_t)runs);
+    *kept_ms = median(t_kept, (size_t)runs);
+    rc = 0;
+out:
+    free(gaps);
+    gx_ledger_free(l);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -139,7 +204,7 @@ main(int argc, char **argv)
     char *prom = NULL, *ntext = NULL, *page = NULL;
     static double t_full[MAX_RUNS], t_parse[MAX_RUNS], t_snap[MAX_RUNS];
     size_t heap0 = 0, heap_nodes = 0, heap_store = 0, heap_snap = 0, heap_base = 0;
-    double first_full = 0, t_nodes = 0, t_page = 0, t0, pm = 0;
+    double first_full = 0, t_nodes = 0, t_page = 0, t0, pm = 0, t_gaps = 0, t_decide = 0;
     int rc = 1;
 
     gx_arena_init(&na, 0);
@@ -215,6 +280,12 @@ main(int argc, char **argv)
         snap_bytes = snap->arena.total;
         if (r == 0)
             heap_snap = heap_in_use();
+        if (r == runs - 1 &&
+            gap_count_ms(cfg, snap, 1787566531000, runs, &t_gaps, &t_decide) != 0) {
+            fprintf(stderr, "bench_parse: the share decision did not count the gaps\n");
+            gx_snapshot_free(snap);
+            goto out;
+        }
         gx_snapshot_free(snap);
     }
     if (json)
@@ -223,11 +294,11 @@ main(int argc, char **argv)
                "\"nodelist_bytes\":%zu,\"nodelist_decode_ms\":%.2f,\"page_bytes\":%zu,"
                "\"page_load_ms\":%.2f,\"snapshot_build_ms\":%.2f,\"snapshot_bytes\":%zu,"
                "\"heap_nodes_bytes\":%zu,\"heap_store_bytes\":%zu,\"heap_snapshot_bytes\":%zu,"
-               "\"rss_end_bytes\":%zu}\n",
+               "\"rss_end_bytes\":%zu,\"gap_count_ms\":%.3f,\"share_decision_ms\":%.4f}\n",
                series, prom_len, runs, first_full, median(t_parse, (size_t)runs),
                median(t_full, (size_t)runs), n_nodes, nodes_len, t_nodes, page_len, t_page,
                median(t_snap, (size_t)runs), snap_bytes, heap_nodes, heap_store,
-               heap_snap - heap_base, rss_bytes());
+               heap_snap - heap_base, rss_bytes(), t_gaps, t_decide);
     else
         printf("prometheus answer: %ld series, %.1f MiB\n"
                "  parse + map (median of %ld):            %8.2f ms\n"
@@ -235,12 +306,15 @@ main(int argc, char **argv)
                "NodeList decode, %zu nodes, %.1f MiB:       %8.2f ms\n"
                "dcgm-exporter page load, %.1f MiB:         %8.2f ms\n"
                "gx_snapshot_build, %zu nodes (median):    %8.2f ms  (arena %.1f MiB)\n"
-               "heap held: decoded nodes %.1f MiB, metric store %.1f MiB, snapshot %.1f MiB\n",
+               "heap held: decoded nodes %.1f MiB, metric store %.1f MiB, snapshot %.1f MiB\n"
+               "fgd gap count, a share on every node (median): %6.3f ms  (one node's share "
+               "decision: %.4f ms)\n",
                series, (double)prom_len / 1048576.0, runs, median(t_parse, (size_t)runs),
                median(t_full, (size_t)runs), first_full, n_nodes, (double)nodes_len / 1048576.0,
                t_nodes, (double)page_len / 1048576.0, t_page, n_nodes, median(t_snap, (size_t)runs),
                (double)snap_bytes / 1048576.0, (double)heap_nodes / 1048576.0,
-               (double)heap_store / 1048576.0, (double)(heap_snap - heap_base) / 1048576.0);
+               (double)heap_store / 1048576.0, (double)(heap_snap - heap_base) / 1048576.0, t_gaps,
+               t_decide);
     rc = 0;
 out:
     gx_mstore_free(ms);

@@ -671,14 +671,14 @@ static void
 gaps_add_node(void *arg, const struct gx_ledger_node *ln)
 {
     struct gaps_walk *w = arg;
-    const struct gx_node *node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node));
-    struct dctx d;
+    const struct gx_node *node;
+    struct dctx d = {.ctx = w->ctx, .cfg = w->ctx->cfg, .ln = ln}; /* all fgd_node reads */
     struct gx_fgd_node f;
 
-    if (node == NULL || ln->n_tenants == 0) {
+    if (ln->n_tenants == 0 ||
+        (node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node))) == NULL) {
         return;
     }
-    dctx_init(&d, w->ctx, node);
     fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
     gx_fgd_gaps_add(w->gaps, &f);
 }
