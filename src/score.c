@@ -683,32 +683,37 @@ gaps_add_node(void *arg, const struct gx_ledger_node *ln)
     gx_fgd_gaps_add(w->gaps, &f);
 }
 
-/* The cluster's gaps for the gap term, counted again only when the ledger or snapshot changed. */
-static const struct gx_fgd_gaps *
+/*
+ * The cluster's gaps for the gap term (NULL: off), counted again only when
+ * the ledger, snapshot or config changed; the cards only with the snapshot.
+ */
+static const struct gx_score_gaps *
 gaps_of(const struct dctx *d)
 {
     const struct gx_decide_ctx *ctx = d->ctx;
     struct gx_score_gaps *c = ctx->gaps;
     uint64_t lv = gx_ledger_version(ctx->ledger);
-    bool stale;
+    bool new_snap, stale;
 
     if (c == NULL || d->cfg->fgd_gap_milli <= 0 || ctx->snap == NULL) {
         return NULL;
     }
-    stale = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation ||
-            c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
+    new_snap = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation;
+    stale = new_snap || c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
             c->cfg_hash != d->cfg->hash;
-    if (stale) {
-        struct gaps_walk w = {.ctx = ctx, .gaps = &c->gaps};
-
-        gx_fgd_gaps_clear(&c->gaps);
-        gx_ledger_each(ctx->ledger, gaps_add_node, &w);
+    if (new_snap) {
         c->cards = 0;
         for (size_t i = 0; i < ctx->snap->n_nodes; i++) {
             c->cards += (int64_t)node_cards(&ctx->snap->nodes[i]);
         }
         c->snap = ctx->snap;
         c->generation = ctx->snap->generation;
+    }
+    if (stale) {
+        struct gaps_walk w = {.ctx = ctx, .gaps = &c->gaps};
+
+        gx_fgd_gaps_clear(&c->gaps);
+        gx_ledger_each(ctx->ledger, gaps_add_node, &w);
         c->ledger = ctx->ledger;
         c->ledger_version = lv;
         c->cfg = d->cfg;
@@ -720,7 +725,7 @@ gaps_of(const struct dctx *d)
         c->fgd = ctx->fgd;
         c->observed = ctx->fgd->observed;
     }
-    return &c->gaps;
+    return c->cards > 0 ? c : NULL;
 }
 
 /*
@@ -732,15 +737,13 @@ gaps_of(const struct dctx *d)
  * leftovers up in a few sizes; the term keeps every size a share fills on offer.
  */
 static double
-gap_cost(const struct dctx *d, int free, int take)
+gap_cost(const struct dctx *d, const struct gx_score_gaps *g, int free, int take)
 {
-    const struct gx_fgd_gaps *g = gaps_of(d);
-
-    if (g == NULL || d->ctx->gaps->cards <= 0) {
+    if (g == NULL) {
         return 0.0;
     }
-    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(g, free, take) * 1000.0 /
-           (double)d->ctx->gaps->cards;
+    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(&g->gaps, free, take) * 1000.0 /
+           (double)g->cards;
 }
 
 bool
@@ -962,11 +965,13 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
     bool fgd = fgd_on(d);
     struct gx_fgd_node fn;
     struct gx_fgd_shape sh;
+    const struct gx_score_gaps *gaps = NULL;
     double delta = 0.0, best_delta = 0.0;
 
     if (fgd) {
         fgd_node(d, node, slots, &fn);
         gx_score_fgd_shape(cfg, req, slots, &sh);
+        gaps = gaps_of(d);
     }
 
     for (size_t i = 0; i < n; i++) {
@@ -1006,7 +1011,7 @@ decide_shared(const struct dctx *d, const struct gx_podreq *req, const struct gx
             int pos = (int)i;
             delta = gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
             if (pos < fn.n_cards) {
-                delta += gap_cost(d, fn.free[pos], sh.milli);
+                delta += gap_cost(d, gaps, fn.free[pos], sh.milli);
             }
         }
         if (best < 0) {
