@@ -93,7 +93,7 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
 {
     const struct gx_ledger_node *held = gx_ledger_find_pod(l, pod->uid);
     const struct gx_node *sn = gx_snapshot_find(ctx->snap, node, strlen(node));
-    struct gx_decide_ctx here = *ctx;
+    struct gx_decide_ctx here;
     struct gx_verdict v;
     struct gx_tenant t[GX_MAX_PICK];
     int slots[256];
@@ -113,10 +113,7 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
         gx_why_set(why, "pod already holds GPUs on node %s", held->node);
         return GX_ECONFLICT;
     }
-    if (l != ctx->ledger) {
-        here.gaps = NULL; /* a scratch ledger: the gap counts are of the real one */
-    }
-    here.ledger = l;
+    here = gx_decide_ctx_on(ctx, l);
     gx_score_node(&here, pod->req, sn, &v);
     if (pod->req->kind != GX_REQ_NONE && !v.keep) {
         gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(v.reason));

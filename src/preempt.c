@@ -214,7 +214,7 @@ project_cards(struct pe *e)
 static bool
 fits(struct pe *e, enum gx_err *rc)
 {
-    struct gx_decide_ctx ctx = *e->in->ctx;
+    struct gx_decide_ctx ctx;
     size_t n = 0;
 
     for (size_t i = 0; e->ln != NULL && i < e->ln->n_tenants; i++) {
@@ -229,8 +229,7 @@ fits(struct pe *e, enum gx_err *rc)
         return false;
     }
     project_cards(e);
-    ctx.ledger = e->scratch;
-    ctx.gaps = NULL; /* counted from one node's scratch ledger they would mislead; fit is all */
+    ctx = gx_decide_ctx_on(e->in->ctx, e->scratch);
     gx_score_node(&ctx, e->in->req, &e->node, &e->last);
     return e->last.keep;
 }

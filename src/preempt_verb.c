@@ -199,7 +199,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
     int64_t now;
     struct gx_ledger *scratch;
     const struct gx_ledger_node *e;
-    struct gx_decide_ctx here = *ctx;
+    struct gx_decide_ctx here;
     struct gx_verdict held, plain;
 
     const struct gx_node *node;
@@ -240,8 +240,7 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
             continue;
         }
     }
-    here.ledger = scratch;
-    here.gaps = NULL; /* counted from one node's scratch ledger they would mislead; fit is all */
+    here = gx_decide_ctx_on(ctx, scratch);
     gx_score_node(&here, req, node, &held);
     gx_ledger_free(scratch);
     if (!held.keep) {

@@ -746,6 +746,18 @@ gap_cost(const struct dctx *d, const struct gx_score_gaps *g, int free, int take
            (double)g->cards;
 }
 
+struct gx_decide_ctx
+gx_decide_ctx_on(const struct gx_decide_ctx *ctx, const struct gx_ledger *l)
+{
+    struct gx_decide_ctx c = *ctx;
+
+    if (l != ctx->ledger) {
+        c.gaps = NULL;
+    }
+    c.ledger = l;
+    return c;
+}
+
 bool
 gx_score_reads_cluster(const struct gx_config *cfg, const struct gx_podreq *req)
 {

@@ -1115,6 +1115,27 @@ Test(score, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     world_free(&w);
 }
 
+/* A decision on a scratch ledger goes without the gap counts of the real one. */
+Test(score, decide_ctx_on_another_ledger_drops_the_gap_counts)
+{
+    struct world w;
+    struct gx_score_gaps gaps;
+    struct gx_ledger *scratch = gx_ledger_new();
+    struct gx_decide_ctx c;
+
+    cr_assert_not_null(scratch);
+    world_init(&w, "gpu-1", 2);
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.gaps = &gaps;
+    c = gx_decide_ctx_on(&w.ctx, w.ledger);
+    cr_assert(c.gaps == &gaps && c.ledger == w.ledger, "the same ledger keeps them");
+    c = gx_decide_ctx_on(&w.ctx, scratch);
+    cr_assert(c.gaps == NULL && c.ledger == scratch);
+    cr_assert(c.cfg == w.ctx.cfg && c.now_ms == w.ctx.now_ms, "the rest is the context's");
+    gx_ledger_free(scratch);
+    world_free(&w);
+}
+
 Test(score, relative_scores_give_ten_to_the_best_node_only)
 {
     const double exact[] = {4.2, 4.25, -1.0, 3.0, 4.25, 3.6};

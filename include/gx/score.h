@@ -98,6 +98,12 @@ struct gx_decide_ctx {
 bool gx_score_reads_cluster(const struct gx_config *cfg, const struct gx_podreq *req);
 
 /**
+ * @ctx deciding on ledger @l instead. On another ledger (a scratch one:
+ * preempt, holds) the gap term is off: its counts are of ctx->ledger.
+ */
+struct gx_decide_ctx gx_decide_ctx_on(const struct gx_decide_ctx *ctx, const struct gx_ledger *l);
+
+/**
  * Learn @req into @m, the typical pods of the fgd policy (filter calls
  * this once per pod it sees). A zeroed @m is set up on first use; the
  * half-life follows cfg->fgd_half_life across reloads. Cannot fail.
