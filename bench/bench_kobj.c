@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gx/arena.h"
-#include "gx/kobj.h"
+#include "arena.h"
+#include "kobj.h"
 
 #include "bench_util.h"
 

@@ -2,7 +2,7 @@
 /*
  * bench_parse.c - times the background work behind a snapshot, outside the
  * server: a Prometheus /api/v1/query answer parsed and merged into the
- * metric store exactly as src/promsrc.c does (gx_prom_parse_query, each
+ * metric store exactly as src/io/promsrc.c does (gx_prom_parse_query, each
  * series mapped with gx_dcgm_map and copied, then begin/put/commit), the
  * NodeList decode, a whole dcgm-exporter page load and gx_snapshot_build,
  * and the fgd gap term's count of the cluster's gaps (every node holding a
@@ -19,13 +19,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "gx/arena.h"
-#include "gx/config.h"
-#include "gx/dcgm.h"
-#include "gx/kobj.h"
-#include "gx/prom.h"
-#include "gx/score.h"
-#include "gx/snapshot.h"
+#include "arena.h"
+#include "config.h"
+#include "dcgm.h"
+#include "kobj.h"
+#include "prom.h"
+#include "score.h"
+#include "snapshot.h"
 
 #include "bench_util.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gx/common.h"
+#include "common.h"
 
 /* Monotonic time in milliseconds, sub-millisecond resolution. */
 static inline double

@@ -6,7 +6,7 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/extender.h"
+#include "extender.h"
 
 /* Encode @msg both ways and check each answer is one JSON document. */
 static void

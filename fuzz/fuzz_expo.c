@@ -7,9 +7,9 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/dcgm.h"
-#include "gx/expo.h"
-#include "gx/snapshot.h"
+#include "dcgm.h"
+#include "expo.h"
+#include "snapshot.h"
 
 /* Labels sorted by key, as the node decoder leaves them. */
 static struct gx_kv fz_labels_a[] = {

@@ -7,7 +7,7 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/extender.h"
+#include "extender.h"
 
 /* Check the spans and names the decoder handed back. */
 static void

@@ -7,7 +7,7 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/ledger.h"
+#include "ledger.h"
 
 /* True when two tenants hold the same values. */
 static bool

@@ -6,9 +6,9 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/arena.h"
-#include "gx/dcgm.h"
-#include "gx/snapshot.h"
+#include "arena.h"
+#include "dcgm.h"
+#include "snapshot.h"
 
 /* Metrics for the fixture's nodes, including a card index past any node's count. */
 static const char fz_page[] =

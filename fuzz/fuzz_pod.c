@@ -9,8 +9,8 @@
 
 #include <math.h>
 
-#include "gx/arena.h"
-#include "gx/podreq.h"
+#include "arena.h"
+#include "podreq.h"
 
 /* The ranges podreq.h promises for a classified request. */
 static void

@@ -8,9 +8,9 @@
 
 #include <math.h>
 
-#include "gx/arena.h"
-#include "gx/dcgm.h"
-#include "gx/prom.h"
+#include "arena.h"
+#include "dcgm.h"
+#include "prom.h"
 
 #define FZ_MAX_SAMPLES 4096
 

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gx/buf.h"
-#include "gx/common.h"
-#include "gx/config.h"
-#include "gx/json.h"
-#include "gx/kobj.h"
+#include "buf.h"
+#include "common.h"
+#include "config.h"
+#include "json.h"
+#include "kobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

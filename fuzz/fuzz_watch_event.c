@@ -10,8 +10,8 @@
  */
 #include "fuzz_util.h"
 
-#include "gx/arena.h"
-#include "gx/lines.h"
+#include "arena.h"
+#include "lines.h"
 
 #define FZ_MAX_LINES 65536
 

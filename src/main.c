@@ -14,11 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gx/app.h"
-#include "gx/buf.h"
-#include "gx/config.h"
-#include "gx/log.h"
-#include "gx/simcli.h"
+#include "app.h"
+#include "buf.h"
+#include "config.h"
+#include "explain_pod.h"
+#include "log.h"
+#include "simcli.h"
 
 static void
 usage(FILE *f)
@@ -219,7 +220,7 @@ explain(int argc, char **argv)
         (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
         goto out;
     }
-    if (gx_app_explain(app, text, len, json, &out, &why) != GX_OK) {
+    if (gx_explain_pod(app, text, len, json, &out, &why) != GX_OK) {
         (void)fprintf(stderr, "gpu-extender: %s: %s\n", pod, why.text);
         goto out;
     }

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gx/config.h"
-#include "gx/sim.h"
+#include "config.h"
+#include "sim.h"
 
 struct gx_simgen {
     int n_nodes, n_pods;

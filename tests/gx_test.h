@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gx/common.h"
+#include "common.h"
 
 #ifdef GX_SANITIZE
 #include <sanitizer/lsan_interface.h>

@@ -5,7 +5,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/admit.h"
+#include "admit.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

@@ -6,7 +6,8 @@
  */
 #include "gx_test.h"
 
-#include "gx/app.h"
+#include "app.h"
+#include "explain_pod.h"
 #include "service.h"
 
 #include <arpa/inet.h>
@@ -115,11 +116,11 @@ Test(app, starts_on_the_demo_cluster_and_explains)
     cr_assert_eq(gx_read_file(GX_SOURCE_DIR "/config/demo/pod-shared.json", 1 << 20, &pod, &len),
                  GX_OK);
     gx_buf_init(&out, 1 << 20);
-    cr_assert_eq(gx_app_explain(r.app, pod, len, false, &out, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(gx_explain_pod(r.app, pod, len, false, &out, &why), GX_OK, "%s", why.text);
     cr_assert_not_null(strstr(out.data, "gpu-node-a"), "%s", out.data);
     cr_assert_not_null(strstr(out.data, "node has no GPUs"), "%s", out.data);
     gx_buf_reset(&out);
-    cr_assert_eq(gx_app_explain(r.app, "{", 1, true, &out, &why), GX_EPARSE);
+    cr_assert_eq(gx_explain_pod(r.app, "{", 1, true, &out, &why), GX_EPARSE);
     gx_buf_release(&out);
     free(pod);
     rig_down(&r);

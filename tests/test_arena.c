@@ -5,7 +5,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/arena.h"
+#include "arena.h"
 
 #include <stdint.h>
 #include <string.h>

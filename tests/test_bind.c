@@ -17,10 +17,10 @@
 
 #include "bgwrite.h"
 #include "bind.h"
-#include "gx/config.h"
-#include "gx/httpc.h"
-#include "gx/kube.h"
-#include "gx/podreq.h"
+#include "config.h"
+#include "httpc.h"
+#include "kube.h"
+#include "podreq.h"
 #include "gx_fakehttp.h"
 #include "seen.h"
 #include "service.h"
@@ -356,12 +356,14 @@ env_init(struct env *e, bool seen)
     LIST_INIT(&a->bgs);
     a->base = event_base_new();
     a->sync.httpc = gx_httpc_new(a->base);
-    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics, NULL, a, &why);
+    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics.up[GX_UP_KUBERNETES],
+                               NULL, a, &why);
     cr_assert_not_null(a->sync.kube, "%s", why.text);
     snap_init(e);
     a->sync.snap = &e->snap;
     a->ledger = gx_ledger_new();
-    a->leases = gx_leases_new(a->base, a->sync.kube, a->cfg, a->ledger, &a->metrics);
+    a->leases =
+        gx_leases_new(a->base, a->sync.kube, a->cfg, a->ledger, &a->metrics.up[GX_UP_KUBERNETES]);
     a->seen = gx_seen_new();
     cr_assert(a->ledger != NULL && a->leases != NULL && a->seen != NULL);
     cr_assert_eq(gx_http_start(a->base, &o, serve, a, &e->http, &why), GX_OK, "%s", why.text);

@@ -2,7 +2,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "gx/buf.h"
+#include "buf.h"
 #include "gx_test.h"
 
 GX_SUITE(buf);

@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "gx/cards.h"
+#include "cards.h"
 
 GX_SUITE(cards);
 

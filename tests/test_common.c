@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <string.h>
 
-#include "gx/arena.h"
-#include "gx/common.h"
+#include "arena.h"
+#include "common.h"
 #include "gx_test.h"
 
 GX_SUITE(common);

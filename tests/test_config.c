@@ -3,8 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gx/config.h"
-#include "gx/log.h"
+#include "config.h"
+#include "log.h"
 #include "gx_test.h"
 
 GX_SUITE(config);

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gx/buf.h"
-#include "gx/dcgm.h"
+#include "buf.h"
+#include "dcgm.h"
 #include "gx_test.h"
 
 GX_SUITE(dcgm);

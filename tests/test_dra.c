@@ -8,9 +8,9 @@
 
 #include <string.h>
 
-#include "gx/dra.h"
-#include "gx/kobj.h"
-#include "gx/score.h"
+#include "dra.h"
+#include "kobj.h"
+#include "score.h"
 
 GX_SUITE(dra);
 

@@ -5,7 +5,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/explain.h"
+#include "explain.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

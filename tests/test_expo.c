@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gx/expo.h"
+#include "expo.h"
 #include "gx_test.h"
 
 GX_SUITE(expo);

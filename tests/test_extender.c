@@ -2,7 +2,7 @@
 /* test_extender.c - the extender wire codec. */
 #include "gx_test.h"
 
-#include "gx/extender.h"
+#include "extender.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

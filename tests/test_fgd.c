@@ -2,7 +2,7 @@
 /* test_fgd.c - typical-pod model and the FGD fragmentation of a node. */
 #include "gx_test.h"
 
-#include "gx/fgd.h"
+#include "fgd.h"
 
 #include <math.h>
 #include <string.h>

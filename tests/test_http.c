@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gx/http.h"
+#include "http.h"
 
 GX_SUITE(http);
 
@@ -48,6 +48,7 @@ srv_start(struct srv *s, size_t budget, int timeout_s)
         .max_body = 1 << 20,
         .max_inflight = budget,
         .conn_timeout_s = timeout_s,
+        .busy_body = "{\"error\":\"server busy\",\"status\":503}",
     };
     struct gx_why why = {{0}};
 
@@ -305,24 +306,6 @@ Test(http, idle_timeout_change_applies_to_open_connections)
     cr_assert_geq(until_conns(&s, 0, 3000), 0, "not closed after the new 1 s timeout");
     (void)close(fd);
     srv_stop(&s);
-}
-
-Test(http, priorities_are_checked)
-{
-    struct gx_why why = {{0}};
-
-    cr_assert_eq(gx_http_check_priorities(NULL, &why), GX_OK);
-    cr_assert_eq(gx_http_check_priorities("NORMAL", &why), GX_OK);
-    cr_assert_eq(gx_http_check_priorities("NOT-A-PRIORITY", &why), GX_EINVAL);
-    cr_assert(strstr(why.text, "server.tls_priorities") != NULL, "%s", why.text);
-}
-
-Test(http, tls_pair_is_checked)
-{
-    struct gx_why why = {{0}};
-
-    cr_assert_eq(gx_http_check_tls("not pem", 7, "not pem", 7, &why), GX_EINVAL);
-    cr_assert(strstr(why.text, "server.tls_cert_file") != NULL, "%s", why.text);
 }
 
 Test(http, large_bodies_leave_room_for_small_calls)

@@ -6,7 +6,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/httpc.h"
+#include "httpc.h"
 
 #include <arpa/inet.h>
 #include <event2/event.h>

@@ -2,7 +2,7 @@
 /* test_json.c - the validating JSON scanner. */
 #include "gx_test.h"
 
-#include "gx/json.h"
+#include "json.h"
 
 #include <string.h>
 

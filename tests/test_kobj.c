@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "gx/buf.h"
-#include "gx/kobj.h"
+#include "buf.h"
+#include "kobj.h"
 
 GX_SUITE(kobj);
 

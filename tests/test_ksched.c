@@ -6,7 +6,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/ksched.h"
+#include "ksched.h"
 
 GX_SUITE(ksched);
 

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gx/config.h"
-#include "gx/httpc.h"
-#include "gx/kube.h"
-#include "gx/metrics.h"
+#include "config.h"
+#include "httpc.h"
+#include "kube.h"
+#include "metrics.h"
 #include "gx_fakehttp.h"
 #include "kube_int.h"
 
@@ -434,7 +434,7 @@ env_start(struct env *e)
 {
     struct gx_why why = {{0}};
 
-    e->k = gx_kube_new(e->base, e->http, e->cfg, &e->m, &CBS, e, &why);
+    e->k = gx_kube_new(e->base, e->http, e->cfg, &e->m.up[GX_UP_KUBERNETES], &CBS, e, &why);
     cr_assert_not_null(e->k, "gx_kube_new: %s", why.text);
 }
 
@@ -531,7 +531,7 @@ kube_errors_at_least(struct env *e, const void *arg)
 {
     const int *want = arg; /* {kind, count} */
 
-    return e->m.up_errors[GX_UP_KUBERNETES][want[0]] >= (uint64_t)want[1];
+    return e->m.up[GX_UP_KUBERNETES].errors[want[0]] >= (uint64_t)want[1];
 }
 
 static bool
@@ -570,7 +570,7 @@ kube_error_total(const struct env *e)
     uint64_t t = 0;
 
     for (int i = 0; i < GX_UPERR_COUNT; i++) {
-        t += e->m.up_errors[GX_UP_KUBERNETES][i];
+        t += e->m.up[GX_UP_KUBERNETES].errors[i];
     }
     return t;
 }
@@ -675,7 +675,7 @@ Test(kube, lists_applies_watch_events_and_relists_after_gone)
     set_step(e.f, 2);
     cr_assert(run_until(&e, names_are, "gpu-node-b,gpu-node-c,gpu-node-e"));
     cr_assert_eq(gx_kube_lists(e.k), lists + 1);
-    cr_assert_eq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_GONE], 1);
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_GONE], 1);
     cr_assert_eq(count_of(e.f, RQ_NODE_LIST), 2);
     cr_assert_null(node_label(&e, "gpu-node-e", "test.gpu-extender.io/changed"));
 
@@ -686,8 +686,8 @@ Test(kube, lists_applies_watch_events_and_relists_after_gone)
     }
     url_of(e.f, RQ_NODE_WATCH, 2, url, sizeof(url));
     cr_assert(strstr(url, "resourceVersion=48213600") != NULL, "%s", url);
-    cr_assert_geq(e.m.up_syncs[GX_UP_KUBERNETES], 3);
-    cr_assert_gt(e.m.up_last_success_ms[GX_UP_KUBERNETES], 0);
+    cr_assert_geq(e.m.up[GX_UP_KUBERNETES].syncs, 3);
+    cr_assert_gt(e.m.up[GX_UP_KUBERNETES].last_success_ms, 0);
     env_fini(&e);
 }
 
@@ -758,7 +758,7 @@ Test(kube, truncated_list_keeps_previous_nodes)
     /* The watch says 410; the relist drops mid-body: the four nodes stay. */
     cr_assert(run_until(&e, requests_at_least, third_list));
     cr_assert_geq(kube_error_total(&e), errors + 2); /* the 410 and the dropped list */
-    cr_assert_eq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_GONE], 1);
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_GONE], 1);
     cr_assert(names_are(&e, "cpu-node-d,gpu-node-a,gpu-node-b,gpu-node-c"));
 
     /* The next one is a complete response with half a list: still the four nodes. */
@@ -918,7 +918,7 @@ Test(kube, dropped_watch_resumes_from_last_resource_version)
     url_of(e.f, RQ_NODE_WATCH, 3, url, sizeof(url));
     cr_assert(strstr(url, "resourceVersion=48213530") != NULL, "%s", url);
     cr_assert_eq(count_of(e.f, RQ_NODE_LIST), 1);
-    cr_assert_eq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_GONE], 0);
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_GONE], 0);
     cr_assert_geq(kube_error_total(&e), 1);
     env_fini(&e);
 }
@@ -978,12 +978,12 @@ Test(kube, watch_refusals_relist_or_retry)
     env_start(&e);
     cr_assert(run_until(&e, requests_at_least, fourth_watch));
     /* 410 as an HTTP status: relist. 500: retry the watch from the same place. */
-    cr_assert_eq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_GONE], 1);
-    cr_assert_geq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_HTTP], 1);
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_GONE], 1);
+    cr_assert_geq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_HTTP], 1);
     url_of(e.f, RQ_NODE_WATCH, 3, url, sizeof(url));
     cr_assert(strstr(url, "resourceVersion=48213402") != NULL, "%s", url);
     /* The oversized event: counted as a parse error, relisted, not applied. */
-    cr_assert_geq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_PARSE], 1);
+    cr_assert_geq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_PARSE], 1);
     cr_assert_eq(count_of(e.f, RQ_NODE_LIST), 3);
     cr_assert_null(node_label(&e, "gpu-node-a", "test.gpu-extender.io/changed"));
     cr_assert(names_are(&e, "cpu-node-d,gpu-node-a,gpu-node-b,gpu-node-c"));
@@ -1100,7 +1100,7 @@ Test(kube, requests_carry_the_current_token)
     cr_assert(run_until(&e, replied, &r2));
     cr_assert_eq(r2.status, 409);
     cr_assert(strstr(r2.body, "\"auth\":\"Bearer tok-two-rotated\"") != NULL, "%s", r2.body);
-    cr_assert_eq(e.m.up_errors[GX_UP_KUBERNETES][GX_UPERR_CONFLICT], 1);
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].errors[GX_UPERR_CONFLICT], 1);
 
     /* A cancelled request never calls back; a bad path is refused up front. */
     x = gx_kube_request(e.k, "GET", "/hang", NULL, 0, NULL, 0, on_reply, &hung);
@@ -1188,7 +1188,7 @@ static struct gx_kube *
 new_without_server(struct gx_config *cfg, struct event_base *base, struct gx_httpc *http,
                    struct gx_metrics *m, struct gx_why *why)
 {
-    return gx_kube_new(base, http, cfg, m, &CBS, NULL, why);
+    return gx_kube_new(base, http, cfg, &m->up[GX_UP_KUBERNETES], &CBS, NULL, why);
 }
 
 Test(kube, in_cluster_settings_from_the_environment)

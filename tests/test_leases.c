@@ -13,11 +13,11 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "gx/config.h"
-#include "gx/httpc.h"
-#include "gx/kube.h"
-#include "gx/ledger.h"
-#include "gx/metrics.h"
+#include "config.h"
+#include "httpc.h"
+#include "kube.h"
+#include "ledger.h"
+#include "metrics.h"
 #include "gx_fakehttp.h"
 #include "leases_int.h"
 
@@ -441,10 +441,10 @@ env_init(struct env *e, int sync_s)
     e->tick = event_new(e->base, -1, EV_PERSIST, tick_cb, NULL);
     cr_assert_eq(event_add(e->tick, &tv), 0);
     e->http = gx_httpc_new(e->base);
-    e->k = gx_kube_new(e->base, e->http, e->cfg, &e->m, NULL, e, &why);
+    e->k = gx_kube_new(e->base, e->http, e->cfg, &e->m.up[GX_UP_KUBERNETES], NULL, e, &why);
     cr_assert_not_null(e->k, "%s", why.text);
     e->l = gx_ledger_new();
-    e->ls = gx_leases_new(e->base, e->k, e->cfg, e->l, &e->m);
+    e->ls = gx_leases_new(e->base, e->k, e->cfg, e->l, &e->m.up[GX_UP_KUBERNETES]);
     cr_assert_not_null(e->ls);
 }
 
@@ -567,7 +567,7 @@ Test(leases, a_lost_race_reads_again_and_reapplies_on_the_fresh_tenants)
     book(&e);
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);
     cr_assert_eq(fake_int(&e, &e.f->conflicts), 2);
-    cr_assert_eq(e.m.cas_conflicts, 2, "each 409 is counted");
+    cr_assert_eq(e.m.up[GX_UP_KUBERNETES].cas_conflicts, 2, "each 409 is counted");
     cr_assert_eq(e.calls, 3, "mutate ran once per attempt");
     cr_assert_eq(fake_int(&e, &e.f->gets), 3, "each attempt read the Lease first");
     cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"));

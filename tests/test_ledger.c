@@ -2,7 +2,7 @@
 /* test_ledger.c - ledger invariants, lifecycle, Lease codec and a random-walk property test. */
 #include "gx_test.h"
 
-#include "gx/ledger.h"
+#include "ledger.h"
 
 #include <stdio.h>
 #include <string.h>

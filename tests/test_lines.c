@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <string.h>
 
-#include "gx/lines.h"
+#include "lines.h"
 #include "gx_test.h"
 
 GX_SUITE(lines);

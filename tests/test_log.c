@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "gx/log.h"
+#include "log.h"
 
 GX_SUITE(log);
 

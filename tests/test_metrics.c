@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <string.h>
 
-#include "gx/metrics.h"
+#include "metrics.h"
 #include "gx_test.h"
 
 GX_SUITE(metrics);
@@ -40,7 +40,7 @@ Test(metrics, every_family_has_help_and_type)
     char last_type[128] = "";
 
     gx_metrics_init(&m);
-    m.up_last_success_ms[GX_UP_PROMETHEUS] = 2000;
+    m.up[GX_UP_PROMETHEUS].last_success_ms = 2000;
     gx_buf_init(&b, 1 << 20);
     cr_assert_eq(gx_metrics_render(&m, &g, &b), GX_OK);
     cr_assert(strstr(b.data, "gpu_extender_source_age_seconds{upstream=\"prometheus\"} 3.000\n"));

@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "gx/kobj.h"
-#include "gx/pdb.h"
+#include "kobj.h"
+#include "pdb.h"
 
 GX_SUITE(pdb);
 

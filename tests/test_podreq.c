@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "gx/kobj.h"
-#include "gx/podreq.h"
+#include "kobj.h"
+#include "podreq.h"
 
 GX_SUITE(podreq);
 

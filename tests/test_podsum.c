@@ -14,9 +14,9 @@ size_t __sanitizer_get_current_allocated_bytes(void); /* the sanitizer runtime's
 #include <malloc.h>
 #endif
 
-#include "gx/kobj.h"
-#include "gx/ledger.h"
-#include "gx/podsum.h"
+#include "kobj.h"
+#include "ledger.h"
+#include "podsum.h"
 
 GX_SUITE(podsum);
 

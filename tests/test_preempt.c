@@ -5,8 +5,8 @@
  */
 #include "gx_test.h"
 
-#include "gx/extender.h"
-#include "gx/preempt.h"
+#include "extender.h"
+#include "preempt.h"
 
 #include <string.h>
 

@@ -2,8 +2,8 @@
 /* test_prom.c - Prometheus query API response parser. */
 #include "gx_test.h"
 
-#include "gx/buf.h"
-#include "gx/prom.h"
+#include "buf.h"
+#include "prom.h"
 
 #include <math.h>
 #include <string.h>

@@ -13,12 +13,12 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "gx/config.h"
-#include "gx/dcgm.h"
-#include "gx/httpc.h"
-#include "gx/log.h"
-#include "gx/metrics.h"
-#include "gx/promsrc.h"
+#include "config.h"
+#include "dcgm.h"
+#include "httpc.h"
+#include "log.h"
+#include "metrics.h"
+#include "promsrc.h"
 #include "gx_fakehttp.h"
 
 GX_SUITE(promsrc);
@@ -198,7 +198,8 @@ rig_init(void)
 static void
 rig_start(void)
 {
-    r.p = gx_promsrc_new(r.base, r.http, &r.cfg, r.ms, r.m, count_cb, &r.updates);
+    r.p = gx_promsrc_new(r.base, r.http, &r.cfg, r.ms, &r.m->up[GX_UP_PROMETHEUS], count_cb,
+                         &r.updates);
     cr_assert_not_null(r.p);
 }
 
@@ -237,7 +238,7 @@ Test(promsrc, round_runs_queries_one_after_another, .init = rig_init, .fini = ri
     cr_assert_eq(r.f.max_in_flight, 1, "%d queries in flight at once", r.f.max_in_flight);
     cr_assert_str_eq(r.f.order, "umt", "signals in order");
     pthread_mutex_unlock(&r.f.mu);
-    cr_assert_eq(r.m->up_requests[GX_UP_PROMETHEUS], 3);
+    cr_assert_eq(r.m->up[GX_UP_PROMETHEUS].requests, 3);
     cr_assert_eq(card_value(r.ms, GX_SIG_UTIL), 42.0);
     cr_assert_eq(card_value(r.ms, GX_SIG_MEM_USED), 1000.0);
     cr_assert_eq(card_value(r.ms, GX_SIG_TEMP), 61.0);
@@ -287,7 +288,7 @@ Test(promsrc, failed_query_does_not_stop_the_round, .init = rig_init, .fini = ri
     cr_assert_str_eq(r.f.order, "tum");
     cr_assert_eq(r.f.max_in_flight, 1);
     pthread_mutex_unlock(&r.f.mu);
-    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1);
+    cr_assert_eq(r.m->up[GX_UP_PROMETHEUS].errors[GX_UPERR_HTTP], 1);
     cr_assert(isnan(card_value(r.ms, GX_SIG_TEMP)));
     cr_assert_eq(card_value(r.ms, GX_SIG_POWER), 42.0);
     cr_assert_eq(card_value(r.ms, GX_SIG_XID), 1000.0);
@@ -306,8 +307,8 @@ Test(promsrc, error_texts_say_what_happened, .init = rig_init, .fini = rig_fini)
     run_until_update(r.base, &r.updates);
     cr_assert_eq(r.updates, 1);
     /* a 200 carrying status=error is Prometheus refusing the query, not an HTTP failure */
-    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_QUERY], 1);
-    cr_assert_eq(r.m->up_errors[GX_UP_PROMETHEUS][GX_UPERR_HTTP], 1, "only the 401");
+    cr_assert_eq(r.m->up[GX_UP_PROMETHEUS].errors[GX_UPERR_QUERY], 1);
+    cr_assert_eq(r.m->up[GX_UP_PROMETHEUS].errors[GX_UPERR_HTTP], 1, "only the 401");
     cr_assert_eq(gx_test_lines_with(log,
                                     "signal=util kind=query error=\"Prometheus answered HTTP 200 "
                                     "with an error"),

@@ -2,7 +2,7 @@
 /* test_quantity.c - Kubernetes quantity strings: valid values, rounding, rejects. */
 #include "gx_test.h"
 
-#include "gx/quantity.h"
+#include "quantity.h"
 
 GX_SUITE(quantity);
 

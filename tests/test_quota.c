@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "gx/admit.h"
-#include "gx/quota.h"
+#include "admit.h"
+#include "quota.h"
 
 GX_SUITE(quota);
 

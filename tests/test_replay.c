@@ -9,8 +9,8 @@
 #include "gx_simgen.h"
 #include "gx_test.h"
 
-#include "gx/ledger.h"
-#include "gx/replay.h"
+#include "ledger.h"
+#include "replay.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/score.h"
+#include "score.h"
 
 #include <math.h>
 #include <string.h>

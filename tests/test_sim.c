@@ -8,7 +8,7 @@
 #include "gx_simgen.h"
 #include "gx_test.h"
 
-#include "gx/sim.h"
+#include "sim.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gx/snapshot.h"
+#include "snapshot.h"
 #include "gx_test.h"
 
 GX_SUITE(snapshot);

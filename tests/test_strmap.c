@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gx/strmap.h"
+#include "strmap.h"
 #include "gx_test.h"
 
 GX_SUITE(strmap);

@@ -3,7 +3,7 @@
  * column. */
 #include "gx_test.h"
 
-#include "gx/trace.h"
+#include "trace.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  */
 #include "gx_test.h"
 
-#include "gx/vcache.h"
+#include "vcache.h"
 
 #include <math.h>
 #include <string.h>

@@ -18,6 +18,7 @@ installed, the rules and every dashboard query are syntax-checked with it and
 the alerts are unit-tested (promtool test rules) on series shaped like the
 binary's output. The last line is "monitoring: N passed, M failed".
 """
+import glob
 import json
 import os
 import re
@@ -517,9 +518,9 @@ def check_docs(ck, expo):
 
 
 def check_reasons(ck, expo):
-    src = read(os.path.join(ROOT, "src", "score.c"))
+    src = "".join(read(p) for p in sorted(glob.glob(os.path.join(ROOT, "src", "decide", "*.c"))))
     table = re.findall(r'\[GX_REASON_(\w+)\]\s*=\s*\{\s*"([^"]*)",\s*"(\w+)"', src)
-    ck.ok(len(table) >= 10, "src/score.c reason table found")
+    ck.ok(len(table) >= 10, "the reason table of src/decide/ found")
     ops = read(os.path.join(DOCS, "operations.md"))
     met = read(os.path.join(DOCS, "metrics.md"))
     exposed = expo.samples.get("gpu_extender_filter_rejections_total", {}).get("reason", set())
@@ -530,7 +531,7 @@ def check_reasons(ck, expo):
         names.add(name)
         ck.ok(f"`{text}`" in ops, f"docs/operations.md explains reason `{text}`")
         ck.ok(f"`{text}`" in met and f"`{name}`" in met, f"docs/metrics.md maps {name} to `{text}`")
-    ck.eq(sorted(names), sorted(exposed), "reason label values equal src/score.c's reasons")
+    ck.eq(sorted(names), sorted(exposed), "reason label values equal src/decide/'s reasons")
 
 
 def check_links(ck):

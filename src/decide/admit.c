@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * admit.c - bind planning and reconcile verdicts (see admit.h). Pure: the
+ * clock comes in through the decision context or an argument.
+ */
+#include "admit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "quota.h"
+
+/*
+ * Slots a share holds: its slices, or for a milli share the slots that
+ * cover it on a card of @slots slots, so readers that predate milli still
+ * count it (the ledger itself counts a milli tenant by its milli only).
+ */
+static int
+share_slices(const struct gx_podreq *req, int milli, int slots)
+{
+    int64_t n;
+
+    if (milli <= 0) {
+        return req->slices;
+    }
+    n = ((int64_t)milli * slots + GX_CARD_MILLI - 1) / GX_CARD_MILLI;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Ledger tenants of @pod for verdict @v at @now_ms on cards of @slots slots; returns how many. */
+static size_t
+tenants_for(const struct gx_config *cfg, const struct gx_admit_pod *pod, const struct gx_verdict *v,
+            int64_t now_ms, int slots, struct gx_tenant *t)
+{
+    const struct gx_podreq *req = pod->req;
+    bool any_card = v->device_plugin || v->n_cards == 0;
+    int count = any_card ? 1 : v->n_cards;
+    int milli = req->kind == GX_REQ_SHARED && req->milli > 0 && !v->device_plugin
+                    ? gx_config_share_milli(cfg, req->milli)
+                    : 0;
+    size_t n = 0;
+
+    if (req->kind == GX_REQ_NONE) {
+        return 0;
+    }
+    for (int i = 0; i < count && i < GX_MAX_PICK; i++, n++) {
+        memset(&t[n], 0, sizeof(t[n]));
+        (void)snprintf(t[n].uid, sizeof(t[n].uid), "%s", pod->uid);
+        (void)snprintf(t[n].pod, sizeof(t[n].pod), "%s/%s", pod->ns, pod->name);
+        t[n].card = any_card ? GX_CARD_ANY : v->cards[i];
+        t[n].exclusive = req->kind == GX_REQ_EXCLUSIVE && !v->device_plugin;
+        t[n].slices = req->kind == GX_REQ_SHARED ? share_slices(req, milli, slots)
+                      : v->device_plugin         ? (int)req->gpus
+                                                 : 0;
+        t[n].milli = milli;
+        /* the pod's host requests once per pod, so node sums count it once */
+        t[n].cpu_milli = i == 0 ? req->cpu_milli : 0;
+        t[n].host_mem_mib = i == 0 ? req->mem_mib : 0;
+        t[n].memory_mib = req->kind == GX_REQ_SHARED ? req->memory_mib : 0;
+        t[n].util_pct = req->kind == GX_REQ_SHARED ? req->util_pct : -1;
+        t[n].state = GX_TENANT_RESERVED;
+        t[n].since_ms = now_ms;
+    }
+    return n;
+}
+
+/* The cards @uid already holds in entry @held into @out. */
+static void
+held_cards(const struct gx_ledger_node *held, const char *uid, struct gx_admit_plan *out)
+{
+    for (size_t i = 0; i < held->n_tenants && out->n_cards < GX_MAX_PICK; i++) {
+        if (strcmp(held->tenants[i].uid, uid) == 0 && held->tenants[i].card >= 0) {
+            out->cards[out->n_cards++] = held->tenants[i].card;
+        }
+    }
+}
+
+/* The namespace quota against @ctx's ledger (the Lease's truth for this node, the cache for
+ * others). */
+static bool
+quota_fits(const struct gx_decide_ctx *ctx, const struct gx_admit_pod *pod,
+           const struct gx_node *sn)
+{
+    struct gx_quota_check q;
+
+    gx_quota_check_begin(ctx, pod->ns, pod->uid, pod->req, &q);
+    return gx_quota_check_node(&q, ctx, pod->req, sn);
+}
+
+enum gx_err
+gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
+                 const struct gx_admit_pod *pod, struct gx_admit_plan *out, struct gx_why *why)
+{
+    const struct gx_ledger_node *held = gx_ledger_find_pod(l, pod->uid);
+    const struct gx_node *sn = gx_snapshot_find(ctx->snap, node, strlen(node));
+    struct gx_decide_ctx here;
+    struct gx_verdict v;
+    struct gx_tenant t[GX_MAX_PICK];
+    int slots[256];
+    size_t n, n_slots = 0;
+    enum gx_err rc;
+
+    memset(out, 0, sizeof(*out));
+    out->booking = GX_BOOKING_ANY;
+    if (held != NULL && strcmp(held->node, node) == 0) {
+        held_cards(held, pod->uid, out);
+        /* a retry takes the booking over, so a release queued by an earlier attempt misses it */
+        out->booking = gx_ledger_renew(l, pod->uid, ctx->now_ms);
+        out->renewed = true;
+        return GX_OK;
+    }
+    if (held != NULL) {
+        gx_why_set(why, "pod already holds GPUs on node %s", held->node);
+        return GX_ECONFLICT;
+    }
+    here = gx_decide_ctx_on(ctx, l);
+    gx_score_node(&here, pod->req, sn, &v);
+    if (pod->req->kind != GX_REQ_NONE && !v.keep) {
+        gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(v.reason));
+        return GX_ECONFLICT;
+    }
+    for (; sn != NULL && n_slots < sn->n_cards && n_slots < GX_ARRAY_LEN(slots); n_slots++) {
+        slots[n_slots] = gx_config_card_slots(ctx->cfg, sn->product, sn->replicas);
+    }
+    n = tenants_for(ctx->cfg, pod, &v, ctx->now_ms, n_slots > 0 ? slots[0] : 1, t);
+    if (n == 0) {
+        return GX_OK;
+    }
+    if (!quota_fits(&here, pod, sn)) {
+        gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(GX_REASON_QUOTA));
+        return GX_ECONFLICT;
+    }
+    rc = gx_ledger_add(l, node, t, n, slots, n_slots);
+    if (rc != GX_OK) {
+        gx_why_set(why, "cannot reserve GPUs on %s: %s", node,
+                   rc == GX_ECONFLICT ? gx_reason_text(GX_REASON_NO_SLOT) : gx_strerror(rc));
+        return rc;
+    }
+    out->n_cards = v.device_plugin ? 0 : v.n_cards;
+    memcpy(out->cards, v.cards, sizeof(out->cards));
+    out->changed = true;
+    out->booking = gx_ledger_booking(l, pod->uid);
+    return GX_OK;
+}
+
+/* Append "," (unless first) and @s to @buf of @cap bytes at *@at; cut when full. */
+static void
+join(char *buf, size_t cap, size_t *at, bool first, const char *s)
+{
+    int w = snprintf(buf + *at, cap - *at, "%s%s", first ? "" : ",", s);
+
+    if (w > 0 && (size_t)w < cap - *at) {
+        *at += (size_t)w;
+    } else {
+        buf[*at] = '\0';
+    }
+}
+
+void
+gx_admit_notes(const struct gx_node *node, const struct gx_podreq *req,
+               const struct gx_admit_plan *plan, struct gx_admit_notes *out)
+{
+    size_t ou = 0, oi = 0;
+
+    out->uuids[0] = out->index[0] = '\0';
+    for (int i = 0; i < plan->n_cards; i++) {
+        int c = plan->cards[i];
+        const char *uuid =
+            node != NULL && c >= 0 && (size_t)c < node->n_cards ? node->cards[c].uuid : NULL;
+        char num[16];
+
+        (void)snprintf(num, sizeof(num), "%d", c);
+        join(out->uuids, sizeof(out->uuids), &ou, i == 0, uuid != NULL ? uuid : num);
+        join(out->index, sizeof(out->index), &oi, i == 0, num);
+    }
+    (void)snprintf(out->slices, sizeof(out->slices), "%d",
+                   req->kind == GX_REQ_SHARED ? req->slices : 0);
+}
+
+/* Append "key":"value" (and a comma unless @last) to @b. */
+static enum gx_err
+add_pair(struct gx_buf *b, const char *key, const char *value, bool last)
+{
+    enum gx_err rc = gx_buf_add_json_str(b, key, strlen(key));
+
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(b, ":");
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_add_json_str(b, value, strlen(value));
+    }
+    if (rc == GX_OK && !last) {
+        rc = gx_buf_adds(b, ",");
+    }
+    return rc;
+}
+
+enum gx_err
+gx_admit_binding(const struct gx_config *cfg, const char *ns, const char *name, const char *uid,
+                 const char *node, const struct gx_admit_notes *notes, struct gx_buf *out)
+{
+    enum gx_err rc = gx_buf_adds(out, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{");
+
+    if (rc == GX_OK) {
+        rc = add_pair(out, "name", name, false);
+    }
+    if (rc == GX_OK) {
+        rc = add_pair(out, "namespace", ns, false);
+    }
+    if (rc == GX_OK) {
+        rc = add_pair(out, "uid", uid, notes == NULL);
+    }
+    if (rc == GX_OK && notes != NULL) {
+        rc = gx_buf_adds(out, "\"annotations\":{");
+        if (rc == GX_OK && notes->index[0] != '\0') {
+            rc = add_pair(out, cfg->ann_uuids, notes->uuids, false);
+            if (rc == GX_OK) {
+                rc = add_pair(out, cfg->ann_index, notes->index, false);
+            }
+        }
+        if (rc == GX_OK) {
+            rc = add_pair(out, cfg->ann_slices, notes->slices, true);
+        }
+        if (rc == GX_OK) {
+            rc = gx_buf_adds(out, "}");
+        }
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(out, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",");
+    }
+    if (rc == GX_OK) {
+        rc = add_pair(out, "name", node, true);
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(out, "}}");
+    }
+    return rc;
+}
+
+bool
+gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms)
+{
+    return now_ms - booking <= 2 * (int64_t)cfg->bind_deadline_ms;
+}
+
+enum gx_admit_fix
+gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tenant *t,
+             const struct gx_admit_seen *seen, int64_t now_ms)
+{
+    int64_t age = now_ms - t->since_ms;
+    /* Younger tenants may belong to a bind in flight or to watch events on their way. */
+    bool settled = !gx_admit_in_flight(cfg, t->since_ms, now_ms);
+
+    if (seen != NULL && seen->finished) {
+        return GX_FIX_RELEASE;
+    }
+    if (seen != NULL && seen->node[0] != '\0') {
+        if (strcmp(seen->node, node) != 0) {
+            return GX_FIX_RELEASE;
+        }
+        return t->state == GX_TENANT_RESERVED ? GX_FIX_BOUND : GX_FIX_NONE;
+    }
+    if (!settled) {
+        return GX_FIX_NONE;
+    }
+    if (t->state == GX_TENANT_BOUND) {
+        return seen == NULL ? GX_FIX_RELEASE : GX_FIX_NONE;
+    }
+    /* Reserved, never bound: released after the TTL (a pending pod's retried bind re-reserves). */
+    if (age > (int64_t)cfg->reservation_ttl_s * 1000 ||
+        (seen == NULL && age > 4 * (int64_t)cfg->bind_deadline_ms)) {
+        return GX_FIX_RELEASE;
+    }
+    return GX_FIX_NONE;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fgd.c - typical-pod model and node fragmentation (FGD).
+ *
+ * For a typical pod m and a node n, the fragment is the free GPU capacity of
+ * n that m cannot use: all of it when m's CPU or memory does not fit; for a
+ * share of g milli, the free part of every card with less than g free; for
+ * k whole cards, the free part of partly used cards, or all of it when fewer
+ * than k cards are wholly free; for a CPU-only pod that fits, nothing (as
+ * the FGD simulator counts CPU pods among the typical ones: a GPU pod that
+ * takes the last CPU of a node with free cards strands them). The node's fragmentation is the
+ * weighted mean over the model. Decay is done by growing the weight of each new observation rather
+ * than shrinking all old ones (same ratios, O(1)).
+ */
+#include "fgd.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Renormalize the weights before they leave double's comfortable range. */
+#define FGD_RESCALE 1e200
+
+void
+gx_fgd_model_init(struct gx_fgd_model *m, double half_life)
+{
+    memset(m, 0, sizeof(*m));
+    gx_fgd_model_tune(m, half_life);
+}
+
+void
+gx_fgd_model_tune(struct gx_fgd_model *m, double half_life)
+{
+    if (m->inc <= 0.0) {
+        m->inc = 1.0;
+    }
+    m->half_life = half_life;
+    m->decay = half_life >= 1.0 ? pow(2.0, -1.0 / half_life) : 0.5;
+}
+
+/* True when @a and @b are the same request. */
+static bool
+same_shape(const struct gx_fgd_shape *a, const struct gx_fgd_shape *b)
+{
+    return a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib && a->gpus == b->gpus &&
+           a->milli == b->milli;
+}
+
+/* Slot for @s: its own, a free one, or the lightest (forgotten). */
+static size_t
+slot_for(struct gx_fgd_model *m, const struct gx_fgd_shape *s, bool *fresh)
+{
+    size_t light = 0;
+
+    *fresh = false;
+    for (size_t i = 0; i < m->n; i++) {
+        if (same_shape(&m->shape[i], s)) {
+            return i;
+        }
+        if (m->weight[i] < m->weight[light]) {
+            light = i;
+        }
+    }
+    *fresh = true;
+    if (m->n < GX_FGD_MAX_SHAPES) {
+        return m->n++;
+    }
+    m->total -= m->weight[light];
+    return light;
+}
+
+void
+gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s)
+{
+    bool fresh;
+    size_t i;
+
+    i = slot_for(m, s, &fresh);
+    if (fresh) {
+        m->shape[i] = *s;
+        m->weight[i] = 0.0;
+    }
+    m->weight[i] += m->inc;
+    m->total += m->inc;
+    m->observed++;
+    m->inc /= m->decay;
+    if (m->inc > FGD_RESCALE) {
+        for (size_t k = 0; k < m->n; k++) {
+            m->weight[k] /= m->inc;
+        }
+        m->total /= m->inc;
+        m->inc = 1.0;
+    }
+}
+
+/* Aggregates of a node's cards: free total, wholly free cards, free on partly used ones. */
+struct agg {
+    int64_t free;
+    int whole;
+    int64_t partial;
+};
+
+static void
+aggregate(const int *free, int n, struct agg *a)
+{
+    memset(a, 0, sizeof(*a));
+    for (int c = 0; c < n; c++) {
+        a->free += free[c];
+        if (free[c] >= GX_FGD_CARD) {
+            a->whole++;
+        } else {
+            a->partial += free[c];
+        }
+    }
+}
+
+/* True when shape @s fits the CPU and memory left (unknown amounts always fit). */
+static bool
+fits_host(const struct gx_fgd_shape *s, int64_t cpu, int64_t mem)
+{
+    return (cpu < 0 || s->cpu_milli <= cpu) && (mem < 0 || s->mem_mib <= mem);
+}
+
+/* Free milli of one card a share of @g cannot use. */
+static int64_t
+share_waste(int free, int g)
+{
+    return free < g ? free : 0;
+}
+
+/* Fragment of one node state for shape @s. */
+static double
+shape_frag(const struct gx_fgd_shape *s, const int *free, int n, const struct agg *a, bool fit)
+{
+    int64_t w = 0;
+
+    if (!fit) {
+        return (double)a->free;
+    }
+    if (s->gpus <= 0) {
+        return 0.0; /* a CPU pod that fits strands nothing */
+    }
+    if (s->gpus == 1 && s->milli < GX_FGD_CARD) {
+        for (int c = 0; c < n; c++) {
+            w += share_waste(free[c], s->milli);
+        }
+        return (double)w;
+    }
+    return a->whole >= s->gpus ? (double)a->partial : (double)a->free;
+}
+
+double
+gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n)
+{
+    struct agg a;
+    double sum = 0.0;
+    int cards = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+
+    if (m == NULL || m->total <= 0.0) {
+        return 0.0;
+    }
+    aggregate(n->free, cards, &a);
+    for (size_t i = 0; i < m->n; i++) {
+        bool fit = fits_host(&m->shape[i], n->cpu_milli, n->mem_mib);
+        sum += m->weight[i] * shape_frag(&m->shape[i], n->free, cards, &a, fit);
+    }
+    return sum / m->total;
+}
+
+/* CPU or memory left after taking @used of @have (-1 stays unknown). */
+static int64_t
+left(int64_t have, int64_t used)
+{
+    return have < 0 ? -1 : have - used;
+}
+
+double
+gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
+             const struct gx_fgd_shape *s, const int *cards)
+{
+    int after[GX_FGD_MAX_CARDS];
+    int cn = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+    int k = s->gpus == 1 && s->milli < GX_FGD_CARD ? 1 : s->gpus;
+    int64_t cpu_a = left(n->cpu_milli, s->cpu_milli), mem_a = left(n->mem_mib, s->mem_mib);
+    struct agg ab, aa;
+    double sum = 0.0;
+
+    if (m == NULL || m->total <= 0.0) {
+        return 0.0;
+    }
+    memcpy(after, n->free, (size_t)cn * sizeof(int));
+    for (int i = 0; i < k && cards != NULL; i++) {
+        if (cards[i] >= 0 && cards[i] < cn) {
+            int take = k == 1 && s->gpus == 1 ? s->milli : GX_FGD_CARD;
+            after[cards[i]] = after[cards[i]] > take ? after[cards[i]] - take : 0;
+        }
+    }
+    aggregate(n->free, cn, &ab);
+    aggregate(after, cn, &aa);
+    for (size_t i = 0; i < m->n; i++) {
+        const struct gx_fgd_shape *t = &m->shape[i];
+        bool fb = fits_host(t, n->cpu_milli, n->mem_mib), fa = fits_host(t, cpu_a, mem_a);
+        double d;
+
+        if (fb && fa && t->gpus == 1 && t->milli < GX_FGD_CARD) {
+            /* only the changed cards move a share's fragment */
+            int64_t w = 0;
+            for (int j = 0; j < k && cards != NULL; j++) {
+                if (cards[j] >= 0 && cards[j] < cn) {
+                    w += share_waste(after[cards[j]], t->milli) -
+                         share_waste(n->free[cards[j]], t->milli);
+                }
+            }
+            d = (double)w;
+        } else {
+            d = shape_frag(t, after, cn, &aa, fa) - shape_frag(t, n->free, cn, &ab, fb);
+        }
+        sum += m->weight[i] * d;
+    }
+    return sum / m->total;
+}
+
+void
+gx_fgd_gaps_clear(struct gx_fgd_gaps *g)
+{
+    memset(g->count, 0, sizeof(g->count));
+}
+
+int
+gx_fgd_min_share(const struct gx_fgd_model *m)
+{
+    int min = GX_FGD_CARD;
+
+    for (size_t i = 0; m != NULL && i < m->n; i++) {
+        const struct gx_fgd_shape *t = &m->shape[i];
+
+        if (t->gpus == 1 && t->milli > 0 && t->milli < min) {
+            min = t->milli;
+        }
+    }
+    return min;
+}
+
+void
+gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
+{
+    int cards = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+
+    for (int c = 0; c < cards; c++) {
+        if (n->free[c] > 0 && n->free[c] < GX_FGD_CARD) {
+            g->count[n->free[c]]++;
+        }
+    }
+}
+
+/* True when a card with @free free is a gap some typical share could fill. */
+static bool
+open_gap(const struct gx_fgd_gaps *g, int free)
+{
+    return free >= g->min_open && free > 0 && free < GX_FGD_CARD;
+}
+
+double
+gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take)
+{
+    int left = free - take;
+    double d = 0.0;
+
+    if (open_gap(g, left)) {
+        d += 2.0 * g->count[left] + 1.0; /* (N+1)^2 - N^2 */
+    }
+    if (open_gap(g, free)) {
+        d -= 2.0 * g->count[free] - 1.0; /* (N-1)^2 - N^2 */
+    }
+    return d;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fgd.h - fragmentation of GPU nodes as the FGD paper defines it (Weng et
+ * al., USENIX ATC 2023): the GPU capacity of a node that a typical pod of
+ * the workload could not use, in milli-GPU, as an expectation over the
+ * typical pods. The typical pods are learned from the requests seen: a
+ * bounded table of request shapes with exponentially decaying weights.
+ * Used by the fgd policy (prioritize and the card choice at bind) and by
+ * the simulator's fragmentation rate. Pure, no I/O.
+ */
+#ifndef GX_FGD_H
+#define GX_FGD_H
+
+#include "common.h"
+
+/**
+ * Shapes the model keeps; the lightest is forgotten when a new one arrives.
+ * Room for a production workload's distinct requests (the openb trace has
+ * 151 CPU/memory/GPU shapes): with 64 the table kept forgetting live shapes
+ * and lost 0.4 points of GPU allocation (docs/scheduling-quality.md).
+ */
+#define GX_FGD_MAX_SHAPES 256
+/** Milli-GPU of one card. */
+#define GX_FGD_CARD 1000
+/** Cards of one node the fragmentation looks at. */
+#define GX_FGD_MAX_CARDS 16
+
+/** A pod's request: CPU, memory and its GPU demand. */
+struct gx_fgd_shape {
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    int gpus;  /* whole cards; 1 with milli < 1000 is a share */
+    int milli; /* share of one card, 1000 for whole cards */
+};
+
+/** The typical-pod table. Plain struct: gx_fgd_model_init before use, no release needed. */
+struct gx_fgd_model {
+    struct gx_fgd_shape shape[GX_FGD_MAX_SHAPES];
+    double weight[GX_FGD_MAX_SHAPES];
+    size_t n;
+    double inc;   /* weight of the next observation (grows instead of decaying the old) */
+    double decay; /* per observation, e.g. 2^(-1/half_life) */
+    double half_life;
+    double total; /* sum of weights */
+    uint64_t observed;
+};
+
+/** Free resources of one node: CPU, memory (-1 = unknown, not checked) and each card's free milli.
+ */
+struct gx_fgd_node {
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    int free[GX_FGD_MAX_CARDS]; /* 0..1000 */
+    int n_cards;
+};
+
+/** Empty model whose weights halve every @half_life observations (>= 1). */
+void gx_fgd_model_init(struct gx_fgd_model *m, double half_life);
+
+/** Set @m's half-life, keeping what it learned (a zeroed @m becomes an empty model). */
+void gx_fgd_model_tune(struct gx_fgd_model *m, double half_life);
+
+/** Learn one request (CPU-only ones too: they need CPU a GPU pod may take). Cannot fail. */
+void gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s);
+
+/** Expected milli-GPU of @n that a typical pod of @m could not use; 0 for an empty model. */
+double gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n);
+
+/**
+ * Change of gx_fgd_frag when a pod of shape @s takes CPU and memory of @n
+ * and the cards @cards[0..k) (k = @s->gpus; for a share, @cards[0] loses
+ * @s->milli). Negative is good: fragmentation goes down. @n is not changed.
+ */
+double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
+                    const struct gx_fgd_shape *s, const int *cards);
+
+/**
+ * The cluster's gaps: how many cards have each free amount, 1..999 milli
+ * (free and full cards are not gaps). A gap below @min_open, the smallest
+ * share of the typical pods, stays as it is: no typical pod can fill it.
+ */
+struct gx_fgd_gaps {
+    int count[GX_FGD_CARD];
+    int min_open;
+};
+
+/** No gaps counted (@min_open is left as it is). */
+void gx_fgd_gaps_clear(struct gx_fgd_gaps *g);
+
+/** The smallest share of @m's typical pods, milli; GX_FGD_CARD when it has none. */
+int gx_fgd_min_share(const struct gx_fgd_model *m);
+
+/** Count the gaps of node @n's cards into @g. */
+void gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n);
+
+/**
+ * Change of the sum of squares of the open gap counts when a share takes
+ * @take milli of a card with @free free (Csirik et al., "On the
+ * sum-of-squares algorithm for bin packing", JACM 2006). Negative is good:
+ * the placement fills a common gap or leaves a rare one, so the gaps the
+ * next shares need stay on offer instead of piling up in one size.
+ */
+double gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take);
+
+#endif

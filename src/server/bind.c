@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bind.c - the bind chain (see bind.h). One enum of states; op_enter() is
+ * the only function that changes state and starts that state's call; each
+ * completion decides the next state, success or failure.
+ */
+#include "bind.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bgwrite.h"
+#include "admit.h"
+#include "extender.h"
+#include "kube.h"
+#include "log.h"
+#include "reply.h"
+#include "seen.h"
+#include "sync.h"
+
+enum bind_state { BS_READ_POD, BS_MOVE, BS_RESERVE, BS_LABEL, BS_BINDING, BS_CHECK };
+
+struct bind_op {
+    struct gx_app *app;
+    LIST_ENTRY(bind_op) link;
+    struct gx_http_req *r;
+    char ns[256], name[256], uid[GX_UID_MAX], node[256], other[256];
+    struct gx_podreq req;
+    enum bind_state state;
+    int64_t deadline_ms;
+    struct gx_httpc_xfer *xfer;
+    struct gx_admit_plan plan;
+    int64_t other_booking; /* MOVE: stamp of the booking seen on @other */
+    bool reserved;         /* this op wrote the reservation (undo on failure) */
+    bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
+    char binding_error[300];
+    char error[512];
+};
+
+static void op_enter(struct bind_op *op, enum bind_state st);
+
+/* The pod of @op for the planner. */
+static struct gx_admit_pod
+op_pod(const struct bind_op *op)
+{
+    struct gx_admit_pod p = {op->uid, op->ns, op->name, &op->req};
+    return p;
+}
+
+/* ---- file mode ---- */
+
+static void
+bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_args *b)
+{
+    const struct gx_seen_pod *seen = gx_seen_get(app->seen, b->pod_uid, gx_mono_ms());
+    struct gx_why why = {{0}};
+    struct gx_admit_pod pod = {b->pod_uid, b->pod_namespace, b->pod_name, NULL};
+    struct gx_admit_plan plan;
+    struct gx_decide_ctx ctx;
+    char msg[300];
+
+    if (seen == NULL) {
+        (void)snprintf(msg, sizeof(msg),
+                       "pod %s/%s was not seen by filter on this extender, retry scheduling",
+                       b->pod_namespace, b->pod_name);
+        gx_reply_bind(&app->metrics, r, GX_BIND_ERROR, msg);
+        return;
+    }
+    pod.req = &seen->req;
+    gx_sync_decide_ctx(app, &ctx);
+    if (gx_admit_reserve(&ctx, app->ledger, b->node, &pod, &plan, &why) != GX_OK) {
+        gx_reply_bind(&app->metrics, r, GX_BIND_REJECTED, why.text);
+        return;
+    }
+    if (plan.changed && gx_ledger_mark_bound(app->ledger, b->pod_uid) != GX_OK) {
+        gx_reply_bind(&app->metrics, r, GX_BIND_ERROR, "ledger lost the reservation");
+        return;
+    }
+    if (plan.changed) {
+        char q[700], qn[300];
+        gx_info("pod bound", "req=%llu pod=%s node=%s cards=%d", (unsigned long long)gx_http_id(r),
+                gx_log_quote_pod(q, sizeof(q), b->pod_namespace, b->pod_name),
+                gx_log_quote(qn, sizeof(qn), b->node), plan.n_cards);
+    }
+    gx_reply_bind(&app->metrics, r, plan.changed ? GX_BIND_OK : GX_BIND_REPEAT, "");
+}
+
+/* ---- live mode: ends ---- */
+
+static void
+op_free(struct bind_op *op)
+{
+    LIST_REMOVE(op, link);
+    gx_kube_cancel(op->app->sync.kube, op->xfer);
+    free(op);
+}
+
+static long
+op_timeout(const struct bind_op *op)
+{
+    int64_t left = op->deadline_ms - gx_mono_ms();
+    /* finding out where an unknown Binding went is worth a little past the deadline */
+    int64_t floor = op->uncertain ? 500 : 50;
+
+    return left < floor ? (long)floor : (long)left;
+}
+
+/* Answer with outcome @o, then free @op. */
+static void
+op_finish(struct bind_op *op, enum gx_bind_outcome o)
+{
+    bool ok = o == GX_BIND_OK || o == GX_BIND_REPEAT;
+    char q[600], qp[700], qn[300];
+
+    if (ok) {
+        gx_info(o == GX_BIND_OK ? "pod bound" : "pod already bound here (retried bind)",
+                "req=%llu pod=%s node=%s cards=%d", (unsigned long long)gx_http_id(op->r),
+                gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
+                gx_log_quote(qn, sizeof(qn), op->node), op->plan.n_cards);
+        if (op->req.kind != GX_REQ_NONE) {
+            gx_bg_write(op->app, GX_BG_BOUND, op->node, op->uid);
+        }
+    } else {
+        gx_warn("bind failed", "req=%llu pod=%s node=%s error=%s",
+                (unsigned long long)gx_http_id(op->r),
+                gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
+                gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
+    }
+    gx_reply_bind(&op->app->metrics, op->r, o, ok ? "" : op->error);
+    op_free(op);
+}
+
+/* Fail the bind: undo our reservation (in the background) and answer. */
+static void
+op_fail(struct bind_op *op, enum gx_bind_outcome o, const char *what, const char *detail)
+{
+    (void)snprintf(op->error, sizeof(op->error), "%s%s%s", what, detail[0] ? ": " : "", detail);
+    if (op->reserved) {
+        /* only this attempt's booking: a retry that took it over keeps it */
+        gx_bg_release(op->app, op->node, op->uid, op->plan.booking);
+    }
+    op_finish(op, o);
+}
+
+/* Fail after an API call of @what answered @status (or failed with @rc). */
+static void
+op_fail_call(struct bind_op *op, const char *what, enum gx_err rc, long status, const char *body,
+             size_t len)
+{
+    char detail[300];
+
+    gx_kobj_failure_text(rc, status, body, len, detail, sizeof(detail));
+    op_fail(op, GX_BIND_ERROR, what, detail);
+}
+
+/* ---- live mode: completions ---- */
+
+static void
+read_pod_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct bind_op *op = ctx;
+    struct gx_arena a;
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    op->xfer = NULL;
+    if (rc != GX_OK || status != 200) {
+        op_fail_call(op, "cannot read the pod", rc, status, body, len);
+        return;
+    }
+    gx_arena_init(&a, 0);
+    rc = gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, &why);
+    if (rc == GX_OK && strcmp(pod.uid, op->uid) != 0) {
+        gx_why_set(&why, "the pod was replaced (uid %s)", pod.uid);
+        rc = GX_ECONFLICT;
+    }
+    if (rc == GX_OK) {
+        rc = gx_podreq_parse(op->app->cfg, &pod, &op->req, &why);
+    }
+    gx_arena_release(&a);
+    if (rc != GX_OK) {
+        op_fail(op, GX_BIND_ERROR, why.text, "");
+        return;
+    }
+    op_enter(op, op->req.kind == GX_REQ_NONE ? BS_BINDING : BS_RESERVE);
+}
+
+static enum gx_err
+move_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct bind_op *op = ctx;
+
+    (void)why;
+    *write = gx_bg_release_booking(l, node, op->uid, op->other_booking);
+    return GX_OK;
+}
+
+static void
+move_done(void *ctx, enum gx_err rc, const char *why)
+{
+    struct bind_op *op = ctx;
+
+    if (rc != GX_OK) {
+        op_fail(op, GX_BIND_ERROR, "cannot release the old reservation", why);
+        return;
+    }
+    op_enter(op, BS_RESERVE);
+}
+
+static enum gx_err
+reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct bind_op *op = ctx;
+    struct gx_admit_pod pod = op_pod(op);
+    struct gx_decide_ctx dc;
+    enum gx_err rc;
+
+    gx_sync_decide_ctx(op->app, &dc);
+    rc = gx_admit_reserve(&dc, l, node, &pod, &op->plan, why);
+    *write = op->plan.changed || op->plan.renewed;
+    return rc;
+}
+
+static void
+reserve_done(void *ctx, enum gx_err rc, const char *why)
+{
+    struct bind_op *op = ctx;
+
+    if (rc != GX_OK) {
+        op_fail(op, rc == GX_ECONFLICT ? GX_BIND_REJECTED : GX_BIND_ERROR,
+                why[0] ? why : gx_strerror(rc), "");
+        return;
+    }
+    op->reserved = true;
+    op_enter(op, BS_LABEL);
+}
+
+static void
+label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct bind_op *op = ctx;
+
+    op->xfer = NULL;
+    if (rc == GX_OK && status == 200) {
+        op_enter(op, BS_BINDING);
+        return;
+    }
+    op_fail_call(op, "cannot label the pod", rc, status, body, len);
+}
+
+static void
+binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct bind_op *op = ctx;
+
+    op->xfer = NULL;
+    if (rc == GX_OK && (status == 200 || status == 201)) {
+        op_finish(op, GX_BIND_OK);
+    } else if (rc == GX_OK && status == 409) {
+        /* Already bound: fine if to this node (a retried bind whose Binding landed). */
+        op_enter(op, BS_CHECK);
+    } else if (rc != GX_OK || status >= 500) {
+        /*
+         * Unknown outcome: a timed-out or failed call may still be applied by
+         * the API server, so the booking must stay until the pod shows where
+         * it went (releasing it here over-admitted cards under bursts).
+         */
+        op->uncertain = true;
+        gx_kobj_failure_text(rc, status, body, len, op->binding_error, sizeof(op->binding_error));
+        op_enter(op, BS_CHECK);
+    } else {
+        op_fail_call(op, "cannot create the binding", rc, status, body, len);
+    }
+}
+
+/* Where CHECK found the pod: unknown (the read failed), pending, here, or gone elsewhere. */
+enum pod_where { PW_UNKNOWN, PW_PENDING, PW_HERE, PW_ELSEWHERE };
+
+static enum pod_where
+pod_where(const struct bind_op *op, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_arena a;
+    struct gx_pod pod;
+    enum pod_where w = PW_UNKNOWN;
+
+    gx_arena_init(&a, 0);
+    if (rc == GX_OK && status == 200 &&
+        gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK) {
+        if (strcmp(pod.uid, op->uid) != 0 ||
+            (pod.node_name != NULL && strcmp(pod.node_name, op->node) != 0)) {
+            w = PW_ELSEWHERE; /* replaced, or bound once and for all to another node */
+        } else {
+            w = pod.node_name != NULL ? PW_HERE : PW_PENDING;
+        }
+    }
+    gx_arena_release(&a);
+    return w;
+}
+
+static void
+check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct bind_op *op = ctx;
+    enum pod_where w;
+
+    op->xfer = NULL;
+    w = pod_where(op, rc, status, body, len);
+    if (w == PW_HERE) {
+        op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
+    } else if (op->uncertain && w != PW_ELSEWHERE) {
+        /* our Binding may still land: the reconciler marks the booking bound or releases it */
+        op->reserved = false;
+        op_fail(op, GX_BIND_ERROR, "cannot create the binding (booking kept until the pod settles)",
+                op->binding_error);
+    } else {
+        op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
+    }
+}
+
+/* ---- live mode: the one place state changes ---- */
+
+/* Start an API call of @op; false (and @op failed) when it cannot start. */
+static bool
+op_call(struct bind_op *op, const char *method, const char *sub, const struct gx_buf *body,
+        const char *ctype, gx_kube_done_cb done)
+{
+    char path[700];
+
+    (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s%s", op->ns, op->name, sub);
+    op->xfer = gx_kube_request(op->app->sync.kube, method, path, body ? body->data : NULL,
+                               body ? body->len : 0, ctype, op_timeout(op), done, op);
+    if (op->xfer == NULL) {
+        op_fail(op, GX_BIND_ERROR, "cannot start the API request", method);
+        return false;
+    }
+    return true;
+}
+
+/* Start a compare-and-swap of @node's Lease for @op. */
+static void
+op_lease(struct bind_op *op, const char *node, gx_leases_mutate_cb mutate, gx_leases_done_cb done)
+{
+    if (!gx_leases_update(op->app->leases, node, op->deadline_ms, mutate, done, op)) {
+        op_fail(op, GX_BIND_ERROR, "cannot start the ledger update", "");
+    }
+}
+
+/* The merge patch that marks the pod managed, so the pod watch sees it. */
+static enum gx_err
+label_patch(const struct gx_config *cfg, struct gx_buf *b)
+{
+    enum gx_err rc = gx_buf_adds(b, "{\"metadata\":{\"labels\":{");
+
+    if (rc == GX_OK) {
+        rc = gx_buf_add_json_str(b, cfg->managed_label, strlen(cfg->managed_label));
+    }
+    return rc == GX_OK ? gx_buf_adds(b, ":\"true\"}}}") : rc;
+}
+
+/* The Binding of @op with the annotations of its plan. */
+static enum gx_err
+binding_body(const struct bind_op *op, struct gx_buf *b)
+{
+    const struct gx_node *sn = gx_snapshot_find(op->app->sync.snap, op->node, strlen(op->node));
+    struct gx_admit_notes notes;
+
+    gx_admit_notes(sn, &op->req, &op->plan, &notes);
+    return gx_admit_binding(op->app->cfg, op->ns, op->name, op->uid, op->node,
+                            op->req.kind != GX_REQ_NONE ? &notes : NULL, b);
+}
+
+static void
+op_enter(struct bind_op *op, enum bind_state st)
+{
+    const struct gx_ledger_node *held;
+    enum bind_state prev = op->state;
+    struct gx_buf b;
+
+    op->state = st;
+    switch (st) {
+    case BS_READ_POD:
+        (void)op_call(op, "GET", "", NULL, NULL, read_pod_done);
+        return;
+    case BS_MOVE: /* entered through BS_RESERVE only */
+    case BS_RESERVE:
+        held = gx_ledger_find_pod(op->app->ledger, op->uid);
+        /* a reservation left on another node (a bind that failed there) moves here */
+        if (prev != BS_MOVE && held != NULL && strcmp(held->node, op->node) != 0) {
+            (void)snprintf(op->other, sizeof(op->other), "%s", held->node);
+            op->other_booking = gx_ledger_booking(op->app->ledger, op->uid);
+            if (gx_admit_in_flight(op->app->cfg, op->other_booking, gx_wall_ms())) {
+                /* a timed-out Binding there may still land: moving lost its booking (e2e_burst) */
+                op_fail(op, GX_BIND_ERROR,
+                        "an earlier bind of the pod to another node may still land", op->other);
+                return;
+            }
+            op->state = BS_MOVE;
+            op_lease(op, op->other, move_mutate, move_done);
+            return;
+        }
+        op->state = BS_RESERVE;
+        op_lease(op, op->node, reserve_mutate, reserve_done);
+        return;
+    case BS_LABEL:
+    case BS_BINDING:
+        gx_buf_init(&b, 16384);
+        if ((st == BS_LABEL ? label_patch(op->app->cfg, &b) : binding_body(op, &b)) != GX_OK) {
+            gx_buf_release(&b);
+            op_fail(op, GX_BIND_ERROR, "cannot encode the request", "out of memory");
+            return;
+        }
+        if (st == BS_LABEL) {
+            (void)op_call(op, "PATCH", "", &b, "application/merge-patch+json", label_done);
+        } else {
+            (void)op_call(op, "POST", "/binding", &b, "application/json", binding_done);
+        }
+        gx_buf_release(&b);
+        return;
+    case BS_CHECK:
+        (void)op_call(op, "GET", "", NULL, NULL, check_done);
+        return;
+    }
+}
+
+static void
+bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_args *b)
+{
+    struct bind_op *op = calloc(1, sizeof(*op));
+    const struct gx_seen_pod *seen;
+
+    if (op == NULL || strlen(b->pod_uid) >= sizeof(op->uid) ||
+        strlen(b->pod_namespace) >= sizeof(op->ns) || strlen(b->pod_name) >= sizeof(op->name) ||
+        strlen(b->node) >= sizeof(op->node)) {
+        free(op);
+        gx_reply_bind(&app->metrics, r, GX_BIND_ERROR, "bind arguments too long");
+        return;
+    }
+    op->app = app;
+    op->r = r;
+    (void)snprintf(op->ns, sizeof(op->ns), "%s", b->pod_namespace);
+    (void)snprintf(op->name, sizeof(op->name), "%s", b->pod_name);
+    (void)snprintf(op->uid, sizeof(op->uid), "%s", b->pod_uid);
+    (void)snprintf(op->node, sizeof(op->node), "%s", b->node);
+    op->deadline_ms = gx_http_start_ms(r) + app->cfg->bind_deadline_ms;
+    LIST_INSERT_HEAD(&app->binds, op, link);
+    seen = gx_seen_get(app->seen, op->uid, gx_mono_ms());
+    if (seen == NULL) {
+        /* filter ran on another replica: the pod itself tells what it asks for */
+        op_enter(op, BS_READ_POD);
+        return;
+    }
+    op->req = seen->req;
+    op_enter(op, op->req.kind == GX_REQ_NONE ? BS_BINDING : BS_RESERVE);
+}
+
+void
+gx_bind_handle(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_ext_bind_args b;
+    struct gx_why why = {{0}};
+    size_t len;
+    const char *body = gx_http_body(r, &len);
+
+    if (gx_ext_decode_bind(body, len, app->cfg->max_json_depth, &b, &why) != GX_OK) {
+        gx_reply_error(&app->metrics, r, GX_VERB_BIND, 400, why.text);
+        return;
+    }
+    if (app->leases != NULL) {
+        bind_live(app, r, &b);
+    } else {
+        bind_local(app, r, &b);
+    }
+    gx_ext_bind_args_release(&b);
+}
+
+void
+gx_bind_cancel_all(struct gx_app *app)
+{
+    for (struct bind_op *op = LIST_FIRST(&app->binds), *next; op != NULL; op = next) {
+        next = LIST_NEXT(op, link);
+        op_free(op);
+    }
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * reconcile.c - managed-pod view and ledger reconcile (see reconcile.h).
+ * The timer is re-armed at the end of its callback, so passes never overlap.
+ */
+#include "reconcile.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bgwrite.h"
+#include "admit.h"
+#include "log.h"
+
+/* A managed pod as the watch last showed it. */
+struct pod_state {
+    char uid[GX_UID_MAX];
+    char node[256];    /* spec.nodeName, "" while pending */
+    bool finished;     /* Succeeded, Failed or being deleted */
+    bool has_priority; /* spec.priority, for the preempt verb */
+    int32_t priority;
+    struct gx_arena meta; /* namespace, name and labels, for PodDisruptionBudgets */
+    struct gx_pdb_pod pdb;
+};
+
+static void
+pod_state_free(struct pod_state *ps)
+{
+    if (ps != NULL) {
+        gx_arena_release(&ps->meta);
+        free(ps);
+    }
+}
+
+/* Copy what the budgets match on; on ENOMEM the pod matches no budget. */
+static void
+pod_state_meta(struct pod_state *ps, const struct gx_pod *pod)
+{
+    struct gx_kv *labels = NULL;
+    struct gx_pdb_pod m = {0};
+
+    size_t need = strlen(pod->namespace) + strlen(pod->name) + 64;
+
+    for (size_t i = 0; i < pod->n_labels; i++) {
+        need += sizeof(*labels) + strlen(pod->labels[i].key) + strlen(pod->labels[i].value) + 32;
+    }
+    /* one chunk sized to the pod: the default chunk would cost 64 KiB per pod */
+    gx_arena_release(&ps->meta);
+    gx_arena_init(&ps->meta, need);
+    memset(&ps->pdb, 0, sizeof(ps->pdb));
+    m.namespace = gx_arena_strdup(&ps->meta, pod->namespace);
+    m.name = gx_arena_strdup(&ps->meta, pod->name);
+    if (m.namespace == NULL || m.name == NULL ||
+        (pod->n_labels > 0 &&
+         (labels = gx_arena_alloc(&ps->meta, pod->n_labels * sizeof(*labels))) == NULL)) {
+        return;
+    }
+    for (size_t i = 0; i < pod->n_labels; i++) {
+        labels[i].key = gx_arena_strdup(&ps->meta, pod->labels[i].key);
+        labels[i].value = gx_arena_strdup(&ps->meta, pod->labels[i].value);
+        if (labels[i].key == NULL || labels[i].value == NULL) {
+            return;
+        }
+    }
+    m.labels = labels;
+    m.n_labels = pod->n_labels;
+    ps->pdb = m;
+}
+
+static void
+pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
+{
+    struct pod_state *ps;
+    size_t len = strlen(pod->uid);
+
+    if (len == 0 || len >= GX_UID_MAX) {
+        return;
+    }
+    ps = gx_strmap_get(&rc->pods, pod->uid, len);
+    if (ps == NULL) {
+        ps = calloc(1, sizeof(*ps));
+        if (ps == NULL) {
+            return;
+        }
+        memcpy(ps->uid, pod->uid, len + 1);
+        gx_arena_init(&ps->meta, 64);
+        if (gx_strmap_put(&rc->pods, ps->uid, len, ps) != GX_OK) {
+            pod_state_free(ps);
+            return;
+        }
+    }
+    pod_state_meta(ps, pod);
+    (void)snprintf(ps->node, sizeof(ps->node), "%s", pod->node_name ? pod->node_name : "");
+    ps->finished = gx_pod_finished(pod);
+    ps->has_priority = pod->has_priority;
+    ps->priority = pod->priority;
+}
+
+bool
+gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, int32_t *prio)
+{
+    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+
+    if (ps == NULL || !ps->has_priority || ps->finished || strcmp(ps->node, node) != 0) {
+        return false;
+    }
+    *prio = ps->priority;
+    return true;
+}
+
+const struct gx_pdb_pod *
+gx_recon_pdb_pod(const struct gx_app *app, const char *uid)
+{
+    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+
+    return ps != NULL && ps->pdb.name != NULL ? &ps->pdb : NULL;
+}
+
+static void
+pod_states_clear(struct gx_recon *rc)
+{
+    size_t pos = 0;
+    void *v;
+
+    while ((v = gx_strmap_next(&rc->pods, &pos, NULL, NULL)) != NULL) {
+        pod_state_free(v);
+    }
+    gx_strmap_release(&rc->pods);
+}
+
+/* A pod that is gone or finished frees what it holds now, not on the next pass. */
+static void
+release_now(struct gx_app *app, const char *uid)
+{
+    const struct gx_ledger_node *held = gx_ledger_find_pod(app->ledger, uid);
+
+    if (held != NULL) {
+        gx_info("pod gone, releasing its GPUs", "node=%s uid=%s", held->node, uid);
+        gx_bg_write(app, GX_BG_RELEASE, held->node, uid);
+    }
+}
+
+void
+gx_recon_pod_event(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
+{
+    struct gx_app *app = ctx;
+
+    if (type == GX_WATCH_DELETED) {
+        pod_state_free(gx_strmap_del(&app->recon.pods, pod->uid, strlen(pod->uid)));
+        release_now(app, pod->uid);
+    } else if (type == GX_WATCH_ADDED || type == GX_WATCH_MODIFIED) {
+        pod_state_put(&app->recon, pod);
+        if (gx_pod_finished(pod)) {
+            release_now(app, pod->uid);
+        }
+    }
+}
+
+void
+gx_recon_pods_listed(void *ctx, const struct gx_pod *pods, size_t n)
+{
+    struct gx_app *app = ctx;
+
+    pod_states_clear(&app->recon);
+    for (size_t i = 0; i < n; i++) {
+        pod_state_put(&app->recon, &pods[i]);
+    }
+    if (!app->recon.synced) {
+        gx_info("managed pods synced", "pods=%zu", n);
+    }
+    app->recon.synced = true;
+}
+
+bool
+gx_recon_synced(const struct gx_app *app)
+{
+    return app->recon.synced;
+}
+
+/* What to do with tenant @t of @node, from the pod view. */
+static enum gx_admit_fix
+fix_of(const struct gx_app *app, const char *node, const struct gx_tenant *t, int64_t now)
+{
+    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, t->uid, strlen(t->uid));
+    struct gx_admit_seen seen;
+
+    if (ps != NULL) {
+        seen.node = ps->node;
+        seen.finished = ps->finished;
+    }
+    return gx_admit_fix(app->cfg, node, t, ps != NULL ? &seen : NULL, now);
+}
+
+static enum gx_err
+reconcile_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct gx_app *app = ctx;
+    const struct gx_ledger_node *e = gx_ledger_node(l, node);
+    char uids[64][GX_UID_MAX];
+    enum gx_admit_fix fixes[64];
+    size_t n = 0;
+    int64_t now = gx_wall_ms();
+
+    (void)why;
+    *write = false;
+    for (size_t i = 0; e != NULL && i < e->n_tenants && n < GX_ARRAY_LEN(uids); i++) {
+        enum gx_admit_fix f = fix_of(app, node, &e->tenants[i], now);
+        if (f == GX_FIX_NONE) {
+            continue;
+        }
+        (void)snprintf(uids[n], sizeof(uids[n]), "%s", e->tenants[i].uid);
+        fixes[n++] = f;
+    }
+    /* apply after the scan: a release moves the tenants array */
+    for (size_t i = 0; i < n; i++) {
+        if (fixes[i] == GX_FIX_RELEASE && gx_ledger_release(l, uids[i]) > 0) {
+            gx_info("ledger released a tenant", "node=%s uid=%s", node, uids[i]);
+            *write = true;
+        } else if (fixes[i] == GX_FIX_BOUND && gx_ledger_mark_bound(l, uids[i]) == GX_OK) {
+            *write = true;
+        }
+    }
+    return GX_OK;
+}
+
+static void
+reconcile_done(void *ctx, enum gx_err rc, const char *why)
+{
+    (void)ctx;
+    if (rc != GX_OK) {
+        gx_warn("ledger reconcile of a node failed, retrying next round", "error=\"%s\"", why);
+    }
+}
+
+/* Nodes with at least one tenant to fix. */
+struct scan {
+    const struct gx_app *app;
+    int64_t now;
+    char nodes[256][256];
+    size_t n;
+};
+
+static void
+scan_node(void *ctx, const struct gx_ledger_node *e)
+{
+    struct scan *s = ctx;
+
+    for (size_t i = 0; i < e->n_tenants && s->n < GX_ARRAY_LEN(s->nodes); i++) {
+        if (fix_of(s->app, e->node, &e->tenants[i], s->now) != GX_FIX_NONE) {
+            (void)snprintf(s->nodes[s->n++], sizeof(s->nodes[0]), "%s", e->node);
+            return;
+        }
+    }
+}
+
+static void
+reconcile_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct gx_app *app = arg;
+    struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
+    struct scan *s = calloc(1, sizeof(*s));
+
+    (void)fd;
+    (void)what;
+    if (s != NULL && app->recon.synced && gx_leases_synced(app->leases)) {
+        s->app = app;
+        s->now = gx_wall_ms();
+        gx_ledger_each(app->ledger, scan_node, s);
+        for (size_t i = 0; i < s->n; i++) {
+            (void)gx_leases_update(app->leases, s->nodes[i],
+                                   gx_mono_ms() + (int64_t)app->cfg->ledger_reconcile_s * 1000,
+                                   reconcile_mutate, reconcile_done, app);
+        }
+    }
+    free(s);
+    (void)evtimer_add(app->recon.timer, &tv);
+}
+
+enum gx_err
+gx_recon_start(struct gx_app *app)
+{
+    struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
+
+    gx_strmap_init(&app->recon.pods);
+    app->recon.timer = evtimer_new(app->base, reconcile_cb, app);
+    if (app->recon.timer == NULL) {
+        return GX_ENOMEM;
+    }
+    (void)evtimer_add(app->recon.timer, &tv);
+    return GX_OK;
+}
+
+void
+gx_recon_retime(struct gx_app *app)
+{
+    struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
+
+    /* a pass waiting out the old period would keep it for up to an hour */
+    if (app->recon.timer != NULL) {
+        (void)evtimer_add(app->recon.timer, &tv);
+    }
+}
+
+void
+gx_recon_stop(struct gx_app *app)
+{
+    if (app->recon.timer != NULL) {
+        event_free(app->recon.timer);
+    }
+    app->recon.timer = NULL;
+    pod_states_clear(&app->recon);
+}

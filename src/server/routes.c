@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * routes.c - a static table of routes and the handlers behind them. The
+ * handlers decode, call the decision code and answer through reply.c.
+ */
+#include "routes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+#include "explain.h"
+#include "explain_pod.h"
+#include "extender.h"
+#include "cards.h"
+#include "log.h"
+#include "podsum.h"
+#include "quota.h"
+#include "vcache.h"
+#include "preempt_verb.h"
+#include "ready.h"
+#include "reply.h"
+#include "seen.h"
+#include "sync.h"
+
+/*
+ * Decode ExtenderArgs and classify the pod. On a request the extender
+ * cannot honour (bad annotations) *bad is set: every node is then rejected
+ * with a reason the user sees, rather than failing the call.
+ */
+static bool
+decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb,
+                       struct gx_ext_args *args, struct gx_podreq *req, bool *bad)
+{
+    struct gx_why why = {{0}};
+    size_t len;
+    const char *body = gx_http_body(r, &len);
+    enum gx_err rc;
+
+    rc = gx_ext_decode_args(body, len, app->cfg->max_json_depth, args, &why);
+    if (rc != GX_OK) {
+        gx_reply_error(&app->metrics, r, verb, 400, why.text);
+        return false;
+    }
+    *bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
+    if (*bad) {
+        char q[300], p[700];
+        gx_warn("invalid GPU request, rejecting every node", "req=%llu pod=%s error=%s",
+                (unsigned long long)gx_http_id(r),
+                gx_log_quote_pod(p, sizeof(p), args->pod.namespace, args->pod.name),
+                gx_log_quote(q, sizeof(q), why.text));
+    }
+    return true;
+}
+
+/*
+ * decode_scheduling_call, then a zeroed array of one @elem-sized entry per
+ * node; NULL once @r is answered (bad body, or out of memory).
+ */
+static void *
+decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, struct gx_ext_args *args,
+            struct gx_podreq *req, bool *bad, size_t elem)
+{
+    void *per_node;
+
+    if (!decode_scheduling_call(app, r, verb, args, req, bad)) {
+        return NULL;
+    }
+    per_node = calloc(args->n_nodes ? args->n_nodes : 1, elem);
+    if (per_node == NULL) {
+        gx_ext_args_release(args);
+        gx_reply_error(&app->metrics, r, verb, 500, "out of memory");
+    }
+    return per_node;
+}
+
+/* Answer with the encoded @out, or a 500 saying @what when encoding (@rc) failed. */
+static void
+reply_encoded(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, enum gx_err rc,
+              struct gx_buf *out, const char *what)
+{
+    if (rc != GX_OK) {
+        gx_buf_release(out);
+        gx_reply_error(&app->metrics, r, verb, 500, what);
+        return;
+    }
+    gx_reply_json(&app->metrics, r, verb, 200, out);
+}
+
+static void
+log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
+             const struct gx_ext_node *n, const struct gx_vshort *v)
+{
+    char qp[700], qn[300];
+
+    if (!gx_log_enabled(GX_LOG_DEBUG)) {
+        return;
+    }
+    gx_debug("decision", "req=%llu verb=%s pod=%s node=%s keep=%d reason=\"%s\" score=%d",
+             (unsigned long long)gx_http_id(r), verb,
+             gx_log_quote_pod(qp, sizeof(qp), pod->namespace, pod->name),
+             gx_log_quote(qn, sizeof(qn), n->name), v->keep, gx_reason_text(v->reason), v->score);
+}
+
+/* The verdict cache, created on first use; NULL means "compute every verdict". */
+static struct gx_vcache *
+vcache(struct gx_app *app)
+{
+    if (app->vcache == NULL) {
+        app->vcache = gx_vcache_new();
+    }
+    return app->vcache;
+}
+
+/* The verdict of node @n for @req (a rejection for a request the extender cannot honour). */
+static void
+verdict(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_podreq *req, bool bad,
+        const struct gx_ext_node *n, struct gx_vshort *v)
+{
+    if (bad) {
+        memset(v, 0, sizeof(*v));
+        v->reason = GX_REASON_BAD_REQUEST;
+        return;
+    }
+    gx_vcache_decide(vcache(app), ctx, req, gx_snapshot_find(app->sync.snap, n->name, n->name_len),
+                     v);
+}
+
+static void
+handle_filter(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_ext_args args;
+    struct gx_podreq req;
+    struct gx_ext_filter_verdict *fv;
+    struct gx_decide_ctx ctx;
+    struct gx_quota_check qc;
+    struct gx_buf out;
+    size_t len;
+    const char *body = gx_http_body(r, &len);
+    bool bad = false;
+
+    fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv));
+    if (fv == NULL) {
+        return;
+    }
+    if (!bad) {
+        gx_seen_put(app->seen, &args.pod, &req, gx_mono_ms());
+        gx_score_learn(app->cfg, &app->fgd, &req);
+    }
+    gx_sync_decide_ctx(app, &ctx);
+    gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad ? NULL : &req, &qc);
+    for (size_t i = 0; i < args.n_nodes; i++) {
+        struct gx_vshort v;
+
+        if (bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, &v)) {
+            verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
+        }
+        /* after the cached verdict: quota depends on every node's bookings, not this one's */
+        if (v.keep && !gx_quota_check_node(
+                          &qc, &ctx, &req,
+                          gx_snapshot_find(ctx.snap, args.nodes[i].name, args.nodes[i].name_len))) {
+            v.keep = false;
+            v.reason = GX_REASON_QUOTA;
+        }
+        fv[i].keep = v.keep;
+        fv[i].reason = gx_reason_text(v.reason);
+        fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
+        if (v.keep) {
+            app->metrics.nodes_kept++;
+        } else {
+            app->metrics.rejections[v.reason]++;
+        }
+        log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
+    }
+    gx_buf_init(&out, (size_t)1 << 30);
+    reply_encoded(app, r, GX_VERB_FILTER, gx_ext_encode_filter(&out, body, &args, fv), &out,
+                  "cannot encode the filter result");
+    free(fv);
+    gx_ext_args_release(&args);
+}
+
+static void
+handle_prioritize(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_ext_args args;
+    struct gx_podreq req;
+    struct gx_decide_ctx ctx;
+    struct gx_buf out;
+    double *exact;
+    int *scores;
+    bool bad = false;
+
+    scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores));
+    if (scores == NULL) {
+        return;
+    }
+    /* the exact scores only when the answer is relative; without memory for them, rounded */
+    exact =
+        app->cfg->relative_scores ? calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*exact)) : NULL;
+    gx_sync_decide_ctx(app, &ctx);
+    for (size_t i = 0; i < args.n_nodes && !bad; i++) {
+        struct gx_vshort v;
+
+        verdict(app, &ctx, &req, false, &args.nodes[i], &v);
+        scores[i] = v.keep ? v.score : 0;
+        if (exact != NULL) {
+            exact[i] = !v.keep ? -1.0 : v.exact < 0.0 ? 0.0 : v.exact;
+        }
+        log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
+    }
+    if (exact != NULL && !bad) {
+        gx_score_relative(exact, args.n_nodes, scores);
+    }
+    free(exact);
+    gx_buf_init(&out, (size_t)64 << 20);
+    reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, &args, scores), &out,
+                  "cannot encode the priority list");
+    free(scores);
+    gx_ext_args_release(&args);
+}
+
+static void
+handle_bind(struct gx_app *app, struct gx_http_req *r)
+{
+    gx_bind_handle(app, r);
+}
+
+static void
+handle_preempt(struct gx_app *app, struct gx_http_req *r)
+{
+    gx_preempt_handle(app, r);
+}
+
+static void
+handle_healthz(struct gx_app *app, struct gx_http_req *r)
+{
+    gx_reply_jsontext(&app->metrics, r, 200, "{\"status\":\"ok\"}");
+}
+
+static void
+handle_readyz(struct gx_app *app, struct gx_http_req *r)
+{
+    bool ready = gx_ready(app);
+
+    gx_reply_jsontext(&app->metrics, r, ready ? 200 : 503,
+                      ready ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}");
+}
+
+static void
+handle_version(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_buf b;
+
+    gx_buf_init(&b, 4096);
+    if (gx_buf_addf(&b, "{\"version\":\"%s\",\"config_hash\":\"%016llx\",\"config_path\":",
+                    GX_VERSION, (unsigned long long)app->cfg->hash) != GX_OK ||
+        gx_buf_add_json_str(&b, app->config_path, strlen(app->config_path)) != GX_OK ||
+        gx_buf_addf(&b, ",\"snapshot_generation\":%llu}",
+                    (unsigned long long)app->sync.generation) != GX_OK) {
+        gx_buf_reset(&b);
+    }
+    gx_reply_json(&app->metrics, r, GX_VERB_OTHER, 200, &b);
+}
+
+static void
+snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g,
+                const struct gx_config *cfg)
+{
+    for (size_t i = 0; s != NULL && i < s->n_nodes; i++) {
+        const struct gx_node *n = &s->nodes[i];
+        g->snapshot_nodes++;
+        if (n->n_cards == 0) {
+            continue;
+        }
+        g->snapshot_gpu_nodes++;
+        g->snapshot_cards += (int64_t)n->n_cards;
+        g->ledger_slots_total +=
+            (int64_t)n->n_cards * gx_config_card_slots(cfg, n->product, n->replicas);
+    }
+}
+
+/* The HTTP server's budget, connections and the log rate limit, for /metrics. */
+static void
+http_gauges(const struct gx_http *h, struct gx_metrics_gauges *g)
+{
+    struct gx_http_stats hs;
+
+    gx_http_get_stats(h, &hs);
+    g->inflight_bytes = (int64_t)hs.held;
+    g->inflight_bytes_peak = (int64_t)hs.held_peak;
+    g->inflight_budget = (int64_t)hs.budget;
+    g->connections = (int64_t)hs.connections;
+    g->refused_budget = hs.refused_budget;
+    g->peer_closed = hs.peer_closed;
+    g->log_suppressed = gx_log_suppressed_total();
+}
+
+/* What the all-pods watch counts, for /metrics (zeros without it). */
+static void
+other_pods(const struct gx_podsum *p, struct gx_metrics_gauges *g)
+{
+    size_t n;
+
+    gx_podsum_totals(p, &n, &g->other_cpu_milli, &g->other_mem_bytes);
+    g->other_pods = (int64_t)n;
+}
+
+static void
+handle_metrics(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_metrics_gauges g;
+    struct gx_buf b;
+
+    memset(&g, 0, sizeof(g));
+    g.ready = gx_ready(app);
+    g.now_ms = gx_wall_ms();
+    g.inflight = (int64_t)gx_http_inflight(app->http);
+    http_gauges(app->http, &g);
+    snapshot_counts(app->sync.snap, &g, app->cfg);
+    gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
+    other_pods(app->sync.podsum, &g);
+    /* counted before rendering, so this scrape shows itself */
+    gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200,
+                       (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0);
+    gx_buf_init(&b, (size_t)16 << 20);
+    if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK ||
+        gx_cards_metrics(app->cfg, app->sync.snap, app->ledger, &b) != GX_OK) {
+        gx_buf_reset(&b);
+    }
+    gx_http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+/* GET /debug/cards: which pod holds which card, booked against measured. */
+static void
+handle_cards(struct gx_app *app, struct gx_http_req *r)
+{
+    struct gx_buf out;
+
+    gx_buf_init(&out, (size_t)64 << 20);
+    if (gx_cards_json(app->cfg, app->sync.snap, app->ledger, gx_wall_ms(), &out) != GX_OK) {
+        gx_buf_release(&out);
+        gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 500, "cannot render the cards");
+        return;
+    }
+    gx_reply_json(&app->metrics, r, GX_VERB_OTHER, 200, &out);
+}
+
+typedef enum gx_err (*explain_fn)(struct gx_app *app, const char *body, size_t len, bool json,
+                                  struct gx_buf *out, struct gx_why *why);
+
+/* Answer a debug explain: JSON, or text with ?format=text; 400 with the reason. */
+static void
+reply_explained(struct gx_app *app, struct gx_http_req *r, explain_fn explain)
+{
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    size_t len;
+    const char *body = gx_http_body(r, &len);
+    const char *fmt = gx_http_query(r, "format");
+    bool json = fmt == NULL || strcmp(fmt, "text") != 0;
+
+    gx_buf_init(&out, (size_t)64 << 20);
+    if (explain(app, body, len, json, &out, &why) != GX_OK) {
+        gx_buf_release(&out);
+        gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 400, why.text);
+        return;
+    }
+    gx_reply_body(&app->metrics, r, GX_VERB_OTHER, 200,
+                  json ? "application/json" : "text/plain; charset=utf-8", &out);
+}
+
+static void
+handle_explain(struct gx_app *app, struct gx_http_req *r)
+{
+    reply_explained(app, r, gx_explain_pod);
+}
+
+static void
+handle_preempt_explain(struct gx_app *app, struct gx_http_req *r)
+{
+    reply_explained(app, r, gx_preempt_explain);
+}
+
+enum where { AT_ROOT, UNDER_PREFIX };
+
+/* One route: where its path is, what it answers, how it is counted and who may call it. */
+struct route {
+    enum where where;
+    const char *path;
+    bool post;  /* POST; else GET or HEAD */
+    bool debug; /* only with server.debug_endpoints */
+    enum gx_verb verb;
+    void (*handler)(struct gx_app *app, struct gx_http_req *r);
+};
+
+static const struct route routes[] = {
+    {UNDER_PREFIX, "/filter", true, false, GX_VERB_FILTER, handle_filter},
+    {UNDER_PREFIX, "/prioritize", true, false, GX_VERB_PRIORITIZE, handle_prioritize},
+    {UNDER_PREFIX, "/bind", true, false, GX_VERB_BIND, handle_bind},
+    {UNDER_PREFIX, "/preempt", true, false, GX_VERB_PREEMPT, handle_preempt},
+    {AT_ROOT, "/healthz", false, false, GX_VERB_OTHER, handle_healthz},
+    {AT_ROOT, "/readyz", false, false, GX_VERB_OTHER, handle_readyz},
+    {AT_ROOT, "/version", false, false, GX_VERB_OTHER, handle_version},
+    {AT_ROOT, "/metrics", false, false, GX_VERB_OTHER, handle_metrics},
+    {AT_ROOT, "/debug/explain", true, true, GX_VERB_OTHER, handle_explain},
+    {AT_ROOT, "/debug/preempt", true, true, GX_VERB_OTHER, handle_preempt_explain},
+    {AT_ROOT, "/debug/cards", false, true, GX_VERB_OTHER, handle_cards},
+};
+
+/* True when @path is route @rt's under @prefix. */
+static bool
+matches(const struct route *rt, const char *path, const char *prefix)
+{
+    size_t plen = strlen(prefix);
+
+    if (rt->where == UNDER_PREFIX) {
+        if (strncmp(path, prefix, plen) != 0) {
+            return false;
+        }
+        path += plen;
+    }
+    return strcmp(path, rt->path) == 0;
+}
+
+void
+gx_routes_handle(void *ctx, struct gx_http_req *r)
+{
+    struct gx_app *app = ctx;
+    const char *path = gx_http_path(r), *method = gx_http_method(r);
+    bool post = strcmp(method, "POST") == 0;
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(routes); i++) {
+        const struct route *rt = &routes[i];
+
+        if (!matches(rt, path, app->cfg->url_prefix) || (rt->debug && !app->cfg->debug_endpoints)) {
+            continue;
+        }
+        if (rt->post ? !post : !get) {
+            gx_reply_error(&app->metrics, r, rt->verb, 405,
+                           rt->post ? "method not allowed: use POST"
+                                    : "method not allowed: use GET");
+        } else if (rt->post && gx_http_too_big(r)) {
+            gx_reply_error(&app->metrics, r, rt->verb, 413,
+                           "request body exceeds server.max_body_bytes");
+        } else {
+            rt->handler(app, r);
+        }
+        return;
+    }
+    gx_reply_error(&app->metrics, r, GX_VERB_OTHER, 404, "not found");
+}

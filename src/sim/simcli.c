@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * simcli.c - `gpu-extender simulate`: argument parsing, file reading,
+ * worker threads over seeds, output. Every decision comes from gxcore
+ * (gx_sim_run); this file only moves data in and out.
+ */
+#include "simcli.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "replay.h"
+#include "sim.h"
+#include "trace.h"
+
+/* Seeds one invocation may run, policies one invocation may compare. */
+#define CLI_MAX_SEEDS 1000
+#define CLI_MAX_POLICIES 8
+/* Largest trace file read. */
+#define CLI_MAX_FILE (256u << 20)
+
+struct cli {
+    const char *nodes_path, *pods_path, *config_path, *json_path, *svg_path;
+    char policies[256];
+    uint64_t seeds[CLI_MAX_SEEDS];
+    size_t n_seeds;
+    double tune;
+    int threads;
+    bool exact, no_shuffle, slices, all_pods, cpu_pods;
+    int replicas;
+    const char *strategy;
+    int ext_weight, pct_nodes;
+    /* --replay time: the time-based replay (replay.h) */
+    bool replay_time, trend;
+    double load, hours, ramp;
+    int lag_s;
+};
+
+/* Work shared by the threads of one policy. */
+struct work {
+    const struct gx_sim_opts *opts;
+    const struct gx_sim_trace *trace;
+    const struct cli *cli;
+    const char *policy;
+    struct gx_sim_result *results;
+    const struct gx_replay_opts *ropts; /* --replay time: run these instead */
+    struct gx_replay_result *rresults;
+    size_t next, done;
+    enum gx_err rc;
+    struct gx_why why;
+    pthread_mutex_t mu;
+};
+
+static void
+sim_usage(FILE *f)
+{
+    (void)fprintf(
+        f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
+           "         [--policy NAME[,NAME...]] [--tune 1.3] [--seeds 42-51] [--json OUT.json]\n"
+           "         [--svg OUT.svg] [--threads N] [--exact-score] [--no-shuffle] [--replicas R]\n"
+           "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
+           "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
+           "         [--percentage-of-nodes-to-score P]\n"
+           "       --replay time [--load 1.0] [--hours 2] [--lag 30] [--ramp 0.3] [--trend]\n"
+           "policies: binpack, spread, fgd (the extender under that score.policy), count-only\n"
+           "          (kube-scheduler + NVIDIA device plugin), random\n");
+}
+
+/* Parse "42-51" or "1,5,9" (or a mix) into @c->seeds. */
+static bool
+parse_seeds(const char *s, struct cli *c)
+{
+    c->n_seeds = 0;
+    while (*s != '\0') {
+        char *end = NULL;
+        unsigned long long a = strtoull(s, &end, 10), b;
+        if (end == s) {
+            return false;
+        }
+        b = a;
+        s = end;
+        if (*s == '-') {
+            b = strtoull(s + 1, &end, 10);
+            if (end == s + 1 || b < a) {
+                return false;
+            }
+            s = end;
+        }
+        for (unsigned long long v = a; v <= b; v++) {
+            if (c->n_seeds == CLI_MAX_SEEDS) {
+                return false;
+            }
+            c->seeds[c->n_seeds++] = v;
+        }
+        if (*s == ',') {
+            s++;
+        } else if (*s != '\0') {
+            return false;
+        }
+    }
+    return c->n_seeds > 0;
+}
+
+/* A decimal integer argument; -1 when it is not one (every option wants >= 0). */
+static int
+int_arg(const char *v)
+{
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+
+    return end == v || *end != '\0' || n < 0 || n > 1000000 ? -1 : (int)n;
+}
+
+/* The value after option @i, or NULL (and usage) when it is missing. */
+static const char *
+arg_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static bool
+parse_args(int argc, char **argv, struct cli *c)
+{
+    memset(c, 0, sizeof(*c));
+    (void)snprintf(c->policies, sizeof(c->policies), "binpack");
+    c->tune = 1.3;
+    c->threads = 2;
+    c->replicas = 0;
+    c->ext_weight = -1;
+    c->pct_nodes = -1;
+    c->load = 1.0;
+    c->hours = 2.0;
+    c->ramp = 0.3;
+    c->lag_s = 30;
+    (void)parse_seeds("42-51", c);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = "";
+        bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
+                    strcmp(a, "--share-slices") == 0 || strcmp(a, "--sees-all-pods") == 0 ||
+                    strcmp(a, "--cpu-pods-too") == 0 || strcmp(a, "--trend") == 0;
+
+        if (!flag && (v = arg_value(argc, argv, &i)) == NULL) {
+            return false;
+        }
+        if (strcmp(a, "--nodes") == 0) {
+            c->nodes_path = v;
+        } else if (strcmp(a, "--pods") == 0) {
+            c->pods_path = v;
+        } else if (strcmp(a, "--config") == 0) {
+            c->config_path = v;
+        } else if (strcmp(a, "--json") == 0) {
+            c->json_path = v;
+        } else if (strcmp(a, "--svg") == 0) {
+            c->svg_path = v;
+        } else if (strcmp(a, "--policy") == 0) {
+            (void)snprintf(c->policies, sizeof(c->policies), "%s", v);
+        } else if (strcmp(a, "--seeds") == 0) {
+            if (!parse_seeds(v, c)) {
+                return false;
+            }
+        } else if (strcmp(a, "--tune") == 0) {
+            c->tune = strtod(v, NULL);
+        } else if (strcmp(a, "--threads") == 0) {
+            c->threads = int_arg(v);
+        } else if (strcmp(a, "--replicas") == 0) {
+            c->replicas = int_arg(v);
+        } else if (strcmp(a, "--strategy") == 0) {
+            c->strategy = v;
+        } else if (strcmp(a, "--extender-weight") == 0) {
+            c->ext_weight = int_arg(v);
+        } else if (strcmp(a, "--percentage-of-nodes-to-score") == 0) {
+            c->pct_nodes = int_arg(v);
+        } else if (strcmp(a, "--exact-score") == 0) {
+            c->exact = true;
+        } else if (strcmp(a, "--no-shuffle") == 0) {
+            c->no_shuffle = true;
+        } else if (strcmp(a, "--share-slices") == 0) {
+            c->slices = true;
+        } else if (strcmp(a, "--sees-all-pods") == 0) {
+            c->all_pods = true;
+        } else if (strcmp(a, "--cpu-pods-too") == 0) {
+            c->cpu_pods = true;
+        } else if (strcmp(a, "--replay") == 0 && strcmp(v, "time") == 0) {
+            c->replay_time = true;
+        } else if (strcmp(a, "--load") == 0) {
+            c->load = strtod(v, NULL);
+        } else if (strcmp(a, "--hours") == 0) {
+            c->hours = strtod(v, NULL);
+        } else if (strcmp(a, "--ramp") == 0) {
+            c->ramp = strtod(v, NULL);
+        } else if (strcmp(a, "--lag") == 0) {
+            c->lag_s = int_arg(v);
+        } else if (strcmp(a, "--trend") == 0) {
+            c->trend = true;
+        } else {
+            return false;
+        }
+    }
+    return c->nodes_path != NULL && c->pods_path != NULL && c->threads >= 1 && c->tune >= 0 &&
+           c->load > 0 && c->hours > 0 && c->hours <= 1000 && c->ramp >= 0 && c->ramp <= 1 &&
+           c->lag_s >= 0;
+}
+
+/* Read and parse both trace files into @t (heap arrays you free). */
+static int
+load_trace(const struct cli *c, struct gx_trace_node **nodes, struct gx_trace_pod **pods,
+           struct gx_sim_trace *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct gx_why why = {{0}};
+    enum gx_err rc;
+
+    if (gx_read_file(c->nodes_path, CLI_MAX_FILE, &text, &len) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: cannot read %s\n", c->nodes_path);
+        return 1;
+    }
+    rc = gx_trace_parse_nodes(text, len, c->nodes_path, nodes, &t->n_nodes, &why);
+    free(text);
+    if (rc != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
+        return 1;
+    }
+    if (gx_read_file(c->pods_path, CLI_MAX_FILE, &text, &len) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: cannot read %s\n", c->pods_path);
+        return 1;
+    }
+    rc = gx_trace_parse_pods(text, len, c->pods_path, pods, &t->n_pods, &why);
+    free(text);
+    if (rc != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
+        return 1;
+    }
+    t->nodes = *nodes;
+    t->pods = *pods;
+    return 0;
+}
+
+static void
+progress_cb(void *ctx, size_t done, size_t total)
+{
+    struct work *w = ctx;
+
+    (void)done;
+    (void)total;
+    (void)w;
+}
+
+/* Worker: take the next seed until none is left. */
+static void *
+worker(void *arg)
+{
+    struct work *w = arg;
+
+    for (;;) {
+        size_t k;
+        struct gx_sim_result r;
+        struct gx_why why = {{0}};
+        enum gx_err rc;
+
+        (void)pthread_mutex_lock(&w->mu);
+        k = w->next < w->cli->n_seeds && w->rc == GX_OK ? w->next++ : w->cli->n_seeds;
+        (void)pthread_mutex_unlock(&w->mu);
+        if (k >= w->cli->n_seeds) {
+            return NULL;
+        }
+        if (w->ropts != NULL) {
+            rc = gx_replay_run(w->ropts, w->trace, w->cli->seeds[k], &w->rresults[k], &why);
+        } else {
+            rc = gx_sim_run(w->opts, w->trace, w->cli->seeds[k], progress_cb, w, &r, &why);
+        }
+        (void)pthread_mutex_lock(&w->mu);
+        if (rc != GX_OK && w->rc == GX_OK) {
+            w->rc = rc;
+            w->why = why;
+        }
+        if (w->ropts == NULL) {
+            w->results[k] = r;
+        }
+        w->done++;
+        (void)fprintf(stderr, "simulate: %s: seed %llu done (%zu/%zu)\n", w->policy,
+                      (unsigned long long)w->cli->seeds[k], w->done, w->cli->n_seeds);
+        (void)pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* Options of one policy: the mode, and for the extender its score.policy. */
+static bool
+policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
+            struct gx_config *cfg, struct gx_sim_opts *o)
+{
+    *cfg = *base; /* shallow: the copy is only read, never freed */
+    gx_sim_opts_default(o, cfg);
+    if (strcmp(name, "binpack") == 0) {
+        cfg->policy = GX_POLICY_BINPACK;
+    } else if (strcmp(name, "spread") == 0) {
+        cfg->policy = GX_POLICY_SPREAD;
+    } else if (strcmp(name, "fgd") == 0) {
+        cfg->policy = GX_POLICY_FGD;
+    } else if (strcmp(name, "count-only") == 0) {
+        o->mode = GX_SIM_COUNT_ONLY;
+    } else if (strcmp(name, "random") == 0) {
+        o->mode = GX_SIM_RANDOM;
+    } else {
+        return false;
+    }
+    o->profile.strategy = (enum gx_ksched_strategy)cfg->sim_strategy;
+    o->profile.fit_weight = cfg->sim_fit_weight;
+    o->profile.balanced_weight = cfg->sim_balanced_weight;
+    o->profile.gpu_weight = cfg->sim_gpu_weight;
+    o->profile.extender_weight = cfg->sim_extender_weight;
+    o->profile.pct_nodes_to_score = cfg->sim_pct_nodes_to_score;
+    if (c->strategy != NULL) {
+        o->profile.strategy = strcmp(c->strategy, "MostAllocated") == 0 ? GX_KS_MOST_ALLOCATED
+                                                                        : GX_KS_LEAST_ALLOCATED;
+    }
+    if (c->ext_weight > 0) {
+        o->profile.extender_weight = c->ext_weight;
+    }
+    if (c->pct_nodes >= 0) {
+        o->profile.pct_nodes_to_score = c->pct_nodes;
+    }
+    o->tune = c->tune;
+    o->shuffle = !c->no_shuffle;
+    o->exact_score = c->exact;
+    o->share_slices = c->slices;
+    o->sees_all_pods = c->all_pods;
+    o->cpu_pods_too = c->cpu_pods;
+    o->replicas = c->replicas > 0 ? c->replicas : gx_config_card_slots(cfg, "", 1);
+    return true;
+}
+
+/* One line of the time replay: per seed, or the mean. */
+static void
+print_replay_line(const char *policy, const char *what, const struct gx_replay_result *r)
+{
+    (void)printf("replay %s %s: %zu arrived, pending mean %.1f s p95 %.1f s, %zu never placed; "
+                 "hot %.0f card-min, over-admitted %.0f card-min on %zu cards; alloc %.2f%% util "
+                 "%.2f%%%s\n",
+                 policy, what, r->arrived, r->pending_mean_s, r->pending_p95_s, r->never_placed,
+                 r->hot_card_min, r->over_card_min, r->over_cards, r->alloc_pct, r->util_pct,
+                 r->ledger_errs || r->ledger_left || r->order_errs ? " (INVARIANT BROKEN)" : "");
+}
+
+/* The time replay's results of one policy on stdout. */
+static void
+print_replay(const char *policy, const struct gx_replay_result *r, size_t n)
+{
+    struct gx_replay_result m;
+    char what[64];
+
+    for (size_t k = 0; k < n; k++) {
+        (void)snprintf(what, sizeof(what), "seed %llu", (unsigned long long)r[k].seed);
+        print_replay_line(policy, what, &r[k]);
+    }
+    gx_replay_mean(r, n, &m);
+    (void)snprintf(what, sizeof(what), "mean of %zu seeds", n);
+    print_replay_line(policy, what, &m);
+    (void)fflush(stdout);
+}
+
+/* Run every seed of one policy on the worker threads. */
+static int
+run_policy(const struct cli *c, const struct gx_sim_opts *o, const struct gx_sim_trace *t,
+           const char *policy, struct gx_sim_result *results)
+{
+    pthread_t th[64];
+    int n = c->threads > 64 ? 64 : c->threads;
+    struct gx_replay_opts ro;
+    struct gx_replay_result rr[CLI_MAX_SEEDS] = {{0}};
+    struct work w = {.opts = o, .trace = t, .cli = c, .policy = policy, .results = results};
+
+    if (c->replay_time) {
+        gx_replay_opts_default(&ro, o->cfg);
+        ro.sim = *o;
+        ro.load = c->load;
+        ro.horizon_s = (int64_t)(c->hours * 3600.0);
+        ro.warmup_s = ro.horizon_s / 2;
+        ro.lag_s = c->lag_s;
+        ro.ramp_frac = c->ramp;
+        ro.trend = c->trend;
+        w.ropts = &ro;
+        w.rresults = rr;
+    }
+
+    (void)pthread_mutex_init(&w.mu, NULL);
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&th[i], NULL, worker, &w) != 0) {
+            n = i;
+            break;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        (void)pthread_join(th[i], NULL);
+    }
+    (void)pthread_mutex_destroy(&w.mu);
+    if (n == 0 || w.rc != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: simulate: %s\n", n == 0 ? "no thread" : w.why.text);
+        return 1;
+    }
+    if (c->replay_time) {
+        print_replay(policy, rr, c->n_seeds);
+    }
+    return 0;
+}
+
+/* Per-seed lines and the mean of one policy on stdout. */
+static void
+print_policy(const char *trace, const char *policy, const struct gx_sim_result *r, size_t n)
+{
+    struct gx_sim_result m;
+
+    for (size_t k = 0; k < n; k++) {
+        (void)printf("%s %s seed %llu: alloc %.2f%% at 100%% arrived, %.2f%% at 130%%; frag "
+                     "%.2f%% at 100%%; failed %zu of %zu pods\n",
+                     trace, policy, (unsigned long long)r[k].seed, r[k].alloc_pct[100],
+                     r[k].alloc_pct[130], r[k].frag_pct[100], r[k].failed, r[k].pods);
+    }
+    gx_sim_mean(r, n, &m);
+    (void)printf("%s %s mean of %zu seeds: alloc %.2f%% at 100%% arrived, %.2f%% at 130%%; frag "
+                 "%.2f%% at 100%%; failed %zu of %zu pods; %.1f cards over-admitted%s\n",
+                 trace, policy, n, m.alloc_pct[100], m.alloc_pct[130], m.frag_pct[100], m.failed,
+                 m.pods, (double)m.over_cards / (double)(n ? n : 1),
+                 m.ledger_errs ? " (LEDGER REFUSED BOOKINGS)" : "");
+    (void)fflush(stdout);
+}
+
+/* Write @b to @path. */
+static int
+write_out(const char *path, const struct gx_buf *b)
+{
+    FILE *f = fopen(path, "w");
+    bool ok;
+
+    if (f == NULL) {
+        (void)fprintf(stderr, "gpu-extender: cannot write %s\n", path);
+        return 1;
+    }
+    ok = fwrite(b->data != NULL ? b->data : "", 1, b->len, f) == b->len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        (void)fprintf(stderr, "gpu-extender: cannot write %s\n", path);
+    }
+    return ok ? 0 : 1;
+}
+
+/* The trace's name: the pod file's base name without ".csv". */
+static void
+trace_name(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    size_t len;
+
+    b = b != NULL ? b + 1 : path;
+    len = strlen(b);
+    if (len > 4 && strcmp(b + len - 4, ".csv") == 0) {
+        len -= 4;
+    }
+    (void)snprintf(out, n, "%.*s", (int)len, b);
+}
+
+/* --json and --svg of every policy run. */
+static int
+write_outputs(const struct cli *c, const struct gx_sim_series *s, size_t n)
+{
+    struct gx_buf b;
+    int st = 0;
+
+    gx_buf_init(&b, (size_t)64 << 20);
+    if (c->json_path != NULL) {
+        bool ok = n == 1 || gx_buf_adds(&b, "[") == GX_OK;
+        for (size_t k = 0; ok && k < n; k++) {
+            ok = (k == 0 || gx_buf_adds(&b, ",") == GX_OK) && gx_sim_json(&s[k], &b) == GX_OK;
+        }
+        ok = ok && (n == 1 || gx_buf_adds(&b, "]\n") == GX_OK);
+        st |= ok ? write_out(c->json_path, &b) : 1;
+    }
+    gx_buf_reset(&b);
+    if (c->svg_path != NULL) {
+        st |= gx_sim_svg(s, n, &b) == GX_OK ? write_out(c->svg_path, &b) : 1;
+    }
+    gx_buf_release(&b);
+    return st;
+}
+
+/* Load the config (or the defaults) named by --config. */
+static int
+load_config(const struct cli *c, struct gx_config **cfg)
+{
+    struct gx_why why = {{0}};
+
+    if (c->config_path == NULL) {
+        return gx_config_default(cfg) == GX_OK ? 0 : 1;
+    }
+    if (gx_config_load(c->config_path, cfg, &why) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: %s: invalid config: %s\n", c->config_path, why.text);
+        return 1;
+    }
+    return 0;
+}
+
+int
+gx_simcli_main(int argc, char **argv)
+{
+    static struct cli c;
+    struct gx_trace_node *nodes = NULL;
+    struct gx_trace_pod *pods = NULL;
+    struct gx_sim_trace t = {0};
+    struct gx_config *base = NULL, cfgs[CLI_MAX_POLICIES];
+    struct gx_sim_opts opts[CLI_MAX_POLICIES];
+    struct gx_sim_series series[CLI_MAX_POLICIES];
+    struct gx_sim_result *results = NULL;
+    char trace[128], *save = NULL, *tok;
+    size_t n_pol = 0;
+    int st = 1;
+
+    if (!parse_args(argc, argv, &c)) {
+        sim_usage(stderr);
+        return 2;
+    }
+    if (load_config(&c, &base) != 0 || load_trace(&c, &nodes, &pods, &t) != 0) {
+        goto out;
+    }
+    trace_name(c.pods_path, trace, sizeof(trace));
+    results = calloc(CLI_MAX_POLICIES * (c.n_seeds > 0 ? c.n_seeds : 1), sizeof(*results));
+    if (results == NULL) {
+        goto out;
+    }
+    for (tok = strtok_r(c.policies, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        struct gx_sim_result *r = results + n_pol * c.n_seeds;
+        if (n_pol == CLI_MAX_POLICIES || !policy_opts(tok, &c, base, &cfgs[n_pol], &opts[n_pol])) {
+            (void)fprintf(stderr, "gpu-extender: simulate: unknown policy %s\n", tok);
+            goto out;
+        }
+        if (run_policy(&c, &opts[n_pol], &t, tok, r) != 0) {
+            goto out;
+        }
+        if (!c.replay_time) {
+            print_policy(trace, tok, r, c.n_seeds);
+        }
+        series[n_pol] =
+            (struct gx_sim_series){.trace = trace, .policy = tok, .runs = r, .n_runs = c.n_seeds};
+        n_pol++;
+    }
+    st = c.replay_time ? 0 : write_outputs(&c, series, n_pol);
+out:
+    free(results);
+    free(nodes);
+    free(pods);
+    gx_config_free(base);
+    return st;
+}
