@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kwrite.h"
 #include "quota.h"
 
 /*
@@ -177,64 +178,21 @@ gx_admit_notes(const struct gx_node *node, const struct gx_podreq *req,
                    req->kind == GX_REQ_SHARED ? req->slices : 0);
 }
 
-/* Append "key":"value" (and a comma unless @last) to @b. */
-static enum gx_err
-add_pair(struct gx_buf *b, const char *key, const char *value, bool last)
-{
-    enum gx_err rc = gx_buf_add_json_str(b, key, strlen(key));
-
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(b, ":");
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(b, value, strlen(value));
-    }
-    if (rc == GX_OK && !last) {
-        rc = gx_buf_adds(b, ",");
-    }
-    return rc;
-}
-
 enum gx_err
 gx_admit_binding(const struct gx_config *cfg, const char *ns, const char *name, const char *uid,
                  const char *node, const struct gx_admit_notes *notes, struct gx_buf *out)
 {
-    enum gx_err rc = gx_buf_adds(out, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{");
+    struct gx_kv ann[3];
+    struct gx_kmeta m = {.name = name, .namespace = ns, .uid = uid, .annotations = ann};
 
-    if (rc == GX_OK) {
-        rc = add_pair(out, "name", name, false);
+    if (notes != NULL && notes->index[0] != '\0') {
+        ann[m.n_annotations++] = (struct gx_kv){cfg->ann_uuids, notes->uuids};
+        ann[m.n_annotations++] = (struct gx_kv){cfg->ann_index, notes->index};
     }
-    if (rc == GX_OK) {
-        rc = add_pair(out, "namespace", ns, false);
+    if (notes != NULL) {
+        ann[m.n_annotations++] = (struct gx_kv){cfg->ann_slices, notes->slices};
     }
-    if (rc == GX_OK) {
-        rc = add_pair(out, "uid", uid, notes == NULL);
-    }
-    if (rc == GX_OK && notes != NULL) {
-        rc = gx_buf_adds(out, "\"annotations\":{");
-        if (rc == GX_OK && notes->index[0] != '\0') {
-            rc = add_pair(out, cfg->ann_uuids, notes->uuids, false);
-            if (rc == GX_OK) {
-                rc = add_pair(out, cfg->ann_index, notes->index, false);
-            }
-        }
-        if (rc == GX_OK) {
-            rc = add_pair(out, cfg->ann_slices, notes->slices, true);
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_adds(out, "}");
-        }
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",");
-    }
-    if (rc == GX_OK) {
-        rc = add_pair(out, "name", node, true);
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "}}");
-    }
-    return rc;
+    return gx_kwrite_binding(out, &m, node);
 }
 
 bool

@@ -18,6 +18,7 @@
 #include <sys/queue.h>
 
 #include "buf.h"
+#include "kwrite.h"
 #include "log.h"
 #include "strmap.h"
 
@@ -211,41 +212,19 @@ gx_leases_encode(const char *name, const char *namespace, const char *node, cons
     gx_buf_init(&tenants, LEASE_BODY_CAP);
     rc = gx_ledger_node_encode(e != NULL ? e : &empty, &tenants);
     if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
-                              "\"metadata\":{\"name\":");
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, name, strlen(name));
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, ",\"namespace\":");
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, namespace, strlen(namespace));
-    }
-    /* Peer data like any other string: escaped, never pasted into the JSON. */
-    if (rc == GX_OK && rv != NULL) {
-        rc = gx_buf_adds(out, ",\"resourceVersion\":");
-        if (rc == GX_OK) {
-            rc = gx_buf_add_json_str(out, rv, strlen(rv));
-        }
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, ",\"labels\":{\"" LEASE_LABEL "\":\"true\","
-                              "\"app.kubernetes.io/managed-by\":\"gpu-extender\"},"
-                              "\"annotations\":{\"" NODE_ANNOTATION "\":");
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, node, strlen(node));
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, ",\"" TENANTS_ANNOTATION "\":");
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, tenants.data ? tenants.data : "", tenants.len);
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "}},\"spec\":{\"holderIdentity\":\"gpu-extender\"}}");
+        struct gx_kv labels[] = {{LEASE_LABEL, "true"},
+                                 {"app.kubernetes.io/managed-by", "gpu-extender"}};
+        struct gx_kv ann[] = {{NODE_ANNOTATION, node},
+                              {TENANTS_ANNOTATION, tenants.data != NULL ? tenants.data : ""}};
+        struct gx_kmeta m = {.name = name,
+                             .namespace = namespace,
+                             .resource_version = rv,
+                             .labels = labels,
+                             .n_labels = 2,
+                             .annotations = ann,
+                             .n_annotations = 2};
+
+        rc = gx_kwrite_lease(out, &m, "gpu-extender");
     }
     gx_buf_release(&tenants);
     return rc;

@@ -14,6 +14,7 @@
 #include "admit.h"
 #include "extender.h"
 #include "kube.h"
+#include "kwrite.h"
 #include "log.h"
 #include "reply.h"
 #include "seen.h"
@@ -350,12 +351,10 @@ op_lease(struct bind_op *op, const char *node, gx_leases_mutate_cb mutate, gx_le
 static enum gx_err
 label_patch(const struct gx_config *cfg, struct gx_buf *b)
 {
-    enum gx_err rc = gx_buf_adds(b, "{\"metadata\":{\"labels\":{");
+    struct gx_kv label = {cfg->managed_label, "true"};
+    struct gx_kmeta m = {.labels = &label, .n_labels = 1};
 
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(b, cfg->managed_label, strlen(cfg->managed_label));
-    }
-    return rc == GX_OK ? gx_buf_adds(b, ":\"true\"}}}") : rc;
+    return gx_kwrite_label_patch(b, &m);
 }
 
 /* The Binding of @op with the annotations of its plan. */

@@ -100,7 +100,7 @@ def events(c, name):
 def delete_pods(c, selector="e2e=true", wait=True):
     c.kubectl("-n", NS, "delete", "pods", "-l", selector, "--wait=false")
     if wait:
-        wait_for(lambda: not get_pods(c, selector), 60, "pods deleted")
+        wait_for(lambda: not get_pods(c, selector), 60, "pods deleted", must=True)
 
 
 def node_cards(c):

@@ -35,7 +35,7 @@ try:
     # 2. kill -9 in a burst of binds, then restart. The cards are freed first: the demo cluster
     # takes about 11 one-slot pods (node B's two idle cards, node C's headroom).
     delete_pods(c)
-    wait_for(lambda: not any(c.leases().values()), 30, "bookings of part 1 released", interval=0.5)
+    wait_for(lambda: not any(c.leases().values()), 30, "bookings of part 1 released", interval=0.5, must=True)
     base = c.requests_by_verb("a").get("bind", 0)
     burst = [shared(f"burst-{i}", "1", "1Gi") for i in range(10)]
     create(c, *burst)

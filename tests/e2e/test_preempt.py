@@ -382,7 +382,7 @@ try:
         c.kubectl("-n", NS, "delete", "pod", "a1", "--wait=false")
         chk.ok(wait_for(lambda: metric(c, "gpu_extender_preempt_holds_activated_total") > active0,
                         20, interval=0.5), "the marked victim activated the hold")
-        wait_for(lambda: "a1" not in {p["metadata"]["name"] for p in get_pods(c)}, 30, "a1 gone")
+        wait_for(lambda: "a1" not in {p["metadata"]["name"] for p in get_pods(c)}, 30, "a1 gone", must=True)
         wait_for(lambda: not any(t["pod"].endswith("/a1") for ts in c.leases().values() for t in ts),
                  20, interval=0.5)
         create(c, gpod("late", "gx-low", 2))

@@ -67,7 +67,7 @@ try:
         create(c, fill)
         fill = get_pod(c, f"fill-{i}")
         probe["metadata"]["uid"] = f"probe-uid-{i}"
-        wait_for(lambda: filter_reason(c, "b", probe, "gpu-node-a") is None, 30, "node A free on b")
+        wait_for(lambda: filter_reason(c, "b", probe, "gpu-node-a") is None, 30, "node A free on b", must=True)
         res = post(c, "a", "/gpu-extender/bind", {"PodName": fill["metadata"]["name"],
                                                     "PodNamespace": NS,
                                                     "PodUID": fill["metadata"]["uid"],
@@ -83,7 +83,7 @@ try:
         f"median {statistics.median(lat):.1f} max {max(lat):.1f}")
     chk.ok(max(lat) < 1000, f"within a second on loopback (max {max(lat):.1f} ms)")
     delete_pods(c)
-    wait_for(lambda: not c.leases().get("gpu-node-a"), 60, "the fill pods released")
+    wait_for(lambda: not c.leases().get("gpu-node-a"), 60, "the fill pods released", must=True)
 
     # 2. The extender's quota.
     names = [f"q-{i}" for i in range(4)]

@@ -16,22 +16,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 
-def wait_for(cond, timeout, what=None):
-    """Poll @cond until it returns something true or @timeout seconds pass.
-    An exception from @cond counts as "not yet"."""
+def wait_for(cond, timeout, what=None, interval=0.1, must=False):
+    """Poll @cond every @interval seconds until it returns something true and return
+    that value; None once @timeout seconds pass. An exception from @cond counts as
+    "not yet". On a timeout @what, if given, is printed, or raised as TimeoutError
+    with @must (a set-up step the test cannot go on without)."""
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
         try:
             last = cond()
             if last:
-                return True
+                return last
         except Exception as e:  # noqa: BLE001 - any failure means "not yet"
             last = e
-        time.sleep(0.1)
+        time.sleep(interval)
+    if what and must:
+        raise TimeoutError(f"timeout waiting for {what}: {last!r}")
     if what:
         print(f"timeout waiting for {what}: {last!r}", flush=True)
-    return False
+    return None
 
 
 def stop_all(c, exts, api):

@@ -31,6 +31,9 @@ SA_NS = "gpu-extender"
 SA_NAME = "gpu-extender"
 SA_USER = f"system:serviceaccount:{SA_NS}:{SA_NAME}"
 SCHED_SA_USER = "system:serviceaccount:kube-system:gpu-scheduler"
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from gxtest import wait_for  # noqa: E402 - the one poll loop of every test
+
 DEMO_NODES = os.path.join(ROOT, "config", "demo", "nodes.json")
 
 
@@ -44,22 +47,6 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-def wait_for(cond, timeout, what=None, interval=0.2):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = cond()
-            if last:
-                return last
-        except Exception as e:  # noqa: BLE001 - any failure means "not yet"
-            last = e
-        time.sleep(interval)
-    if what:
-        raise TimeoutError(f"timeout waiting for {what}: {last!r}")
-    return None
 
 
 def build_binaries():
@@ -277,7 +264,7 @@ class Cluster:
         def healthy():
             with urllib.request.urlopen(f"http://127.0.0.1:{cport}/health", timeout=2) as r:
                 return json.loads(r.read()).get("health") == "true"
-        wait_for(healthy, 60, "etcd health")
+        wait_for(healthy, 60, "etcd health", must=True)
 
     def _apiserver(self):
         port = free_port()
@@ -314,7 +301,7 @@ class Cluster:
                 raise RuntimeError("kube-apiserver exited: " + self.logs("kube-apiserver", 3000))
             st, _ = self.api("GET", "/readyz", timeout=5)
             return st == 200
-        wait_for(ready, 120, "kube-apiserver /readyz")
+        wait_for(ready, 120, "kube-apiserver /readyz", must=True)
 
     def _write_kubeconfig(self, path, token, user):
         with open(self.path("ca.crt"), "rb") as f:
@@ -342,7 +329,8 @@ class Cluster:
         for sa, ns, fname in ((SA_NAME, SA_NS, "extender.token"),
                               ("gpu-scheduler", "kube-system", "scheduler.token")):
             tok = wait_for(lambda: self.kubectl("-n", ns, "create", "token", sa,
-                                                "--duration=24h").strip(), 30, f"token of {sa}")
+                                                "--duration=24h").strip(), 30, f"token of {sa}",
+                           must=True)
             with open(self.path(fname), "w") as f:
                 f.write(tok)
             os.chmod(self.path(fname), 0o600)
@@ -368,7 +356,7 @@ class Cluster:
             if not self.alive("fake-kubelet"):
                 raise RuntimeError("fake-kubelet exited: " + self.logs("fake-kubelet"))
             return os.path.exists(ready)
-        wait_for(registered, 60 + self.generate / 20, "fake-kubelet node registration")
+        wait_for(registered, 60 + self.generate / 20, "fake-kubelet node registration", must=True)
 
     def _prometheus(self):
         pages = self.path("dcgm")
@@ -396,7 +384,7 @@ class Cluster:
             url = f"{self.prom_url}/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL"
             with urllib.request.urlopen(url, timeout=2) as r:
                 return len(json.loads(r.read())["data"]["result"]) >= 12
-        wait_for(series, 90, "Prometheus scraping the 12 fixture GPUs")
+        wait_for(series, 90, "Prometheus scraping the 12 fixture GPUs", must=True)
 
     # ----- gpu-extender ------------------------------------------------------------------------
     def extender_spec(self, name):
@@ -438,7 +426,7 @@ class Cluster:
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         self.start(key, [self.extender_bin, "--config", cpath], env=env)
         if wait_ready:
-            wait_for(lambda: self._extender_ready(name), 60, f"{key} /readyz")
+            wait_for(lambda: self._extender_ready(name), 60, f"{key} /readyz", must=True)
         return spec["port"]
 
     def extender_url(self, name, path=""):
@@ -537,7 +525,7 @@ class Cluster:
             with urllib.request.urlopen(f"https://127.0.0.1:{sport}/healthz", timeout=3,
                                         context=ctx) as r:
                 return r.status == 200
-        wait_for(healthy, 90, f"kube-scheduler {name} /healthz")
+        wait_for(healthy, 90, f"kube-scheduler {name} /healthz", must=True)
 
     def stop_scheduler(self, name):
         return self.stop_proc(f"scheduler-{name}")

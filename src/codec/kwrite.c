@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kwrite.c - the API request bodies, on one object-metadata writer. */
+#include "kwrite.h"
+
+/* {"k":"v",...} */
+static void
+put_map(struct gx_buf *b, enum gx_err *rc, const struct gx_kv *kv, size_t n)
+{
+    gx_buf_put(b, rc, "{");
+    for (size_t i = 0; i < n; i++) {
+        gx_buf_put(b, rc, i ? "," : "");
+        gx_buf_put_json_str(b, rc, kv[i].key);
+        gx_buf_put(b, rc, ":");
+        gx_buf_put_json_str(b, rc, kv[i].value);
+    }
+    gx_buf_put(b, rc, "}");
+}
+
+static void
+put_field(struct gx_buf *b, enum gx_err *rc, const char *key, const char *value)
+{
+    if (value != NULL) {
+        gx_buf_putf(b, rc, ",\"%s\":", key);
+        gx_buf_put_json_str(b, rc, value);
+    }
+}
+
+/* "metadata":{...}: the name first, so no field needs to know it is not the first. */
+static void
+put_meta(struct gx_buf *b, enum gx_err *rc, const struct gx_kmeta *m)
+{
+    gx_buf_put(b, rc, "\"metadata\":{\"name\":");
+    gx_buf_put_json_str(b, rc, m->name);
+    put_field(b, rc, "namespace", m->namespace);
+    put_field(b, rc, "uid", m->uid);
+    put_field(b, rc, "resourceVersion", m->resource_version);
+    if (m->n_labels > 0) {
+        gx_buf_put(b, rc, ",\"labels\":");
+        put_map(b, rc, m->labels, m->n_labels);
+    }
+    if (m->n_annotations > 0) {
+        gx_buf_put(b, rc, ",\"annotations\":");
+        put_map(b, rc, m->annotations, m->n_annotations);
+    }
+    gx_buf_put(b, rc, "}");
+}
+
+enum gx_err
+gx_kwrite_binding(struct gx_buf *out, const struct gx_kmeta *m, const char *node)
+{
+    enum gx_err rc = GX_OK;
+
+    gx_buf_put(out, &rc, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",");
+    put_meta(out, &rc, m);
+    gx_buf_put(out, &rc, ",\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
+    gx_buf_put_json_str(out, &rc, node);
+    gx_buf_put(out, &rc, "}}");
+    return rc;
+}
+
+enum gx_err
+gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m, const char *holder)
+{
+    enum gx_err rc = GX_OK;
+
+    gx_buf_put(out, &rc, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",");
+    put_meta(out, &rc, m);
+    gx_buf_put(out, &rc, ",\"spec\":{\"holderIdentity\":");
+    gx_buf_put_json_str(out, &rc, holder);
+    gx_buf_put(out, &rc, "}}");
+    return rc;
+}
+
+enum gx_err
+gx_kwrite_label_patch(struct gx_buf *out, const struct gx_kmeta *m)
+{
+    enum gx_err rc = GX_OK;
+
+    gx_buf_put(out, &rc, "{\"metadata\":{\"labels\":");
+    put_map(out, &rc, m->labels, m->n_labels);
+    gx_buf_put(out, &rc, "}}");
+    return rc;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_kwrite.c - the API request bodies: shape, escaping, optional fields. */
+#include "gx_test.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "kwrite.h"
+
+GX_SUITE(kwrite);
+
+/* Parse @b as JSON (it must be valid) and return the tree; the caller frees it. */
+static cJSON *
+parsed(const struct gx_buf *b)
+{
+    cJSON *j = cJSON_ParseWithLength(b->data, b->len);
+
+    cr_assert_not_null(j, "not JSON: %s", b->data);
+    return j;
+}
+
+static const char *
+str_at(const cJSON *j, const char *a, const char *b, const char *c)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
+
+    if (b != NULL) {
+        x = cJSON_GetObjectItemCaseSensitive(x, b);
+    }
+    if (c != NULL) {
+        x = cJSON_GetObjectItemCaseSensitive(x, c);
+    }
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+Test(kwrite, binding_escapes_peer_strings_and_names_the_node)
+{
+    struct gx_kv ann[] = {{"gpu-extender.io/gpu-index", "0,1"}};
+    struct gx_kmeta m = {
+        .name = "a\"b", .namespace = "ml", .uid = "u-1", .annotations = ann, .n_annotations = 1};
+    struct gx_buf b;
+    cJSON *j;
+
+    gx_buf_init(&b, 4096);
+    cr_assert_eq(gx_kwrite_binding(&b, &m, "gpu-a"), GX_OK);
+    j = parsed(&b);
+    cr_assert_str_eq(str_at(j, "kind", NULL, NULL), "Binding");
+    cr_assert_str_eq(str_at(j, "metadata", "name", NULL), "a\"b");
+    cr_assert_str_eq(str_at(j, "metadata", "uid", NULL), "u-1");
+    cr_assert_str_eq(str_at(j, "metadata", "annotations", "gpu-extender.io/gpu-index"), "0,1");
+    cr_assert_str_eq(str_at(j, "target", "name", NULL), "gpu-a");
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(j, "metadata"), "labels"));
+    cJSON_Delete(j);
+    gx_buf_release(&b);
+}
+
+Test(kwrite, lease_carries_its_resource_version_only_when_given)
+{
+    struct gx_kv lab[] = {{"gpu-extender.io/ledger", "true"}};
+    struct gx_kmeta m = {.name = "gpu-extender-n1",
+                         .namespace = "gpu-extender",
+                         .resource_version = "7\"}",
+                         .labels = lab,
+                         .n_labels = 1};
+    struct gx_buf b;
+    cJSON *j;
+
+    gx_buf_init(&b, 4096);
+    cr_assert_eq(gx_kwrite_lease(&b, &m, "gpu-extender"), GX_OK);
+    j = parsed(&b);
+    cr_assert_str_eq(str_at(j, "metadata", "resourceVersion", NULL), "7\"}");
+    cr_assert_str_eq(str_at(j, "metadata", "labels", "gpu-extender.io/ledger"), "true");
+    cr_assert_str_eq(str_at(j, "spec", "holderIdentity", NULL), "gpu-extender");
+    cJSON_Delete(j);
+    gx_buf_reset(&b);
+    m.resource_version = NULL;
+    cr_assert_eq(gx_kwrite_lease(&b, &m, "gpu-extender"), GX_OK);
+    j = parsed(&b);
+    cr_assert_null(str_at(j, "metadata", "resourceVersion", NULL));
+    cJSON_Delete(j);
+    gx_buf_release(&b);
+}
+
+Test(kwrite, label_patch_sets_only_labels)
+{
+    struct gx_kv lab[] = {{"gpu-extender.io/managed", "true"}};
+    struct gx_kmeta m = {.name = "ignored", .labels = lab, .n_labels = 1};
+    struct gx_buf b;
+
+    gx_buf_init(&b, 4096);
+    cr_assert_eq(gx_kwrite_label_patch(&b, &m), GX_OK);
+    cr_assert_str_eq(b.data, "{\"metadata\":{\"labels\":{\"gpu-extender.io/managed\":\"true\"}}}");
+    gx_buf_release(&b);
+}
+
+Test(kwrite, a_full_buffer_fails_cleanly)
+{
+    struct gx_kmeta m = {.name = "a-long-enough-name", .namespace = "ns"};
+    struct gx_buf b;
+
+    gx_buf_init(&b, 16);
+    cr_assert_neq(gx_kwrite_binding(&b, &m, "node"), GX_OK);
+    gx_buf_release(&b);
+}
