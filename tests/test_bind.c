@@ -55,6 +55,7 @@ struct fake {
     int binding_status;   /* the Binding answers this (0: 201, or 409 when bound) */
     const char *lands_on; /* a failing Binding binds the pod here all the same */
     int binding_hang_ms;
+    int get_status;   /* a GET of the pod answers this (0: 200) */
     char trace[1024]; /* "GET lease,POST lease,PATCH pod,..." */
 };
 
@@ -242,12 +243,16 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         lease_call(f, fd, r);
         return;
     }
-    if (strcmp(r->target, POD_PATH "/binding") == 0) {
+    if (strncmp(r->target,
+                POD_PATH "/binding?timeout=", sizeof(POD_PATH "/binding?timeout=") - 1) == 0) {
         binding_call(f, fd, r);
         return;
     }
     note(f, strcmp(r->method, "PATCH") == 0 ? "PATCH pod" : "GET pod");
     s = strcmp(r->method, "PATCH") == 0 && f->patch_status != 0 ? f->patch_status : 200;
+    if (strcmp(r->method, "GET") == 0 && f->get_status != 0) {
+        s = f->get_status;
+    }
     if (s != 200 && f->patch_failures > 0 && --f->patch_failures == 0) {
         f->patch_status = 0; /* the last failure: the next PATCH succeeds */
     }
@@ -722,4 +727,79 @@ Test(bind, a_young_booking_on_another_node_is_not_moved)
     assert_trace(&e, "");
     cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
     env_fini(&e);
+}
+
+/*
+ * A retried bind renews the booking an earlier attempt left (its Binding may
+ * still land); when the retry then fails it must not undo that booking.
+ */
+Test(bind, a_renewed_booking_outlives_a_failed_retry)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.binding_hang_ms = 3000;
+    bind_pod(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "attempt 1 times out: %s", e.error);
+    assert_booking(&e, "reserved");
+    e.f.binding_hang_ms = 0;
+    e.f.patch_status = 500;
+    bind_pod(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 2, "the retry fails: %s", e.error);
+    cr_assert_eq(strncmp(e.error, "cannot label the pod", 20), 0, "%s", e.error);
+    assert_booking(&e, "reserved");
+    env_fini(&e);
+}
+
+/* A 409 whose follow-up read fails: the pod may be bound here already, so the booking stays. */
+Test(bind, a_binding_conflict_with_an_unreadable_pod_keeps_the_booking)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.binding_status = 409;
+    e.f.get_status = 500;
+    expect(&e, GX_BIND_ERROR, "the binding conflicted and the pod could not be read",
+           BIND "GET pod", "reserved");
+}
+
+/* Seed the cache with the pod's booking on gpu-b, @age_ms old. */
+static void
+booked_on_b(struct env *e, int64_t age_ms)
+{
+    struct gx_tenant t = {.uid = UID,
+                          .pod = NS "/" POD,
+                          .card = 0,
+                          .exclusive = true,
+                          .util_pct = -1,
+                          .state = GX_TENANT_RESERVED};
+    static const int slots[2] = {1, 1};
+
+    t.since_ms = gx_wall_ms() - age_ms;
+    cr_assert_eq(gx_ledger_add(e->app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
+}
+
+/* An old booking elsewhere moves only when the pod shows it is still pending. */
+Test(bind, an_old_booking_of_a_pod_bound_there_is_not_moved)
+{
+    struct env e;
+
+    env_init(&e, true);
+    booked_on_b(&e, 60000);
+    (void)snprintf(e.f.pod_node, sizeof(e.f.pod_node), "gpu-b");
+    bind_pod(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    cr_assert_str_eq(e.error, "the pod holds GPUs on another node and is not pending: gpu-b");
+    assert_trace(&e, "GET pod");
+    cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
+    env_fini(&e);
+}
+
+Test(bind, an_old_booking_of_a_pending_pod_moves_here)
+{
+    struct env e;
+
+    env_init(&e, true);
+    booked_on_b(&e, 60000);
+    expect(&e, GX_BIND_OK, "", "GET pod,GET lease," BIND MARK_BOUND, "bound");
 }

@@ -20,7 +20,15 @@
 #include "seen.h"
 #include "sync.h"
 
-enum bind_state { BS_READ_POD, BS_MOVE, BS_RESERVE, BS_LABEL, BS_BINDING, BS_CHECK };
+enum bind_state {
+    BS_READ_POD,
+    BS_MOVE_CHECK, /* a booking on another node: where is the pod before it moves? */
+    BS_MOVE,
+    BS_RESERVE,
+    BS_LABEL,
+    BS_BINDING,
+    BS_CHECK
+};
 
 struct bind_op {
     struct gx_app *app;
@@ -101,8 +109,8 @@ static long
 op_timeout(const struct bind_op *op)
 {
     int64_t left = op->deadline_ms - gx_mono_ms();
-    /* finding out where an unknown Binding went is worth a little past the deadline */
-    int64_t floor = op->uncertain ? 500 : 50;
+    /* finding out where a pod went is worth a little past the deadline: a guess loses bookings */
+    int64_t floor = op->state == BS_CHECK || op->state == BS_MOVE_CHECK ? 500 : 50;
 
     return left < floor ? (long)floor : (long)left;
 }
@@ -233,7 +241,8 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
                 why[0] ? why : gx_strerror(rc), "");
         return;
     }
-    op->reserved = true;
+    /* undo only a booking this attempt created: a renewed one may carry an earlier Binding */
+    op->reserved = op->plan.changed;
     op_enter(op, BS_LABEL);
 }
 
@@ -309,14 +318,46 @@ check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     w = pod_where(op, rc, status, body, len);
     if (w == PW_HERE) {
         op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
-    } else if (op->uncertain && w != PW_ELSEWHERE) {
-        /* our Binding may still land: the reconciler marks the booking bound or releases it */
-        op->reserved = false;
-        op_fail(op, GX_BIND_ERROR, "cannot create the binding (booking kept until the pod settles)",
-                op->binding_error);
-    } else {
+    } else if (w == PW_ELSEWHERE) {
         op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
+    } else {
+        /*
+         * Only a pod seen elsewhere frees the booking: one whose read failed
+         * may be bound here already (a 409 after an earlier attempt's late
+         * Binding). The reconciler marks it bound or releases it.
+         */
+        op->reserved = false;
+        op_fail(op, GX_BIND_ERROR,
+                op->uncertain ? "cannot create the binding (booking kept until the pod settles)"
+                              : "the binding conflicted and the pod could not be read (booking "
+                                "kept until the pod settles)",
+                op->binding_error);
     }
+}
+
+/* Where the pod is decides whether its booking on the other node may move here. */
+static void
+move_check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct bind_op *op = ctx;
+    struct gx_arena a;
+    struct gx_pod pod;
+    bool pending = false;
+
+    op->xfer = NULL;
+    gx_arena_init(&a, 0);
+    if (rc == GX_OK && status == 200 &&
+        gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK) {
+        pending = strcmp(pod.uid, op->uid) == 0 && pod.node_name == NULL;
+    }
+    gx_arena_release(&a);
+    if (!pending) {
+        /* bound (there, most likely), replaced or unknown: the booking stays where it is */
+        op_fail(op, GX_BIND_ERROR, "the pod holds GPUs on another node and is not pending",
+                op->other);
+        return;
+    }
+    op_enter(op, BS_MOVE);
 }
 
 /* ---- live mode: the one place state changes ---- */
@@ -326,11 +367,20 @@ static bool
 op_call(struct bind_op *op, const char *method, const char *sub, const struct gx_buf *body,
         const char *ctype, gx_kube_done_cb done)
 {
-    char path[700];
+    char path[720];
+    long timeout = op_timeout(op);
+    int n = snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s%s", op->ns, op->name, sub);
 
-    (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s%s", op->ns, op->name, sub);
+    /*
+     * A write carries its deadline to the API server too (?timeout=), which
+     * abandons it then: a Binding that timed out here cannot land minutes
+     * later, so gx_admit_in_flight's window holds.
+     */
+    if (body != NULL && n > 0 && (size_t)n < sizeof(path)) {
+        (void)snprintf(path + n, sizeof(path) - (size_t)n, "?timeout=%ldms", timeout);
+    }
     op->xfer = gx_kube_request(op->app->sync.kube, method, path, body ? body->data : NULL,
-                               body ? body->len : 0, ctype, op_timeout(op), done, op);
+                               body ? body->len : 0, ctype, timeout, done, op);
     if (op->xfer == NULL) {
         op_fail(op, GX_BIND_ERROR, "cannot start the API request", method);
         return false;
@@ -381,7 +431,12 @@ op_enter(struct bind_op *op, enum bind_state st)
     case BS_READ_POD:
         (void)op_call(op, "GET", "", NULL, NULL, read_pod_done);
         return;
-    case BS_MOVE: /* entered through BS_RESERVE only */
+    case BS_MOVE_CHECK: /* entered through BS_RESERVE only */
+        (void)op_call(op, "GET", "", NULL, NULL, move_check_done);
+        return;
+    case BS_MOVE: /* entered through BS_MOVE_CHECK only */
+        op_lease(op, op->other, move_mutate, move_done);
+        return;
     case BS_RESERVE:
         held = gx_ledger_find_pod(op->app->ledger, op->uid);
         /* a reservation left on another node (a bind that failed there) moves here */
@@ -394,8 +449,7 @@ op_enter(struct bind_op *op, enum bind_state st)
                         "an earlier bind of the pod to another node may still land", op->other);
                 return;
             }
-            op->state = BS_MOVE;
-            op_lease(op, op->other, move_mutate, move_done);
+            op_enter(op, BS_MOVE_CHECK);
             return;
         }
         op->state = BS_RESERVE;
