@@ -246,8 +246,9 @@ Test(admit, reconcile_verdicts_follow_the_pod_watch)
 {
     struct world w;
     struct gx_tenant t = {.state = GX_TENANT_RESERVED, .since_ms = NOW};
-    struct gx_admit_seen pending = {"", false}, here = {"gpu-a", false}, there = {"gpu-b", false};
-    struct gx_admit_seen done = {"gpu-a", true};
+    struct gx_admit_seen pending = {.node = ""}, here = {.node = "gpu-a"},
+                         there = {.node = "gpu-b"};
+    struct gx_admit_seen done = {.node = "gpu-a", .finished = true};
     const int64_t settled = NOW + 9000, expired = NOW + 301000, young = NOW + 1000;
 
     world_init(&w);
@@ -256,15 +257,43 @@ Test(admit, reconcile_verdicts_follow_the_pod_watch)
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &there, young), GX_FIX_RELEASE);
     /* bound here: the reservation is marked bound */
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &here, young), GX_FIX_BOUND);
-    /* young and unknown: maybe a bind in flight */
+    /* young and unknown: maybe a bind in flight; settled and unknown: read the pod first */
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, young), GX_FIX_NONE);
-    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, NOW + 17000), GX_FIX_RELEASE);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, NOW + 17000), GX_FIX_CONFIRM);
     /* pending pods keep their reservation until the TTL */
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, settled), GX_FIX_NONE);
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, expired), GX_FIX_RELEASE);
     t.state = GX_TENANT_BOUND;
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &here, settled), GX_FIX_NONE);
-    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, settled), GX_FIX_RELEASE);
+    /* the lost bookings of issue 19: a view that lags is no evidence, bound or not */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, settled), GX_FIX_CONFIRM);
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, expired), GX_FIX_CONFIRM);
+    world_free(&w);
+}
+
+/* What a direct read of the pod proves depends on when it started. */
+Test(admit, only_a_read_newer_than_the_booking_releases_it)
+{
+    struct world w;
+    struct gx_tenant t = {.state = GX_TENANT_BOUND, .since_ms = NOW};
+    struct gx_admit_seen gone = {.node = "", .gone = true};
+    struct gx_admit_seen pending = {.node = ""};
+    const int64_t later = NOW + 20000;
+
+    world_init(&w);
+    gone.read_ms = NOW + w.cfg.bind_deadline_ms + 1; /* started after the booking */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &gone, later), GX_FIX_RELEASE);
+    gone.read_ms = NOW + 100; /* too close to the booking: another replica's clock may lead */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &gone, later), GX_FIX_NONE);
+    gone.read_ms = NOW - 5000; /* older than the booking */
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &gone, later), GX_FIX_NONE);
+    /* a fresh read of a pod still pending long after its bind: the reservation goes */
+    t.state = GX_TENANT_RESERVED;
+    pending.read_ms = later - 10;
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, later), GX_FIX_RELEASE);
+    /* the same pod seen pending through the watch keeps it until the TTL */
+    pending.read_ms = 0;
+    cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, later), GX_FIX_NONE);
     world_free(&w);
 }
 

@@ -208,11 +208,19 @@ gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tena
     int64_t age = now_ms - t->since_ms;
     /* Younger tenants may belong to a bind in flight or to watch events on their way. */
     bool settled = !gx_admit_in_flight(cfg, t->since_ms, now_ms);
+    bool fresh = seen != NULL && seen->read_ms > t->since_ms + (int64_t)cfg->bind_deadline_ms;
 
-    if (seen != NULL && seen->finished) {
+    if (seen == NULL) {
+        return settled ? GX_FIX_CONFIRM : GX_FIX_NONE;
+    }
+    if (seen->gone) {
+        return fresh ? GX_FIX_RELEASE : GX_FIX_NONE;
+    }
+    if (seen->finished) {
         return GX_FIX_RELEASE;
     }
-    if (seen != NULL && seen->node[0] != '\0') {
+    if (seen->node[0] != '\0') {
+        /* spec.nodeName is set once: another node is final, however old the picture */
         if (strcmp(seen->node, node) != 0) {
             return GX_FIX_RELEASE;
         }
@@ -221,12 +229,13 @@ gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tena
     if (!settled) {
         return GX_FIX_NONE;
     }
-    if (t->state == GX_TENANT_BOUND) {
-        return seen == NULL ? GX_FIX_RELEASE : GX_FIX_NONE;
-    }
-    /* Reserved, never bound: released after the TTL (a pending pod's retried bind re-reserves). */
+    /*
+     * Pending: after the TTL, or once a read newer than the booking shows the
+     * pod still pending well after every Binding of it must have ended (a
+     * pending pod's retried bind re-reserves).
+     */
     if (age > (int64_t)cfg->reservation_ttl_s * 1000 ||
-        (seen == NULL && age > 4 * (int64_t)cfg->bind_deadline_ms)) {
+        (fresh && age > 4 * (int64_t)cfg->bind_deadline_ms)) {
         return GX_FIX_RELEASE;
     }
     return GX_FIX_NONE;

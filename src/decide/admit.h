@@ -60,13 +60,20 @@ enum gx_err gx_admit_binding(const struct gx_config *cfg, const char *ns, const 
                              const char *uid, const char *node, const struct gx_admit_notes *notes,
                              struct gx_buf *out) GX_WUR;
 
-/** A managed pod as the pod watch last showed it. */
+/** A managed pod as the pod watch last showed it, or as a direct read found it. */
 struct gx_admit_seen {
     const char *node; /* spec.nodeName, "" while pending */
     bool finished;    /* Succeeded, Failed or being deleted */
+    bool gone;        /* a direct read found no such pod (404, or another uid under its name) */
+    int64_t read_ms;  /* wall ms the direct read started; 0: the watch's view */
 };
 
-enum gx_admit_fix { GX_FIX_NONE, GX_FIX_RELEASE, GX_FIX_BOUND };
+/*
+ * GX_FIX_CONFIRM: the pod is missing from the watch's view, which may lag
+ * the API server by seconds under load: read the pod itself, then decide
+ * again with what the read found.
+ */
+enum gx_admit_fix { GX_FIX_NONE, GX_FIX_RELEASE, GX_FIX_BOUND, GX_FIX_CONFIRM };
 
 /**
  * True when a booking stamped @booking may still belong to a bind in
@@ -78,9 +85,13 @@ bool gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t no
 
 /**
  * What the reconciler does with tenant @t of @node at @now_ms, given the
- * pod the watch shows (@seen NULL: not among the managed pods). Young
- * tenants may belong to a bind in flight and are left alone unless the
- * pod is finished or bound elsewhere.
+ * pod the watch shows (@seen NULL: not among the managed pods) or a direct
+ * read found. Young tenants may belong to a bind in flight and are left
+ * alone unless the pod is finished or bound elsewhere. Absence from the
+ * view is never evidence (GX_FIX_CONFIRM); a read counts as evidence only
+ * when it started after the booking (a bind deadline of slack for the
+ * replicas' clocks): a booking is never released on the strength of a
+ * picture older than itself.
  */
 enum gx_admit_fix gx_admit_fix(const struct gx_config *cfg, const char *node,
                                const struct gx_tenant *t, const struct gx_admit_seen *seen,

@@ -179,12 +179,135 @@ gx_recon_synced(const struct gx_app *app)
     return app->recon.synced;
 }
 
+/*
+ * A pod missing from the view, read directly before its booking is judged:
+ * under load the watch lags the API server by seconds, and absence from it
+ * released bound pods' bookings (issue 19).
+ */
+struct gx_recon_read {
+    struct gx_app *app;
+    LIST_ENTRY(gx_recon_read) link;
+    char uid[GX_UID_MAX];
+    char node[256];
+    int64_t booking; /* the stamp judged: a booking renewed meanwhile is not this one */
+    int64_t read_ms; /* wall ms the read started */
+    struct gx_httpc_xfer *xfer;
+};
+
+/* At most this many reads in flight: a lagging view must not flood a slow API server. */
+#define RECON_READS_MAX 32
+
+static void
+read_free(struct gx_recon_read *rr)
+{
+    LIST_REMOVE(rr, link);
+    rr->app->recon.n_reads--;
+    gx_kube_cancel(rr->app->sync.kube, rr->xfer);
+    free(rr);
+}
+
+/* The tenant @uid holds on @node in the cache, when it is still the booking @booking. */
+static const struct gx_tenant *
+booked(const struct gx_app *app, const char *node, const char *uid, int64_t booking)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(app->ledger, node);
+
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        if (strcmp(e->tenants[i].uid, uid) == 0) {
+            return gx_ledger_booking(app->ledger, uid) == booking ? &e->tenants[i] : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Decide again with what the read found, and write the verdict in the background. */
+static void
+read_settle(struct gx_recon_read *rr, const struct gx_admit_seen *seen)
+{
+    struct gx_app *app = rr->app;
+    const struct gx_tenant *t = booked(app, rr->node, rr->uid, rr->booking);
+    enum gx_admit_fix f =
+        t != NULL ? gx_admit_fix(app->cfg, rr->node, t, seen, gx_wall_ms()) : GX_FIX_NONE;
+
+    if (f == GX_FIX_RELEASE) {
+        gx_info("ledger released a tenant", "node=%s uid=%s read=%s", rr->node, rr->uid,
+                seen->gone       ? "gone"
+                : seen->finished ? "finished"
+                : seen->node[0]  ? "elsewhere"
+                                 : "pending");
+        gx_bg_release(app, rr->node, rr->uid, rr->booking);
+    } else if (f == GX_FIX_BOUND) {
+        gx_bg_write(app, GX_BG_BOUND, rr->node, rr->uid);
+    }
+}
+
+static void
+read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_recon_read *rr = ctx;
+    struct gx_admit_seen seen = {.node = "", .read_ms = rr->read_ms};
+    struct gx_arena a;
+    struct gx_pod pod;
+
+    rr->xfer = NULL;
+    gx_arena_init(&a, 0);
+    if (rc == GX_OK && status == 404) {
+        seen.gone = true;
+        read_settle(rr, &seen);
+    } else if (rc == GX_OK && status == 200 &&
+               gx_kobj_decode_pod(body, len, rr->app->cfg->max_json_depth, &a, &pod, NULL) ==
+                   GX_OK) {
+        seen.gone = strcmp(pod.uid, rr->uid) != 0; /* the name now holds another pod */
+        seen.node = pod.node_name != NULL ? pod.node_name : "";
+        seen.finished = gx_pod_finished(&pod);
+        read_settle(rr, &seen);
+    } /* else: unknown; the next pass asks again */
+    gx_arena_release(&a);
+    read_free(rr);
+}
+
+/* Read tenant @t's pod (once at a time per pod, RECON_READS_MAX at most). */
+static void
+read_start(struct gx_app *app, const char *node, const struct gx_tenant *t)
+{
+    struct gx_recon_read *rr;
+    const char *slash = strchr(t->pod, '/');
+    char path[700];
+
+    if (app->recon.n_reads >= RECON_READS_MAX || slash == NULL || app->sync.kube == NULL) {
+        return;
+    }
+    LIST_FOREACH(rr, &app->recon.reads, link)
+    {
+        if (strcmp(rr->uid, t->uid) == 0) {
+            return;
+        }
+    }
+    rr = calloc(1, sizeof(*rr));
+    if (rr == NULL) {
+        return;
+    }
+    rr->app = app;
+    (void)snprintf(rr->uid, sizeof(rr->uid), "%s", t->uid);
+    (void)snprintf(rr->node, sizeof(rr->node), "%s", node);
+    rr->booking = gx_ledger_booking(app->ledger, t->uid);
+    rr->read_ms = gx_wall_ms();
+    (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s", (int)(slash - t->pod),
+                   t->pod, slash + 1);
+    LIST_INSERT_HEAD(&app->recon.reads, rr, link);
+    app->recon.n_reads++;
+    rr->xfer = gx_kube_request(app->sync.kube, "GET", path, NULL, 0, NULL, 0, read_done, rr);
+    if (rr->xfer == NULL) {
+        read_free(rr);
+    }
+}
+
 /* What to do with tenant @t of @node, from the pod view. */
 static enum gx_admit_fix
 fix_of(const struct gx_app *app, const char *node, const struct gx_tenant *t, int64_t now)
 {
     const struct pod_state *ps = gx_strmap_get(&app->recon.pods, t->uid, strlen(t->uid));
-    struct gx_admit_seen seen;
+    struct gx_admit_seen seen = {.node = ""};
 
     if (ps != NULL) {
         seen.node = ps->node;
@@ -207,7 +330,7 @@ reconcile_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, 
     *write = false;
     for (size_t i = 0; e != NULL && i < e->n_tenants && n < GX_ARRAY_LEN(uids); i++) {
         enum gx_admit_fix f = fix_of(app, node, &e->tenants[i], now);
-        if (f == GX_FIX_NONE) {
+        if (f == GX_FIX_NONE || f == GX_FIX_CONFIRM) {
             continue;
         }
         (void)snprintf(uids[n], sizeof(uids[n]), "%s", e->tenants[i].uid);
@@ -234,9 +357,9 @@ reconcile_done(void *ctx, enum gx_err rc, const char *why)
     }
 }
 
-/* Nodes with at least one tenant to fix. */
+/* Nodes with at least one tenant to fix; pods to read first. */
 struct scan {
-    const struct gx_app *app;
+    struct gx_app *app;
     int64_t now;
     char nodes[256][256];
     size_t n;
@@ -246,11 +369,15 @@ static void
 scan_node(void *ctx, const struct gx_ledger_node *e)
 {
     struct scan *s = ctx;
+    bool listed = false;
 
-    for (size_t i = 0; i < e->n_tenants && s->n < GX_ARRAY_LEN(s->nodes); i++) {
-        if (fix_of(s->app, e->node, &e->tenants[i], s->now) != GX_FIX_NONE) {
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        enum gx_admit_fix f = fix_of(s->app, e->node, &e->tenants[i], s->now);
+        if (f == GX_FIX_CONFIRM) {
+            read_start(s->app, e->node, &e->tenants[i]);
+        } else if (f != GX_FIX_NONE && !listed && s->n < GX_ARRAY_LEN(s->nodes)) {
             (void)snprintf(s->nodes[s->n++], sizeof(s->nodes[0]), "%s", e->node);
-            return;
+            listed = true;
         }
     }
 }
@@ -284,6 +411,7 @@ gx_recon_start(struct gx_app *app)
     struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
 
     gx_strmap_init(&app->recon.pods);
+    LIST_INIT(&app->recon.reads);
     app->recon.timer = evtimer_new(app->base, reconcile_cb, app);
     if (app->recon.timer == NULL) {
         return GX_ENOMEM;
@@ -310,5 +438,8 @@ gx_recon_stop(struct gx_app *app)
         event_free(app->recon.timer);
     }
     app->recon.timer = NULL;
+    while (!LIST_EMPTY(&app->recon.reads)) {
+        read_free(LIST_FIRST(&app->recon.reads));
+    }
     pod_states_clear(&app->recon);
 }

@@ -69,10 +69,14 @@ struct gx_sync {
 };
 
 /* reconcile.c: managed pods as the watch shows them. */
+struct gx_recon_read;
+
 struct gx_recon {
     struct gx_strmap pods; /* uid -> struct pod_state *, owned */
     bool synced;           /* the first pod list arrived */
     struct event *timer;
+    LIST_HEAD(gx_recon_reads, gx_recon_read) reads; /* pods read to confirm a verdict */
+    size_t n_reads;
 };
 
 struct gx_app {
