@@ -171,6 +171,8 @@ struct fake {
     char *tenants;    /* annotation value (JSON text), heap */
     int lose;         /* PUTs still to lose to an "other writer" */
     bool write_after; /* after a write, another writer writes too, before our answer */
+    int fail_writes;  /* PUTs still to store and then answer 504 (landed, answer lost) */
+    bool mute_watch;  /* the watch sends nothing: a watch that lags under load */
     int puts, posts, gets, lists, watches, conflicts;
 };
 
@@ -240,7 +242,7 @@ serve_watch(struct fake *f, int fd, long sent)
 
         pthread_mutex_lock(&f->mu);
         stop = f->stop;
-        if (f->rv != sent && f->exists) {
+        if (f->rv != sent && f->exists && !f->mute_watch) {
             obj = lease_json(f);
             sent = f->rv;
         }
@@ -346,6 +348,13 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         }
         store_body(f, body);
         obj = lease_json(f);
+        if (f->fail_writes > 0) {
+            f->fail_writes--;
+            pthread_mutex_unlock(&f->mu);
+            gx_fakehttp_respond(fd, 504, "{\"kind\":\"Status\",\"code\":504}");
+            free(obj);
+            return;
+        }
         pthread_mutex_unlock(&f->mu);
         gx_fakehttp_respond(fd, 200, obj);
         free(obj);
@@ -676,5 +685,70 @@ Test(leases, the_resync_lists_again)
 
     env_init(&e, 1);
     cr_assert(run_until(&e, relisted), "a second list after sync_interval_s");
+    env_fini(&e);
+}
+
+static bool
+sees_mine(struct env *e)
+{
+    return gx_ledger_find_pod(e->l, "uid-mine") != NULL;
+}
+
+/*
+ * A write answered 504 after it landed: the cache first goes back to what
+ * the Lease held, then reads the Lease again, so it does not hide a booking
+ * the Lease holds (a retry elsewhere would book the pod twice).
+ */
+Test(leases, a_write_that_failed_but_landed_is_read_back)
+{
+    struct env e;
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-other"); /* the Lease exists: the booking is a PUT */
+    e.f->fail_writes = 1;
+    e.f->mute_watch = true;
+    pthread_mutex_unlock(&e.f->mu);
+    book(&e);
+    cr_assert_neq(e.rc, GX_OK, "the write is reported failed");
+    cr_assert(run_until(&e, sees_mine), "the Lease read after the failure shows the booking");
+    env_fini(&e);
+}
+
+/* A Lease that books a pod the cache holds on another node makes that node a suspect. */
+Test(leases, a_pod_booked_on_two_nodes_makes_the_other_a_suspect)
+{
+    struct env e;
+    struct gx_tenant t = {.uid = "uid-dup",
+                          .pod = "team-b/other",
+                          .card = 0,
+                          .slices = 1,
+                          .util_pct = -1,
+                          .state = GX_TENANT_BOUND,
+                          .since_ms = 1};
+    static const int slots[2] = {2, 2};
+    char got[4][256];
+    int64_t t0;
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    t0 = gx_mono_ms();
+    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
+        (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
+    cr_assert_eq(gx_ledger_add(e.l, "gpu-other", &t, 1, slots, 2), GX_OK);
+    cr_assert_eq(gx_leases_take_suspects(e.ls, got, 4), 0, "no suspect yet");
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-dup");
+    pthread_mutex_unlock(&e.f->mu);
+    t0 = gx_mono_ms();
+    while (strcmp(gx_ledger_find_pod(e.l, "uid-dup")->node, NODE) != 0 &&
+           gx_mono_ms() - t0 < DEADLINE_MS) {
+        (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
+    cr_assert_eq(gx_leases_take_suspects(e.ls, got, 4), 1);
+    cr_assert_str_eq(got[0], "gpu-other");
+    cr_assert_eq(gx_leases_take_suspects(e.ls, got, 4), 0, "taken once");
     env_fini(&e);
 }

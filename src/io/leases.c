@@ -62,6 +62,8 @@ struct gx_leases {
     struct gx_kube_watch *watch;
     bool synced;
     uint64_t rng;
+    char suspects[64][256]; /* nodes whose Lease may book a pod the cache places elsewhere */
+    size_t n_suspects;
 };
 
 void
@@ -116,17 +118,36 @@ op_finish(struct op *o, enum gx_err rc, const char *why)
     }
 }
 
+/* Remember @node: its Lease may still book a pod the cache now places elsewhere. */
+static void
+suspect(struct gx_leases *ls, const char *node)
+{
+    for (size_t i = 0; i < ls->n_suspects; i++) {
+        if (strcmp(ls->suspects[i], node) == 0) {
+            return;
+        }
+    }
+    if (ls->n_suspects < GX_ARRAY_LEN(ls->suspects) && strlen(node) < sizeof(ls->suspects[0])) {
+        (void)snprintf(ls->suspects[ls->n_suspects++], sizeof(ls->suspects[0]), "%s", node);
+    }
+}
+
 /*
- * Make the cache hold @t for @node: a uid the cache places on another node
- * moved (its old Lease will say so when next read).
+ * Make the cache hold @t for @node. A uid the cache places on another node
+ * moves; that node becomes a suspect: its Lease may book the pod too (a
+ * write that timed out but landed, two replicas racing), and only a
+ * reconcile of that Lease can tell which booking is the pod's.
  */
 static void
-cache_set(struct gx_ledger *l, const char *node, const struct gx_tenant *t, size_t n,
+cache_set(struct gx_leases *ls, const char *node, const struct gx_tenant *t, size_t n,
           const char *rv)
 {
+    struct gx_ledger *l = ls->ledger;
+
     for (size_t i = 0; i < n; i++) {
         const struct gx_ledger_node *held = gx_ledger_find_pod(l, t[i].uid);
         if (held != NULL && strcmp(held->node, node) != 0) {
+            suspect(ls, held->node);
             (void)gx_ledger_release(l, t[i].uid);
         }
     }
@@ -284,14 +305,14 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         struct gx_tenant *t = NULL;
         size_t n = 0;
         if (lease_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
-            cache_set(ls->ledger, o->node, o->wrote, o->n_wrote, rv);
+            cache_set(ls, o->node, o->wrote, o->n_wrote, rv);
         }
         free(t);
         op_finish(o, GX_OK, "");
         return;
     }
     /* Not written: the cache goes back to what the Lease held. */
-    cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+    cache_set(ls, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
     if (rc == GX_OK && status == 409) {
         ls->st->cas_conflicts++;
         ls->st->errors[GX_UPERR_CONFLICT]++;
@@ -299,6 +320,8 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
+    /* a write that timed out or failed with a 5xx may have landed: the Lease tells, not a guess */
+    o->missed = true;
     gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
     (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s", what);
     op_finish(o, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
@@ -315,11 +338,11 @@ op_apply(struct op *o)
     bool write = true;
     enum gx_err rc;
 
-    cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+    cache_set(ls, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
     rc = o->mutate(o->ctx, ls->ledger, o->node, &write, &why);
     if (rc != GX_OK || !write) {
         if (rc != GX_OK) {
-            cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+            cache_set(ls, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
         }
         op_finish(o, rc, why.text);
         return;
@@ -333,7 +356,7 @@ op_apply(struct op *o)
     if (gx_leases_encode(o->name, ls->cfg->kube_namespace, o->node, o->exists ? o->rv : NULL,
                          gx_ledger_node(ls->ledger, o->node), &body) != GX_OK) {
         gx_buf_release(&body);
-        cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+        cache_set(ls, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
         op_finish(o, GX_ETOOBIG, "the ledger lease would be too large");
         return;
     }
@@ -349,7 +372,7 @@ op_apply(struct op *o)
                               "application/json", op_timeout(o), put_done, o);
     gx_buf_release(&body);
     if (o->xfer == NULL) {
-        cache_set(ls->ledger, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
+        cache_set(ls, o->node, o->orig, o->n_orig, o->exists ? o->rv : NULL);
         op_finish(o, GX_ENOMEM, "cannot start the lease write");
     }
 }
@@ -407,6 +430,18 @@ op_get(struct op *o)
     if (o->xfer == NULL) {
         op_finish(o, GX_ENOMEM, "cannot start the lease read");
     }
+}
+
+size_t
+gx_leases_take_suspects(struct gx_leases *ls, char (*out)[256], size_t max)
+{
+    size_t n = ls->n_suspects < max ? ls->n_suspects : max;
+
+    memcpy(out, ls->suspects, n * sizeof(ls->suspects[0]));
+    /* any left over stay for the next pass */
+    memmove(ls->suspects, ls->suspects + n, (ls->n_suspects - n) * sizeof(ls->suspects[0]));
+    ls->n_suspects -= n;
+    return n;
 }
 
 bool
@@ -499,7 +534,7 @@ apply_lease(struct gx_leases *ls, const struct gx_lease *lease, bool deleted)
         return;
     }
     if (deleted) {
-        cache_set(ls->ledger, node, NULL, 0, NULL);
+        cache_set(ls, node, NULL, 0, NULL);
         return;
     }
     if (gx_leases_decode(lease, rv, sizeof(rv), &t, &n, NULL, &why) != GX_OK) {
@@ -508,7 +543,7 @@ apply_lease(struct gx_leases *ls, const struct gx_lease *lease, bool deleted)
                 gx_log_quote(q, sizeof(q), why.text));
         return;
     }
-    cache_set(ls->ledger, node, t, n, rv);
+    cache_set(ls, node, t, n, rv);
     free(t);
 }
 
@@ -562,7 +597,7 @@ listed_cb(void *ctx, const void *items, size_t n)
     }
     for (size_t i = 0; i < s.n_stale; i++) {
         if (!busy(ls, s.stale[i])) {
-            cache_set(ls->ledger, s.stale[i], NULL, 0, NULL);
+            cache_set(ls, s.stale[i], NULL, 0, NULL);
         }
     }
     free(s.stale);

@@ -61,6 +61,13 @@ bool gx_leases_synced(const struct gx_leases *ls);
 bool gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
                       gx_leases_mutate_cb mutate, gx_leases_done_cb done, void *ctx);
 
+/**
+ * Move up to @max suspect nodes into @out: nodes whose Lease may still book
+ * a pod that another Lease books too (the cache holds a pod on one node
+ * only). The reconciler reconciles their Leases. Returns the count.
+ */
+size_t gx_leases_take_suspects(struct gx_leases *ls, char (*out)[256], size_t max);
+
 /** Lease name of @node into @out (size @n): "gpu-extender-<node>", hashed when too long. */
 void gx_leases_name(const char *node, char *out, size_t n);
 

@@ -395,6 +395,8 @@ reconcile_cb(evutil_socket_t fd, short what, void *arg)
         s->app = app;
         s->now = gx_wall_ms();
         gx_ledger_each(app->ledger, scan_node, s);
+        s->n +=
+            gx_leases_take_suspects(app->leases, s->nodes + s->n, GX_ARRAY_LEN(s->nodes) - s->n);
         for (size_t i = 0; i < s->n; i++) {
             (void)gx_leases_update(app->leases, s->nodes[i],
                                    gx_mono_ms() + (int64_t)app->cfg->ledger_reconcile_s * 1000,
