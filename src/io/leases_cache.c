@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * leases_cache.c - the Lease codec and the in-memory ledger as a cache of
+ * the Leases: what a Lease decodes to, the body a write sends, and the one
+ * way the cache takes a node's tenants (which notes the nodes whose Lease
+ * may book a pod twice). No I/O: the rounds (leases_cas.c) and the watch
+ * (leases.c) call it.
+ */
+#include "leases_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "kwrite.h"
+#include "log.h"
+
+void
+gx_leases_name(const char *node, char *out, size_t n)
+{
+    size_t len = strlen(node);
+
+    if (sizeof("gpu-extender-") - 1 + len <= GX_LEASE_NAME_MAX) {
+        (void)snprintf(out, n, "gpu-extender-%s", node);
+        return;
+    }
+    /* Too long for an object name: keep a prefix and make it unique with a hash. */
+    (void)snprintf(out, n, "gpu-extender-%.200s-%016llx", node,
+                   (unsigned long long)gx_hash(node, len));
+}
+
+/* Remember @node: its Lease may still book a pod the cache now places elsewhere. */
+static void
+suspect(struct gx_leases *ls, const char *node)
+{
+    for (size_t i = 0; i < ls->n_suspects; i++) {
+        if (strcmp(ls->suspects[i], node) == 0) {
+            return;
+        }
+    }
+    if (ls->n_suspects < GX_ARRAY_LEN(ls->suspects) && strlen(node) < sizeof(ls->suspects[0])) {
+        (void)snprintf(ls->suspects[ls->n_suspects++], sizeof(ls->suspects[0]), "%s", node);
+    }
+}
+
+/*
+ * A uid the cache places on another node moves; that node becomes a
+ * suspect: its Lease may book the pod too (a write that timed out but
+ * landed, two replicas racing), and only a reconcile of that Lease can
+ * tell which booking is the pod's.
+ */
+void
+gx_leases_cache_set(struct gx_leases *ls, const char *node, const struct gx_tenant *t, size_t n,
+                    const char *rv)
+{
+    struct gx_ledger *l = ls->ledger;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct gx_ledger_node *held = gx_ledger_find_pod(l, t[i].uid);
+        if (held != NULL && strcmp(held->node, node) != 0) {
+            suspect(ls, held->node);
+            (void)gx_ledger_release(l, t[i].uid);
+        }
+    }
+    if (gx_ledger_set_node(l, node, t, n, rv) != GX_OK) {
+        gx_warn("ledger lease holds inconsistent tenants, ignoring it", "node=%s", node);
+    }
+}
+
+enum gx_err
+gx_leases_cache_copy(const struct gx_ledger *l, const char *node, struct gx_tenant **t, size_t *n)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(l, node);
+
+    *t = NULL;
+    *n = 0;
+    if (e == NULL || e->n_tenants == 0) {
+        return GX_OK;
+    }
+    *t = malloc(e->n_tenants * sizeof(**t));
+    if (*t == NULL) {
+        return GX_ENOMEM;
+    }
+    memcpy(*t, e->tenants, e->n_tenants * sizeof(**t));
+    *n = e->n_tenants;
+    return GX_OK;
+}
+
+enum gx_err
+gx_leases_decode(const struct gx_lease *lease, char *rv, size_t rvlen, struct gx_tenant **t,
+                 size_t *n, const char **node, struct gx_why *why)
+{
+    const char *ten = gx_kv_get(lease->annotations, lease->n_annotations, GX_LEASE_TENANTS);
+    const char *v = lease->resource_version;
+
+    if (v == NULL || v[0] == '\0' || strlen(v) >= rvlen) {
+        gx_why_set(why, "lease without a usable metadata.resourceVersion");
+        return GX_EPARSE;
+    }
+    if (ten != NULL) {
+        enum gx_err rc = gx_ledger_node_decode(ten, strlen(ten), t, n, why);
+        if (rc != GX_OK) {
+            return rc;
+        }
+    } else {
+        *t = NULL;
+        *n = 0;
+    }
+    (void)snprintf(rv, rvlen, "%s", v);
+    if (node != NULL) {
+        *node = gx_kv_get(lease->annotations, lease->n_annotations, GX_LEASE_NODE);
+    }
+    return GX_OK;
+}
+
+enum gx_err
+gx_leases_decode_json(const struct gx_leases *ls, const char *body, size_t len, char *rv,
+                      size_t rvlen, struct gx_tenant **t, size_t *n, struct gx_why *why)
+{
+    struct gx_arena a;
+    struct gx_lease lease;
+    enum gx_err rc;
+
+    gx_arena_init(&a, 0);
+    rc = gx_kobj_decode_lease(body, len, ls->cfg->max_json_depth > 0 ? ls->cfg->max_json_depth : 64,
+                              &a, &lease, why);
+    if (rc == GX_OK) {
+        rc = gx_leases_decode(&lease, rv, rvlen, t, n, NULL, why);
+    }
+    gx_arena_release(&a);
+    return rc;
+}
+
+enum gx_err
+gx_leases_encode(const char *name, const char *namespace, const char *node, const char *rv,
+                 const struct gx_ledger_node *e, struct gx_buf *out)
+{
+    struct gx_ledger_node empty = {0};
+    struct gx_buf tenants;
+    enum gx_err rc;
+
+    gx_buf_init(&tenants, GX_LEASE_BODY_CAP);
+    rc = gx_ledger_node_encode(e != NULL ? e : &empty, &tenants);
+    if (rc == GX_OK) {
+        struct gx_kv labels[] = {{GX_LEASE_LABEL, "true"},
+                                 {"app.kubernetes.io/managed-by", "gpu-extender"}};
+        struct gx_kv ann[] = {{GX_LEASE_NODE, node},
+                              {GX_LEASE_TENANTS, tenants.data != NULL ? tenants.data : ""}};
+        struct gx_kmeta m = {.name = name,
+                             .namespace = namespace,
+                             .resource_version = rv,
+                             .labels = labels,
+                             .n_labels = 2,
+                             .annotations = ann,
+                             .n_annotations = 2};
+
+        rc = gx_kwrite_lease(out, &m, "gpu-extender");
+    }
+    gx_buf_release(&tenants);
+    return rc;
+}
+
+size_t
+gx_leases_take_suspects(struct gx_leases *ls, char (*out)[256], size_t max)
+{
+    size_t n = ls->n_suspects < max ? ls->n_suspects : max;
+
+    memcpy(out, ls->suspects, n * sizeof(ls->suspects[0]));
+    /* any left over stay for the next pass */
+    memmove(ls->suspects, ls->suspects + n, (ls->n_suspects - n) * sizeof(ls->suspects[0]));
+    ls->n_suspects -= n;
+    return n;
+}

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * leases_cas.c - Lease compare-and-swap in rounds, one node at a time.
+ *
+ * Updates of one node queue while a round for that node is in flight; the
+ * next round takes every queued update at once (a group commit): GET the
+ * Lease, apply each update's mutate in order on the cache, PUT once (POST
+ * when the Lease does not exist), then tell each update its result. Only
+ * another writer's change (409) sends a round back to GET, after a short
+ * jittered pause, within the updates' retries and deadlines. Started one
+ * GET per update, a burst of binds on one node made this process conflict
+ * with itself: a third of the binds failed (issue 19).
+ *
+ * An update whose mutate fails is taken out of the round and its changes
+ * are undone; one with nothing to write ends with the round's read. The
+ * callbacks run once the round's state is consistent, so one may queue a
+ * new update of the same node (it goes into the next round).
+ */
+#include "leases_int.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+
+struct lease_op {
+    TAILQ_ENTRY(lease_op) link;
+    int64_t deadline_ms;
+    gx_leases_mutate_cb mutate;
+    gx_leases_done_cb done;
+    void *ctx;
+    enum gx_err rc; /* the result, once it has one */
+    char why[300];
+};
+
+TAILQ_HEAD(lease_ops, lease_op);
+
+/* One node's queue: the updates waiting and the round in flight. */
+struct gx_lease_q {
+    struct gx_leases *ls;
+    LIST_ENTRY(gx_lease_q) link;
+    char node[256];
+    char name[GX_LEASE_NAME_MAX + 1];
+    struct lease_ops waiting, round;
+    char rv[64];
+    bool exists;
+    bool missed; /* the watch brought this Lease while the round was in flight */
+    int attempts;
+    struct gx_httpc_xfer *xfer;
+    struct event *retry;
+    struct gx_tenant *orig; /* the Lease's tenants as read */
+    size_t n_orig;
+    struct gx_tenant *wrote; /* what the round writes */
+    size_t n_wrote;
+};
+
+static void q_get(struct gx_lease_q *q);
+static void q_kick(struct gx_lease_q *q);
+
+static struct gx_lease_q *
+q_find(struct gx_leases *ls, const char *node)
+{
+    struct gx_lease_q *q;
+
+    LIST_FOREACH(q, &ls->queues, link)
+    {
+        if (strcmp(q->node, node) == 0) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
+static void
+ops_free(struct lease_ops *ops)
+{
+    struct lease_op *o;
+
+    while ((o = TAILQ_FIRST(ops)) != NULL) {
+        TAILQ_REMOVE(ops, o, link);
+        free(o);
+    }
+}
+
+/* Free @q and its updates without calling back. */
+static void
+q_free(struct gx_lease_q *q)
+{
+    LIST_REMOVE(q, link);
+    gx_kube_cancel(q->ls->kube, q->xfer);
+    if (q->retry != NULL) {
+        event_free(q->retry);
+    }
+    ops_free(&q->waiting);
+    ops_free(&q->round);
+    free(q->orig);
+    free(q->wrote);
+    free(q);
+}
+
+/* Move @o from the round to @out with result @rc. */
+static void
+op_end(struct gx_lease_q *q, struct lease_op *o, struct lease_ops *out, enum gx_err rc,
+       const char *why)
+{
+    TAILQ_REMOVE(&q->round, o, link);
+    o->rc = rc;
+    (void)snprintf(o->why, sizeof(o->why), "%s", why != NULL ? why : "");
+    TAILQ_INSERT_TAIL(out, o, link);
+}
+
+/* Call back every update of @ended and free it; the queues are consistent by now. */
+static void
+ops_report(struct lease_ops *ended)
+{
+    struct lease_op *o;
+
+    while ((o = TAILQ_FIRST(ended)) != NULL) {
+        TAILQ_REMOVE(ended, o, link);
+        o->done(o->ctx, o->rc, o->why);
+        free(o);
+    }
+}
+
+static enum gx_err
+refresh_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    (void)ctx;
+    (void)l;
+    (void)node;
+    (void)why;
+    *write = false;
+    return GX_OK;
+}
+
+static void
+refresh_done(void *ctx, enum gx_err rc, const char *why)
+{
+    (void)ctx;
+    (void)rc;
+    (void)why;
+}
+
+/*
+ * The round ends with @rc for every update still in it. A write the watch
+ * showed meanwhile may be newer than this round's picture: one more round
+ * reads the Lease (an update that writes nothing) unless one is queued.
+ */
+static void
+q_end(struct gx_lease_q *q, enum gx_err rc, const char *why)
+{
+    struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
+    struct gx_leases *ls = q->ls;
+
+    TAILQ_INIT(&ended);
+    while (!TAILQ_EMPTY(&q->round)) {
+        op_end(q, TAILQ_FIRST(&q->round), &ended, rc, why);
+    }
+    q->xfer = NULL;
+    if (q->missed && TAILQ_EMPTY(&q->waiting)) {
+        /* not queued (ENOMEM): the next resync brings the Lease */
+        (void)gx_leases_update(ls, q->node, gx_mono_ms() + (int64_t)ls->cfg->kube_timeout_s * 1000,
+                               refresh_mutate, refresh_done, NULL);
+    }
+    q->missed = false;
+    ops_report(&ended); /* may queue updates of this node: the next round takes them */
+    q_kick(q);
+}
+
+/* The request timeout of the round: the earliest deadline in it, within kube.timeout_s. */
+static long
+q_timeout(const struct gx_lease_q *q)
+{
+    int64_t left = (int64_t)q->ls->cfg->kube_timeout_s * 1000, now = gx_mono_ms();
+    const struct lease_op *o;
+
+    TAILQ_FOREACH(o, &q->round, link)
+    {
+        if (o->deadline_ms - now < left) {
+            left = o->deadline_ms - now;
+        }
+    }
+    return left < 50 ? 50 : (long)left;
+}
+
+static void
+retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    q_get(arg);
+}
+
+/*
+ * Another writer won: read again after a short random pause. Updates out of
+ * time or retries end with the conflict; the rest go on.
+ */
+static void
+q_retry(struct gx_lease_q *q, const char *why)
+{
+    struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
+    struct gx_leases *ls = q->ls;
+    struct timeval tv = {0, 0};
+    bool spent = q->attempts >= ls->cfg->ledger_cas_retries;
+
+    TAILQ_INIT(&ended);
+    for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
+        next = TAILQ_NEXT(o, link);
+        if (spent || gx_mono_ms() + 100 >= o->deadline_ms) {
+            op_end(q, o, &ended, GX_ECONFLICT, why);
+        }
+    }
+    q->xfer = NULL;
+    if (TAILQ_EMPTY(&q->round)) {
+        q_end(q, GX_ECONFLICT, why); /* reports nothing more; starts the next round */
+        ops_report(&ended);
+        return;
+    }
+    tv.tv_usec = (suseconds_t)(gx_rand_next(&ls->rng) % (uint64_t)(5000 * q->attempts + 1));
+    if (q->retry == NULL) {
+        q->retry = evtimer_new(ls->base, retry_cb, q);
+    }
+    if (q->retry == NULL || evtimer_add(q->retry, &tv) != 0) {
+        q_end(q, GX_ENOMEM, "out of memory");
+    }
+    ops_report(&ended);
+}
+
+static void
+put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_lease_q *q = ctx;
+    struct gx_leases *ls = q->ls;
+    char rv[64], msg[300], what[240];
+
+    q->xfer = NULL;
+    if (rc == GX_OK && (status == 200 || status == 201)) {
+        struct gx_tenant *t = NULL;
+        size_t n = 0;
+        if (gx_leases_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
+            gx_leases_cache_set(ls, q->node, q->wrote, q->n_wrote, rv);
+        }
+        free(t);
+        q_end(q, GX_OK, "");
+        return;
+    }
+    /* Not written: the cache goes back to what the Lease held. */
+    gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+    if (rc == GX_OK && status == 409) {
+        ls->st->cas_conflicts++;
+        ls->st->errors[GX_UPERR_CONFLICT]++;
+        q_retry(q, "the ledger lease kept changing (compare-and-swap conflicts)");
+        return;
+    }
+    ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
+    /* a write that timed out or failed with a 5xx may have landed: the Lease tells, not a guess */
+    q->missed = true;
+    gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
+    (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s", what);
+    q_end(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
+}
+
+/*
+ * Apply every update of the round in order on the Lease's tenants (in the
+ * cache). A failed mutate is undone and its update leaves the round; so
+ * does one with nothing to write. Returns the updates that ended.
+ */
+static void
+q_mutate(struct gx_lease_q *q, struct lease_ops *ended)
+{
+    struct gx_leases *ls = q->ls;
+
+    gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+    for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
+        struct gx_why why = {{0}};
+        struct gx_tenant *before = NULL;
+        size_t n_before = 0;
+        bool write = true;
+        enum gx_err rc;
+
+        next = TAILQ_NEXT(o, link);
+        if (gx_leases_cache_copy(ls->ledger, q->node, &before, &n_before) != GX_OK) {
+            op_end(q, o, ended, GX_ENOMEM, "out of memory");
+            continue;
+        }
+        rc = o->mutate(o->ctx, ls->ledger, q->node, &write, &why);
+        if (rc != GX_OK) {
+            gx_leases_cache_set(ls, q->node, before, n_before, q->exists ? q->rv : NULL);
+            op_end(q, o, ended, rc, why.text);
+        } else if (!write) {
+            op_end(q, o, ended, GX_OK, "");
+        }
+        free(before);
+    }
+}
+
+/* Write what the round's updates made of the Lease. */
+static void
+q_write(struct gx_lease_q *q)
+{
+    struct gx_leases *ls = q->ls;
+    struct gx_buf body;
+    char path[512];
+
+    free(q->wrote);
+    if (gx_leases_cache_copy(ls->ledger, q->node, &q->wrote, &q->n_wrote) != GX_OK) {
+        q->wrote = NULL;
+        gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+        q_end(q, GX_ENOMEM, "out of memory");
+        return;
+    }
+    gx_buf_init(&body, GX_LEASE_BODY_CAP);
+    if (gx_leases_encode(q->name, ls->cfg->kube_namespace, q->node, q->exists ? q->rv : NULL,
+                         gx_ledger_node(ls->ledger, q->node), &body) != GX_OK) {
+        gx_buf_release(&body);
+        gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+        q_end(q, GX_ETOOBIG, "the ledger lease would be too large");
+        return;
+    }
+    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s",
+                   ls->cfg->kube_namespace, q->exists ? "/" : "", q->exists ? q->name : "");
+    ls->st->requests++;
+    q->xfer = gx_kube_request(ls->kube, q->exists ? "PUT" : "POST", path, body.data, body.len,
+                              "application/json", q_timeout(q), put_done, q);
+    gx_buf_release(&body);
+    if (q->xfer == NULL) {
+        gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+        q_end(q, GX_ENOMEM, "cannot start the lease write");
+    }
+}
+
+/* The Lease's tenants are read: apply the round, write if anything changed. */
+static void
+q_apply(struct gx_lease_q *q)
+{
+    struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
+
+    TAILQ_INIT(&ended);
+    q_mutate(q, &ended);
+    if (TAILQ_EMPTY(&q->round)) {
+        q_end(q, GX_OK, "");
+    } else {
+        q_write(q);
+    }
+    ops_report(&ended);
+}
+
+static void
+get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_lease_q *q = ctx;
+    struct gx_why why = {{0}};
+    char msg[300], what[240];
+
+    q->xfer = NULL;
+    free(q->orig);
+    q->orig = NULL;
+    q->n_orig = 0;
+    if (rc == GX_OK && status == 404) {
+        q->exists = false;
+        q->rv[0] = '\0';
+        q_apply(q);
+        return;
+    }
+    if (rc != GX_OK || status != 200) {
+        q->ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
+        gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
+        (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s", what);
+        if (rc == GX_OK && status >= 500) {
+            q_retry(q, msg);
+        } else {
+            q_end(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
+        }
+        return;
+    }
+    if (gx_leases_decode_json(q->ls, body, len, q->rv, sizeof(q->rv), &q->orig, &q->n_orig, &why) !=
+        GX_OK) {
+        q->ls->st->errors[GX_UPERR_PARSE]++;
+        (void)snprintf(msg, sizeof(msg), "unreadable ledger lease: %s",
+                       why.text[0] ? why.text : "not JSON");
+        q_end(q, GX_EPARSE, msg);
+        return;
+    }
+    q->exists = true;
+    q_apply(q);
+}
+
+static void
+q_get(struct gx_lease_q *q)
+{
+    char path[512];
+
+    q->attempts++;
+    q->missed = false; /* this read is newer than anything the watch showed so far */
+    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
+                   q->ls->cfg->kube_namespace, q->name);
+    q->ls->st->requests++;
+    q->xfer = gx_kube_request(q->ls->kube, "GET", path, NULL, 0, NULL, q_timeout(q), get_done, q);
+    if (q->xfer == NULL) {
+        q_end(q, GX_ENOMEM, "cannot start the lease read");
+    }
+}
+
+/* Start the next round when none is in flight; free an idle queue. */
+static void
+q_kick(struct gx_lease_q *q)
+{
+    if (!TAILQ_EMPTY(&q->round) || q->xfer != NULL) {
+        return;
+    }
+    if (TAILQ_EMPTY(&q->waiting)) {
+        q_free(q);
+        return;
+    }
+    TAILQ_CONCAT(&q->round, &q->waiting, link);
+    q->attempts = 0;
+    q_get(q);
+}
+
+bool
+gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
+                 gx_leases_mutate_cb mutate, gx_leases_done_cb done, void *ctx)
+{
+    struct gx_lease_q *q;
+    struct lease_op *o;
+
+    if (strlen(node) >= sizeof(q->node)) {
+        return false;
+    }
+    q = q_find(ls, node);
+    if (q == NULL) {
+        q = calloc(1, sizeof(*q));
+        if (q == NULL) {
+            return false;
+        }
+        q->ls = ls;
+        (void)snprintf(q->node, sizeof(q->node), "%s", node);
+        gx_leases_name(node, q->name, sizeof(q->name));
+        TAILQ_INIT(&q->waiting);
+        TAILQ_INIT(&q->round);
+        LIST_INSERT_HEAD(&ls->queues, q, link);
+    }
+    o = calloc(1, sizeof(*o));
+    if (o == NULL) {
+        q_kick(q); /* frees a queue made just now */
+        return false;
+    }
+    o->deadline_ms = deadline_ms;
+    o->mutate = mutate;
+    o->done = done;
+    o->ctx = ctx;
+    TAILQ_INSERT_TAIL(&q->waiting, o, link);
+    q_kick(q);
+    return true;
+}
+
+bool
+gx_leases_busy(struct gx_leases *ls, const char *node)
+{
+    struct gx_lease_q *q = q_find(ls, node);
+
+    if (q == NULL) {
+        return false;
+    }
+    q->missed = true;
+    return true;
+}
+
+void
+gx_leases_cancel_all(struct gx_leases *ls)
+{
+    while (!LIST_EMPTY(&ls->queues)) {
+        q_free(LIST_FIRST(&ls->queues));
+    }
+}
