@@ -15,7 +15,8 @@ GX_SUITE(admit);
 #define NOW INT64_C(1700000000000)
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides below */
     struct gx_snapshot snap;
     struct gx_node nodes[2];
     struct gx_card cards[2][2];
@@ -29,21 +30,13 @@ world_init(struct world *w)
     static const char *const names[2] = {"gpu-a", "gpu-b"};
 
     memset(w, 0, sizeof(*w));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        w->cfg.max_age_s[s] = 60;
-    }
-    w->cfg.max_temperature_c = 85;
-    w->cfg.max_utilization_pct = 90;
+    cr_assert_eq(gx_config_default(&w->defaults), GX_OK);
+    w->cfg = *w->defaults;
+    /* two slots a card fill up in a few binds; binpack on utilization and fit */
     w->cfg.default_slots = 2;
-    w->cfg.oversubscription = 1.0;
-    w->cfg.memory_reserve_mib = 512;
-    w->cfg.util_ceiling_pct = 100;
-    w->cfg.bind_deadline_ms = 4000;
-    w->cfg.reservation_ttl_s = 300;
+    w->cfg.policy = GX_POLICY_BINPACK;
     w->cfg.w_util = w->cfg.w_fit = 20;
-    w->cfg.ann_uuids = "gpu-extender.io/gpu-uuids";
-    w->cfg.ann_index = "gpu-extender.io/gpu-index";
-    w->cfg.ann_slices = "gpu-extender.io/time-slices";
+    w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = 0;
     gx_strmap_init(&w->snap.by_name);
     for (int i = 0; i < 2; i++) {
         struct gx_node *n = &w->nodes[i];
@@ -82,6 +75,7 @@ world_free(struct world *w)
 {
     gx_ledger_free(w->ledger);
     gx_strmap_release(&w->snap.by_name);
+    gx_config_free(w->defaults);
 }
 
 static const struct gx_podreq shared1 = {.kind = GX_REQ_SHARED, .slices = 1, .util_pct = -1};

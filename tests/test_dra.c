@@ -227,7 +227,8 @@ Test(dra, a_deallocated_claim_or_a_removed_slice_frees_the_card)
 /* ---- decisions ---- */
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides below */
     struct gx_snapshot snap;
     struct gx_node node;
     struct gx_card cards[2];
@@ -239,17 +240,8 @@ static void
 world_init(struct world *w)
 {
     memset(w, 0, sizeof(*w));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        w->cfg.max_age_s[s] = 60;
-    }
-    w->cfg.on_stale = GX_STALE_IGNORE;
-    w->cfg.max_temperature_c = 85;
-    w->cfg.max_utilization_pct = 90;
-    w->cfg.default_slots = 4;
-    w->cfg.oversubscription = 1.0;
-    w->cfg.memory_reserve_mib = 512;
-    w->cfg.util_ceiling_pct = 100;
-    w->cfg.default_slices = 1;
+    cr_assert_eq(gx_config_default(&w->defaults), GX_OK);
+    w->cfg = *w->defaults;
     w->cfg.policy = GX_POLICY_BINPACK;
     w->cfg.w_util = w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = w->cfg.w_fit = 20;
     for (int i = 0; i < 2; i++) {
@@ -289,6 +281,7 @@ world_free(struct world *w)
 {
     gx_ledger_free(w->ledger);
     gx_arena_release(&w->snap.arena);
+    gx_config_free(w->defaults);
 }
 
 static const char *

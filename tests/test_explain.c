@@ -16,7 +16,8 @@ GX_SUITE(explain);
 #define N_NODES 4
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides below */
     struct gx_snapshot snap;
     struct gx_node nodes[N_NODES];
     struct gx_card cards[N_NODES][2];
@@ -54,16 +55,9 @@ world_init(struct world *w)
     struct gx_tenant t;
 
     memset(w, 0, sizeof(*w));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        w->cfg.max_age_s[s] = 60;
-    }
-    w->cfg.max_temperature_c = 85;
-    w->cfg.max_utilization_pct = 90;
-    w->cfg.default_slots = 4;
-    w->cfg.oversubscription = 1.0;
-    w->cfg.memory_reserve_mib = 512;
-    w->cfg.util_ceiling_pct = 100;
-    w->cfg.prefer_cpu_nodes_for_cpu_pods = true;
+    cr_assert_eq(gx_config_default(&w->defaults), GX_OK);
+    w->cfg = *w->defaults;
+    w->cfg.policy = GX_POLICY_BINPACK;
     w->cfg.w_util = w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = w->cfg.w_fit = 20;
     for (int i = 0; i < N_NODES; i++) {
         struct gx_node *n = &w->nodes[i];
@@ -107,6 +101,13 @@ world_init(struct world *w)
     w->ctx.snap = &w->snap;
     w->ctx.ledger = w->ledger;
     w->ctx.now_ms = NOW;
+}
+
+static void
+world_free(struct world *w)
+{
+    gx_ledger_free(w->ledger);
+    gx_config_free(w->defaults);
 }
 
 /* The line of @text starting with @prefix (copied into @line), or false. */
@@ -175,7 +176,7 @@ Test(explain, text_rows_match_score_verdicts)
     /* a card that cannot take work says why */
     cr_assert_not_null(strstr(b.data, "[unusable: hot]"), "%s", b.data);
     gx_buf_release(&b);
-    gx_ledger_free(w.ledger);
+    world_free(&w);
 }
 
 Test(explain, describes_exclusive_and_cpu_requests)
@@ -199,7 +200,7 @@ Test(explain, describes_exclusive_and_cpu_requests)
     cr_assert_not_null(strstr(line, " fit "), "%s", line);
     cr_assert_not_null(strstr(line, " 10 "), "%s", line);
     gx_buf_release(&b);
-    gx_ledger_free(w.ledger);
+    world_free(&w);
 }
 
 Test(explain, json_carries_the_same_verdicts)
@@ -249,7 +250,7 @@ Test(explain, json_carries_the_same_verdicts)
     }
     cJSON_Delete(doc);
     gx_buf_release(&b);
-    gx_ledger_free(w.ledger);
+    world_free(&w);
 }
 
 Test(explain, leaves_buffer_unchanged_when_too_small)
@@ -267,5 +268,5 @@ Test(explain, leaves_buffer_unchanged_when_too_small)
     cr_assert_str_eq(b.data, "keep");
     cr_assert_eq(b.len, 4);
     gx_buf_release(&b);
-    gx_ledger_free(w.ledger);
+    world_free(&w);
 }

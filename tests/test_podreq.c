@@ -10,27 +10,20 @@
 GX_SUITE(podreq);
 
 static struct gx_arena arena;
-static struct gx_config cfg;
+static struct gx_config *cfg; /* the shipped defaults; a test overrides what it tests */
 
 static void
 setup(void)
 {
     gx_arena_init(&arena, 0);
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.res_gpu = "nvidia.com/gpu";
-    cfg.res_shared = "nvidia.com/gpu.shared";
-    cfg.res_time_slice = "gpu-extender.io/time-slice";
-    cfg.ann_slices = "gpu-extender.io/time-slices";
-    cfg.ann_memory = "gpu-extender.io/gpu-memory";
-    cfg.ann_milli = "gpu-extender.io/gpu-milli";
-    cfg.ann_util = "gpu-extender.io/gpu-util";
-    cfg.default_slices = 1;
+    cr_assert_eq(gx_config_default(&cfg), GX_OK);
 }
 
 static void
 teardown(void)
 {
     gx_arena_release(&arena);
+    gx_config_free(cfg);
 }
 
 /* Decode a pod written as JSON with single quotes for readability. */
@@ -144,7 +137,7 @@ classify(const char *json_sq)
     struct gx_why why = {{0}};
 
     memset(&r, 0x5a, sizeof(r));
-    cr_assert_eq(gx_podreq_parse(&cfg, &pod, &r, &why), GX_OK, "%s: %s", json_sq, why.text);
+    cr_assert_eq(gx_podreq_parse(cfg, &pod, &r, &why), GX_OK, "%s: %s", json_sq, why.text);
     return r;
 }
 
@@ -157,7 +150,7 @@ reject(const char *json_sq)
     struct gx_podreq r = {.slices = -77};
 
     memset(&why, 0, sizeof(why));
-    cr_assert_eq(gx_podreq_parse(&cfg, &pod, &r, &why), GX_EINVAL, "%s", json_sq);
+    cr_assert_eq(gx_podreq_parse(cfg, &pod, &r, &why), GX_EINVAL, "%s", json_sq);
     cr_assert_eq(r.slices, -77, "output written on error");
     return why.text;
 }
@@ -228,7 +221,7 @@ Test(podreq, deprecated_default_slices_sizes_nothing, .init = setup, .fini = tea
 {
     struct gx_podreq r;
 
-    cfg.default_slices = 5;
+    cfg->default_slices = 5;
     r = classify("{'spec':{'containers':[{'resources':{'limits':{'gpu-extender.io/time-slice':'1'"
                  "}}}]}}");
     cr_assert_eq(r.slices, 1);
@@ -283,7 +276,7 @@ Test(podreq, classifies_gpu_pod_fixture_as_exclusive_one, .init = setup, .fini =
 
     cr_assert_eq(gx_kobj_decode_pod(text, len, 64, &arena, &pod, &why), GX_OK, "%s", why.text);
     free(text);
-    cr_assert_eq(gx_podreq_parse(&cfg, &pod, &r, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(gx_podreq_parse(cfg, &pod, &r, &why), GX_OK, "%s", why.text);
     cr_assert_eq(r.kind, GX_REQ_EXCLUSIVE);
     cr_assert_eq(r.gpus, 1);
 }
@@ -417,7 +410,7 @@ Test(podreq, host_requests_add_overhead_to_the_peak, .init = setup, .fini = tear
     /* init peak 2 CPU beats app 1 + sidecar 0.5; memory app 3Mi + sidecar 4Mi beats 1Mi */
     cr_assert_eq(cpu, 2100, "cpu %lld", (long long)cpu);
     cr_assert_eq(mem, 8 * 1024 * 1024, "mem %lld", (long long)mem);
-    cr_assert_eq(gx_podreq_parse(&cfg, &pod, &r, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(gx_podreq_parse(cfg, &pod, &r, &why), GX_OK, "%s", why.text);
     cr_assert_eq(r.cpu_milli, 2100);
     cr_assert_eq(r.mem_mib, 8);
     /* an overhead that is not a quantity counts as 0, like a bad request */

@@ -17,7 +17,8 @@ GX_SUITE(preempt_wire);
 #define HIGH 1000
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides below */
     struct gx_snapshot snap;
     struct gx_node node;
     struct gx_card cards[2];
@@ -39,18 +40,12 @@ static void
 world_init(void)
 {
     memset(&w, 0, sizeof(w));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        w.cfg.max_age_s[s] = 60;
-    }
-    w.cfg.max_temperature_c = 85;
-    w.cfg.max_utilization_pct = 90;
-    w.cfg.default_slots = 4;
-    w.cfg.oversubscription = 1.0;
-    w.cfg.memory_reserve_mib = 512;
-    w.cfg.util_ceiling_pct = 100;
-    w.cfg.bind_deadline_ms = 4000;
-    w.cfg.reservation_ttl_s = 300;
+    cr_assert_eq(gx_config_default(&w.defaults), GX_OK);
+    w.cfg = *w.defaults;
+    /* binpack on utilization and fit */
+    w.cfg.policy = GX_POLICY_BINPACK;
     w.cfg.w_util = w.cfg.w_fit = 20;
+    w.cfg.w_memory = w.cfg.w_temp = w.cfg.w_labels = 0;
     gx_strmap_init(&w.snap.by_name);
     w.node.name = "gpu-a";
     w.node.product = "NVIDIA-L4";
@@ -86,6 +81,7 @@ world_free(void)
 {
     gx_ledger_free(w.ledger);
     gx_strmap_release(&w.snap.by_name);
+    gx_config_free(w.defaults);
 }
 
 /* A bound shared tenant @uid of @slices on @card, booked @age_s ago, of priority @prio. */

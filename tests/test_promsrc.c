@@ -114,24 +114,23 @@ fake_stop(struct fake *f)
     pthread_mutex_destroy(&f->mu);
 }
 
-static char *node_labels[] = {"Hostname"};
-
-/* The config fields promsrc and dcgm read, built by hand. */
+/*
+ * The shipped @defaults with the fake at @url as Prometheus: one round an
+ * hour (a test polls again when it wants a second), the fake's three
+ * queries and every other signal disabled.
+ */
 static void
-test_cfg(struct gx_config *cfg, char *url)
+test_cfg(struct gx_config *cfg, const struct gx_config *defaults, char *url)
 {
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->node_labels = node_labels;
-    cfg->n_node_labels = 1;
-    cfg->max_json_depth = 64;
+    *cfg = *defaults;
     cfg->prom_url = url;
     cfg->prom_interval_s = 3600;
-    cfg->prom_timeout_s = 5;
-    cfg->prom_max_response_bytes = 1u << 20;
+    for (int s = 0; s < GX_SIG_COUNT; s++) {
+        cfg->prom_queries[s] = "";
+    }
     cfg->prom_queries[GX_SIG_UTIL] = "q_util";
     cfg->prom_queries[GX_SIG_MEM_USED] = "q_mem";
     cfg->prom_queries[GX_SIG_TEMP] = "q_temp";
-    cfg->prom_queries[GX_SIG_POWER] = "";
 }
 
 static void
@@ -167,6 +166,7 @@ card_value(const struct gx_mstore *ms, enum gx_signal sig)
 /* The poller under test, its loop and the fake; one per test (criterion forks each). */
 static struct rig {
     struct fake f;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
     struct gx_config cfg;
     struct gx_metrics *m;
     struct event_base *base;
@@ -190,7 +190,8 @@ rig_init(void)
     cr_assert_not_null(r.ms);
     fake_start(&r.f);
     (void)snprintf(r.url, sizeof(r.url), "http://127.0.0.1:%d", r.f.port);
-    test_cfg(&r.cfg, r.url);
+    cr_assert_eq(gx_config_default(&r.defaults), GX_OK);
+    test_cfg(&r.cfg, r.defaults, r.url);
     r.http = gx_httpc_new(r.base);
     cr_assert_not_null(r.http);
 }
@@ -213,6 +214,7 @@ rig_fini(void)
     gx_mstore_free(r.ms);
     event_base_free(r.base);
     free(r.m);
+    gx_config_free(r.defaults);
 }
 
 /* Requests the fake has seen. */

@@ -18,34 +18,13 @@ GX_SUITE(score);
 #define MAX_CARDS 8
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides of world_init */
     struct gx_node node;
     struct gx_card cards[MAX_CARDS];
     struct gx_ledger *ledger;
     struct gx_decide_ctx ctx;
 };
-
-/* Defaults as documented in config.h. */
-static void
-cfg_init(struct gx_config *c)
-{
-    memset(c, 0, sizeof(*c));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        c->max_age_s[s] = 60;
-    }
-    c->on_stale = GX_STALE_IGNORE;
-    c->max_temperature_c = 85;
-    c->max_utilization_pct = 90;
-    c->default_slots = 4;
-    c->oversubscription = 1.0;
-    c->memory_reserve_mib = 512;
-    c->util_ceiling_pct = 100;
-    c->default_slices = 1;
-    c->reservation_ttl_s = 300;
-    c->policy = GX_POLICY_BINPACK;
-    c->w_util = c->w_memory = c->w_temp = c->w_labels = c->w_fit = 20;
-    c->prefer_cpu_nodes_for_cpu_pods = true;
-}
 
 /* A card with every signal sampled one second ago. */
 static void
@@ -71,7 +50,11 @@ static void
 world_init(struct world *w, const char *name, int n)
 {
     memset(w, 0, sizeof(*w));
-    cfg_init(&w->cfg);
+    cr_assert_eq(gx_config_default(&w->defaults), GX_OK);
+    w->cfg = *w->defaults;
+    /* binpack, the five weights alike: a test switches policy or weights where it says so */
+    w->cfg.policy = GX_POLICY_BINPACK;
+    w->cfg.w_util = w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = w->cfg.w_fit = 20;
     for (int i = 0; i < n; i++) {
         card_set(&w->cards[i], i, 5, 300, 40);
     }
@@ -96,6 +79,7 @@ static void
 world_free(struct world *w)
 {
     gx_ledger_free(w->ledger);
+    gx_config_free(w->defaults);
 }
 
 /* Book @slices slices and @mem MiB on card @card of the world's node for pod @uid. */
@@ -1094,6 +1078,7 @@ Test(score, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     w.ctx.gaps = &gaps;
     r.milli = 300;
 
+    w.cfg.fgd_gap_milli = 0;
     gx_score_node(&w.ctx, &r, &nodes[0], &v);
     cr_assert_eq(v.cards[0], 0, "off: fgd ties (both gaps take the typical pod), binpack decides");
     w.cfg.fgd_gap_milli = 1;

@@ -21,7 +21,8 @@ GX_SUITE(vcache);
 static const char *const NAMES[N_NODES] = {"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"};
 
 struct world {
-    struct gx_config cfg;
+    struct gx_config *defaults; /* gx_config_default(): owns what cfg borrows */
+    struct gx_config cfg;       /* the shipped defaults and the overrides of world_init */
     struct gx_snapshot snap;
     struct gx_node nodes[N_NODES];
     struct gx_card cards[N_NODES][N_CARDS];
@@ -29,26 +30,6 @@ struct world {
     struct gx_vcache *vc;
     struct gx_decide_ctx ctx;
 };
-
-/* Config defaults as documented in config.h. */
-static void
-cfg_init(struct gx_config *c)
-{
-    memset(c, 0, sizeof(*c));
-    for (int s = 0; s < GX_SIG_COUNT; s++) {
-        c->max_age_s[s] = 60;
-    }
-    c->on_stale = GX_STALE_REJECT;
-    c->max_temperature_c = 85;
-    c->max_utilization_pct = 90;
-    c->default_slots = 4;
-    c->oversubscription = 1.0;
-    c->memory_reserve_mib = 512;
-    c->util_ceiling_pct = 100;
-    c->policy = GX_POLICY_BINPACK;
-    c->w_util = c->w_memory = c->w_temp = c->w_labels = c->w_fit = 20;
-    c->hash = 1;
-}
 
 /* Card @i with idle, cool, fresh samples taken at @at. */
 static void
@@ -73,7 +54,13 @@ static void
 world_init(struct world *w)
 {
     memset(w, 0, sizeof(*w));
-    cfg_init(&w->cfg);
+    cr_assert_eq(gx_config_default(&w->defaults), GX_OK);
+    w->cfg = *w->defaults;
+    /* stale samples reject, binpack with the five weights alike; hash as a parsed config has */
+    w->cfg.on_stale = GX_STALE_REJECT;
+    w->cfg.policy = GX_POLICY_BINPACK;
+    w->cfg.w_util = w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = w->cfg.w_fit = 20;
+    w->cfg.hash = 1;
     for (int n = 0; n < N_NODES; n++) {
         struct gx_node *node = &w->nodes[n];
         for (int i = 0; i < N_CARDS; i++) {
@@ -112,6 +99,7 @@ world_free(struct world *w)
     gx_vcache_free(w->vc);
     gx_ledger_free(w->ledger);
     gx_strmap_release(&w->snap.by_name);
+    gx_config_free(w->defaults);
 }
 
 /* The cached answer for @r on node @n, checked against gx_score_node. */
