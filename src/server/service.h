@@ -29,7 +29,7 @@
 #include "ledger.h"
 #include "metrics.h"
 #include "snapshot.h"
-#include "strmap.h"
+#include "store.h"
 
 struct event;
 struct gx_httpc;
@@ -70,8 +70,7 @@ struct gx_sync {
 
 /* reconcile.c: managed pods as the watch shows them. */
 struct gx_recon {
-    struct gx_strmap pods; /* uid -> struct pod_state *, owned */
-    bool synced;           /* the first pod list arrived */
+    struct gx_store pods; /* uid -> struct pod_state *, synced once the first pod list arrived */
     struct event *timer;
 };
 
