@@ -2,7 +2,8 @@
 /*
  * pdb.c - PodDisruptionBudget matching, violation count and store (see
  * pdb.h). Budgets are few (one per protected workload), so the store keeps
- * a plain array of pointers for the count, rebuilt after a change.
+ * a plain array of pointers for the count, rebuilt after a change. The map
+ * itself, its list and its events, is a gx_store.
  */
 #include "pdb.h"
 
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strmap.h"
+#include "store.h"
 
 struct entry {
     struct gx_arena a;
@@ -19,10 +20,10 @@ struct entry {
 };
 
 struct gx_pdbs {
-    struct gx_strmap map; /* key -> struct entry */
+    struct gx_store store; /* "namespace/name" -> struct entry */
     const struct gx_pdb **all;
     size_t n_all;
-    bool dirty, synced;
+    bool dirty;
 };
 
 static bool
@@ -138,8 +139,10 @@ gx_pdb_violations(const struct gx_pdb *const *pdbs, size_t n_pdbs, const struct 
 /* ---- the store ---- */
 
 static void
-entry_free(struct entry *e)
+entry_free(void *v)
 {
+    struct entry *e = v;
+
     if (e != NULL) {
         gx_arena_release(&e->a);
         free(e);
@@ -237,25 +240,13 @@ fail:
     return NULL;
 }
 
-static void
-clear_map(struct gx_strmap *m)
-{
-    size_t pos = 0;
-    struct entry *e;
-
-    while ((e = gx_strmap_next(m, &pos, NULL, NULL)) != NULL) {
-        entry_free(e);
-    }
-    gx_strmap_release(m);
-}
-
 struct gx_pdbs *
 gx_pdbs_new(void)
 {
     struct gx_pdbs *s = calloc(1, sizeof(*s));
 
     if (s != NULL) {
-        gx_strmap_init(&s->map);
+        gx_store_init(&s->store, entry_free);
     }
     return s;
 }
@@ -266,42 +257,38 @@ gx_pdbs_free(struct gx_pdbs *s)
     if (s == NULL) {
         return;
     }
-    clear_map(&s->map);
+    gx_store_release(&s->store);
     free(s->all);
     free(s);
 }
 
-/* Put @e (replacing and freeing an entry of the same key) into @m. */
+/* Put @e into @st, replacing an entry of the same key; on ENOMEM @e is freed. */
 static enum gx_err
-map_put(struct gx_strmap *m, struct entry *e)
+store_put(struct gx_store *st, struct entry *e)
 {
-    struct entry *old = gx_strmap_del(m, e->key, strlen(e->key));
+    enum gx_err rc = gx_store_put(st, e->key, e);
 
-    entry_free(old);
-    if (gx_strmap_put(m, e->key, strlen(e->key), e) != GX_OK) {
+    if (rc != GX_OK) {
         entry_free(e);
-        return GX_ENOMEM;
     }
-    return GX_OK;
+    return rc;
 }
 
 enum gx_err
 gx_pdbs_set(struct gx_pdbs *s, const struct gx_pdb *items, size_t n)
 {
-    struct gx_strmap m;
+    struct gx_store list;
 
-    gx_strmap_init(&m);
+    gx_store_init(&list, entry_free);
     for (size_t i = 0; i < n; i++) {
         struct entry *e = entry_copy(&items[i]);
-        if (e == NULL || map_put(&m, e) != GX_OK) {
-            clear_map(&m);
+        if (e == NULL || store_put(&list, e) != GX_OK) {
+            gx_store_release(&list);
             return GX_ENOMEM;
         }
     }
-    clear_map(&s->map);
-    s->map = m;
+    gx_store_replace(&s->store, &list);
     s->dirty = true;
-    s->synced = true;
     return GX_OK;
 }
 
@@ -315,34 +302,35 @@ gx_pdbs_put(struct gx_pdbs *s, const struct gx_pdb *p, bool deleted)
         char key[600];
         (void)snprintf(key, sizeof(key), "%s/%s", p->namespace ? p->namespace : "",
                        p->name ? p->name : "");
-        entry_free(gx_strmap_del(&s->map, key, strlen(key)));
+        (void)gx_store_del(&s->store, key);
         return GX_OK;
     }
     if ((e = entry_copy(p)) == NULL) {
         return GX_ENOMEM;
     }
-    return map_put(&s->map, e);
+    return store_put(&s->store, e);
 }
 
 void
 gx_pdbs_absent(struct gx_pdbs *s)
 {
-    clear_map(&s->map);
-    gx_strmap_init(&s->map);
+    struct gx_store none;
+
+    gx_store_init(&none, entry_free);
+    gx_store_replace(&s->store, &none);
     s->dirty = true;
-    s->synced = true;
 }
 
 bool
 gx_pdbs_synced(const struct gx_pdbs *s)
 {
-    return s != NULL && s->synced;
+    return s != NULL && gx_store_synced(&s->store);
 }
 
 size_t
 gx_pdbs_count(const struct gx_pdbs *s)
 {
-    return s != NULL ? s->map.count : 0;
+    return s != NULL ? gx_store_count(&s->store) : 0;
 }
 
 enum gx_err
@@ -350,14 +338,14 @@ gx_pdbs_violations(struct gx_pdbs *s, const struct gx_pdb_pod *pods, size_t n, s
 {
     *out = 0;
     if (s->dirty) {
-        size_t pos = 0, k = 0, cap = s->map.count + 1; /* never a zero-size calloc */
+        size_t pos = 0, k = 0, cap = gx_store_count(&s->store) + 1; /* never a zero-size calloc */
         const struct entry *e;
         const struct gx_pdb **all = calloc(cap, sizeof(struct gx_pdb *));
 
         if (all == NULL) {
             return GX_ENOMEM;
         }
-        while ((e = gx_strmap_next(&s->map, &pos, NULL, NULL)) != NULL && k < cap) {
+        while ((e = gx_store_next(&s->store, &pos)) != NULL && k < cap) {
             all[k++] = &e->pdb;
         }
         free(s->all);

@@ -49,7 +49,7 @@ void gx_pdbs_free(struct gx_pdbs *s);
 /** A (re)list: the store becomes @items[0..n) and is synced. GX_ENOMEM keeps the old set. */
 enum gx_err gx_pdbs_set(struct gx_pdbs *s, const struct gx_pdb *items, size_t n) GX_WUR;
 
-/** One watch event: @p added or changed, or removed when @deleted. */
+/** One watch event: @p added or changed, or removed when @deleted. GX_ENOMEM changes nothing. */
 enum gx_err gx_pdbs_put(struct gx_pdbs *s, const struct gx_pdb *p, bool deleted) GX_WUR;
 
 /** Mark the store synced with nothing in it (the API server does not serve or lets us not read

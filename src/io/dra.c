@@ -7,6 +7,7 @@
  * claim's results looked up there. Driver names are DNS subdomains and
  * device names DNS labels, so the first and last '/' of the key cannot be
  * part of them, and a pool name with '/' in it cannot make two keys equal.
+ * The two maps, their lists and their events, are gx_stores.
  */
 #include "dra.h"
 
@@ -15,6 +16,7 @@
 
 #include "kube.h"
 #include "log.h"
+#include "store.h"
 #include "strmap.h"
 
 struct dev {
@@ -37,14 +39,14 @@ struct claim_entry {
 };
 
 struct gx_dra {
-    struct gx_strmap slices; /* name -> struct slice_entry */
-    struct gx_strmap claims; /* namespace/name -> struct claim_entry */
-    struct gx_strmap index;  /* uuid -> claim key; keys and values borrowed from entries */
+    struct gx_store slices; /* name -> struct slice_entry */
+    struct gx_store claims; /* namespace/name -> struct claim_entry */
+    struct gx_strmap index; /* uuid -> claim key; keys and values borrowed from entries */
     bool dirty;
     void (*changed)(void *ctx);
     void *ctx;
     struct gx_kube_watch *w_slices, *w_claims;
-    bool slices_synced, claims_synced, absent;
+    bool absent;
 };
 
 /* "a/b/c" in arena @a; NULL on ENOMEM. */
@@ -67,8 +69,10 @@ join3(struct gx_arena *a, const char *x, const char *y, const char *z)
 }
 
 static void
-slice_free(struct slice_entry *e)
+slice_free(void *v)
 {
+    struct slice_entry *e = v;
+
     if (e != NULL) {
         gx_arena_release(&e->a);
         free(e);
@@ -76,8 +80,10 @@ slice_free(struct slice_entry *e)
 }
 
 static void
-claim_free(struct claim_entry *e)
+claim_free(void *v)
 {
+    struct claim_entry *e = v;
+
     if (e != NULL) {
         gx_arena_release(&e->a);
         free(e);
@@ -162,32 +168,6 @@ fail:
 }
 
 static void
-clear_slices(struct gx_strmap *m)
-{
-    size_t pos = 0, klen;
-    const char *key;
-    struct slice_entry *e;
-
-    while ((e = gx_strmap_next(m, &pos, &key, &klen)) != NULL) {
-        slice_free(e);
-    }
-    gx_strmap_release(m);
-}
-
-static void
-clear_claims(struct gx_strmap *m)
-{
-    size_t pos = 0, klen;
-    const char *key;
-    struct claim_entry *e;
-
-    while ((e = gx_strmap_next(m, &pos, &key, &klen)) != NULL) {
-        claim_free(e);
-    }
-    gx_strmap_release(m);
-}
-
-static void
 touch(struct gx_dra *d)
 {
     d->dirty = true;
@@ -204,8 +184,8 @@ gx_dra_new(void (*changed)(void *ctx), void *ctx)
     if (d == NULL) {
         return NULL;
     }
-    gx_strmap_init(&d->slices);
-    gx_strmap_init(&d->claims);
+    gx_store_init(&d->slices, slice_free);
+    gx_store_init(&d->claims, claim_free);
     gx_strmap_init(&d->index);
     d->changed = changed;
     d->ctx = ctx;
@@ -220,8 +200,8 @@ gx_dra_free(struct gx_dra *d)
     }
     gx_kube_watch_free(d->w_slices);
     gx_kube_watch_free(d->w_claims);
-    clear_slices(&d->slices);
-    clear_claims(&d->claims);
+    gx_store_release(&d->slices);
+    gx_store_release(&d->claims);
     gx_strmap_release(&d->index);
     free(d);
 }
@@ -229,23 +209,20 @@ gx_dra_free(struct gx_dra *d)
 enum gx_err
 gx_dra_put_slice(struct gx_dra *d, const struct gx_rslice *s, bool deleted)
 {
-    const char *name = s->name != NULL ? s->name : "";
-    struct slice_entry *e = NULL, *old;
+    struct slice_entry *e;
 
-    if (!deleted && (e = slice_copy(s)) == NULL) {
-        return GX_ENOMEM;
-    }
-    old = gx_strmap_del(&d->slices, name, strlen(name));
-    if (e != NULL && gx_strmap_put(&d->slices, e->name, strlen(e->name), e) != GX_OK) {
-        slice_free(e);
-        if (old != NULL && gx_strmap_put(&d->slices, old->name, strlen(old->name), old) == GX_OK) {
-            return GX_ENOMEM; /* unchanged */
-        }
-        slice_free(old);
+    if (deleted) {
+        (void)gx_store_del(&d->slices, s->name != NULL ? s->name : "");
         touch(d);
+        return GX_OK;
+    }
+    if ((e = slice_copy(s)) == NULL) {
         return GX_ENOMEM;
     }
-    slice_free(old);
+    if (gx_store_put(&d->slices, e->name, e) != GX_OK) {
+        slice_free(e);
+        return GX_ENOMEM; /* unchanged */
+    }
     touch(d);
     return GX_OK;
 }
@@ -253,28 +230,21 @@ gx_dra_put_slice(struct gx_dra *d, const struct gx_rslice *s, bool deleted)
 enum gx_err
 gx_dra_put_claim(struct gx_dra *d, const struct gx_rclaim *c, bool deleted)
 {
-    struct claim_entry *e = claim_copy(c), *old;
+    struct claim_entry *e = claim_copy(c); /* the key, even to delete */
 
     if (e == NULL) {
         return GX_ENOMEM;
     }
-    old = gx_strmap_del(&d->claims, e->key, strlen(e->key));
     if (deleted) {
+        (void)gx_store_del(&d->claims, e->key);
         claim_free(e);
-        claim_free(old);
         touch(d);
         return GX_OK;
     }
-    if (gx_strmap_put(&d->claims, e->key, strlen(e->key), e) != GX_OK) {
+    if (gx_store_put(&d->claims, e->key, e) != GX_OK) {
         claim_free(e);
-        if (old != NULL && gx_strmap_put(&d->claims, old->key, strlen(old->key), old) == GX_OK) {
-            return GX_ENOMEM;
-        }
-        claim_free(old);
-        touch(d);
-        return GX_ENOMEM;
+        return GX_ENOMEM; /* unchanged */
     }
-    claim_free(old);
     touch(d);
     return GX_OK;
 }
@@ -282,26 +252,18 @@ gx_dra_put_claim(struct gx_dra *d, const struct gx_rclaim *c, bool deleted)
 enum gx_err
 gx_dra_set_slices(struct gx_dra *d, const struct gx_rslice *s, size_t n)
 {
-    struct gx_strmap m;
+    struct gx_store list;
 
-    gx_strmap_init(&m);
+    gx_store_init(&list, slice_free);
     for (size_t i = 0; i < n; i++) {
-        struct slice_entry *e = slice_copy(&s[i]), *old;
-        if (e == NULL) {
-            clear_slices(&m);
-            return GX_ENOMEM;
-        }
-        old = gx_strmap_del(&m, e->name, strlen(e->name));
-        slice_free(old);
-        if (gx_strmap_put(&m, e->name, strlen(e->name), e) != GX_OK) {
+        struct slice_entry *e = slice_copy(&s[i]);
+        if (e == NULL || gx_store_put(&list, e->name, e) != GX_OK) {
             slice_free(e);
-            clear_slices(&m);
+            gx_store_release(&list);
             return GX_ENOMEM;
         }
     }
-    clear_slices(&d->slices);
-    d->slices = m;
-    d->slices_synced = true;
+    gx_store_replace(&d->slices, &list);
     touch(d);
     return GX_OK;
 }
@@ -309,26 +271,18 @@ gx_dra_set_slices(struct gx_dra *d, const struct gx_rslice *s, size_t n)
 enum gx_err
 gx_dra_set_claims(struct gx_dra *d, const struct gx_rclaim *c, size_t n)
 {
-    struct gx_strmap m;
+    struct gx_store list;
 
-    gx_strmap_init(&m);
+    gx_store_init(&list, claim_free);
     for (size_t i = 0; i < n; i++) {
-        struct claim_entry *e = claim_copy(&c[i]), *old;
-        if (e == NULL) {
-            clear_claims(&m);
-            return GX_ENOMEM;
-        }
-        old = gx_strmap_del(&m, e->key, strlen(e->key));
-        claim_free(old);
-        if (gx_strmap_put(&m, e->key, strlen(e->key), e) != GX_OK) {
+        struct claim_entry *e = claim_copy(&c[i]);
+        if (e == NULL || gx_store_put(&list, e->key, e) != GX_OK) {
             claim_free(e);
-            clear_claims(&m);
+            gx_store_release(&list);
             return GX_ENOMEM;
         }
     }
-    clear_claims(&d->claims);
-    d->claims = m;
-    d->claims_synced = true;
+    gx_store_replace(&d->claims, &list);
     touch(d);
     return GX_OK;
 }
@@ -343,16 +297,15 @@ static void
 reindex(struct gx_dra *d)
 {
     struct gx_strmap devs;
-    size_t pos = 0, klen;
-    const char *key;
-    struct slice_entry *s;
-    struct claim_entry *c;
+    size_t pos = 0;
+    const struct slice_entry *s;
+    const struct claim_entry *c;
     bool ok = true;
 
     gx_strmap_release(&d->index);
     gx_strmap_init(&d->index);
     gx_strmap_init(&devs);
-    while ((s = gx_strmap_next(&d->slices, &pos, &key, &klen)) != NULL) {
+    while ((s = gx_store_next(&d->slices, &pos)) != NULL) {
         for (size_t i = 0; i < s->n_devs; i++) {
             ok = gx_strmap_put(&devs, s->devs[i].key, strlen(s->devs[i].key),
                                (void *)s->devs[i].uuid) == GX_OK &&
@@ -360,7 +313,7 @@ reindex(struct gx_dra *d)
         }
     }
     pos = 0;
-    while ((c = gx_strmap_next(&d->claims, &pos, &key, &klen)) != NULL) {
+    while ((c = gx_store_next(&d->claims, &pos)) != NULL) {
         for (size_t i = 0; i < c->n_devs; i++) {
             const char *uuid = gx_strmap_get(&devs, c->devs[i], strlen(c->devs[i]));
             if (uuid != NULL && gx_strmap_get(&d->index, uuid, strlen(uuid)) == NULL) {
@@ -402,7 +355,7 @@ gx_dra_claimed_devices(struct gx_dra *d)
 bool
 gx_dra_synced(const struct gx_dra *d)
 {
-    return d->absent || (d->slices_synced && d->claims_synced);
+    return d->absent || (gx_store_synced(&d->slices) && gx_store_synced(&d->claims));
 }
 
 /* ---- the watches ---- */

@@ -10,8 +10,9 @@
  * shared by several pods, still holds its card once.
  *
  * The store is pure; gx_dra_watch starts the two watches through kube
- * (list+watch with kube.c's rules). Servers without the DRA API answer 404:
- * logged once, the store stays empty and every card stays usable.
+ * (list+watch with kube_reflector.c's rules). Servers without the DRA API
+ * answer 404: logged once, the store stays empty and every card stays
+ * usable.
  * Loop thread only.
  */
 #ifndef GX_DRA_H

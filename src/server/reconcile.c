@@ -2,6 +2,7 @@
 /*
  * reconcile.c - managed-pod view and ledger reconcile (see reconcile.h).
  * The timer is re-armed at the end of its callback, so passes never overlap.
+ * The pods by uid, their list and their events, are a gx_store.
  */
 #include "reconcile.h"
 
@@ -26,8 +27,10 @@ struct pod_state {
 };
 
 static void
-pod_state_free(struct pod_state *ps)
+pod_state_free(void *v)
 {
+    struct pod_state *ps = v;
+
     if (ps != NULL) {
         gx_arena_release(&ps->meta);
         free(ps);
@@ -69,8 +72,9 @@ pod_state_meta(struct pod_state *ps, const struct gx_pod *pod)
     ps->pdb = m;
 }
 
+/* Add @pod to @pods or update its state in place; on ENOMEM the pod is not seen. */
 static void
-pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
+pod_state_put(struct gx_store *pods, const struct gx_pod *pod)
 {
     struct pod_state *ps;
     size_t len = strlen(pod->uid);
@@ -78,7 +82,7 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
     if (len == 0 || len >= GX_UID_MAX) {
         return;
     }
-    ps = gx_strmap_get(&rc->pods, pod->uid, len);
+    ps = gx_store_get(pods, pod->uid);
     if (ps == NULL) {
         ps = calloc(1, sizeof(*ps));
         if (ps == NULL) {
@@ -86,7 +90,7 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
         }
         memcpy(ps->uid, pod->uid, len + 1);
         gx_arena_init(&ps->meta, 64);
-        if (gx_strmap_put(&rc->pods, ps->uid, len, ps) != GX_OK) {
+        if (gx_store_put(pods, ps->uid, ps) != GX_OK) {
             pod_state_free(ps);
             return;
         }
@@ -101,7 +105,7 @@ pod_state_put(struct gx_recon *rc, const struct gx_pod *pod)
 bool
 gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, int32_t *prio)
 {
-    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+    const struct pod_state *ps = gx_store_get(&app->recon.pods, uid);
 
     if (ps == NULL || !ps->has_priority || ps->finished || strcmp(ps->node, node) != 0) {
         return false;
@@ -113,21 +117,9 @@ gx_recon_priority(const struct gx_app *app, const char *uid, const char *node, i
 const struct gx_pdb_pod *
 gx_recon_pdb_pod(const struct gx_app *app, const char *uid)
 {
-    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, uid, strlen(uid));
+    const struct pod_state *ps = gx_store_get(&app->recon.pods, uid);
 
     return ps != NULL && ps->pdb.name != NULL ? &ps->pdb : NULL;
-}
-
-static void
-pod_states_clear(struct gx_recon *rc)
-{
-    size_t pos = 0;
-    void *v;
-
-    while ((v = gx_strmap_next(&rc->pods, &pos, NULL, NULL)) != NULL) {
-        pod_state_free(v);
-    }
-    gx_strmap_release(&rc->pods);
 }
 
 /* A pod that is gone or finished frees what it holds now, not on the next pass. */
@@ -148,10 +140,10 @@ gx_recon_pod_event(void *ctx, enum gx_watch_type type, const struct gx_pod *pod)
     struct gx_app *app = ctx;
 
     if (type == GX_WATCH_DELETED) {
-        pod_state_free(gx_strmap_del(&app->recon.pods, pod->uid, strlen(pod->uid)));
+        (void)gx_store_del(&app->recon.pods, pod->uid);
         release_now(app, pod->uid);
     } else if (type == GX_WATCH_ADDED || type == GX_WATCH_MODIFIED) {
-        pod_state_put(&app->recon, pod);
+        pod_state_put(&app->recon.pods, pod);
         if (gx_pod_finished(pod)) {
             release_now(app, pod->uid);
         }
@@ -162,21 +154,22 @@ void
 gx_recon_pods_listed(void *ctx, const struct gx_pod *pods, size_t n)
 {
     struct gx_app *app = ctx;
+    struct gx_store list;
 
-    pod_states_clear(&app->recon);
+    gx_store_init(&list, pod_state_free);
     for (size_t i = 0; i < n; i++) {
-        pod_state_put(&app->recon, &pods[i]);
+        pod_state_put(&list, &pods[i]);
     }
-    if (!app->recon.synced) {
+    if (!gx_store_synced(&app->recon.pods)) {
         gx_info("managed pods synced", "pods=%zu", n);
     }
-    app->recon.synced = true;
+    gx_store_replace(&app->recon.pods, &list);
 }
 
 bool
 gx_recon_synced(const struct gx_app *app)
 {
-    return app->recon.synced;
+    return gx_store_synced(&app->recon.pods);
 }
 
 /*
@@ -306,7 +299,7 @@ read_start(struct gx_app *app, const char *node, const struct gx_tenant *t)
 static enum gx_admit_fix
 fix_of(const struct gx_app *app, const char *node, const struct gx_tenant *t, int64_t now)
 {
-    const struct pod_state *ps = gx_strmap_get(&app->recon.pods, t->uid, strlen(t->uid));
+    const struct pod_state *ps = gx_store_get(&app->recon.pods, t->uid);
     struct gx_admit_seen seen = {.node = ""};
 
     if (ps != NULL) {
@@ -391,7 +384,7 @@ reconcile_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (s != NULL && app->recon.synced && gx_leases_synced(app->leases)) {
+    if (s != NULL && gx_store_synced(&app->recon.pods) && gx_leases_synced(app->leases)) {
         s->app = app;
         s->now = gx_wall_ms();
         gx_ledger_each(app->ledger, scan_node, s);
@@ -412,7 +405,7 @@ gx_recon_start(struct gx_app *app)
 {
     struct timeval tv = {app->cfg->ledger_reconcile_s, 0};
 
-    gx_strmap_init(&app->recon.pods);
+    gx_store_init(&app->recon.pods, pod_state_free);
     LIST_INIT(&app->recon.reads);
     app->recon.timer = evtimer_new(app->base, reconcile_cb, app);
     if (app->recon.timer == NULL) {
@@ -443,5 +436,5 @@ gx_recon_stop(struct gx_app *app)
     while (!LIST_EMPTY(&app->recon.reads)) {
         read_free(LIST_FIRST(&app->recon.reads));
     }
-    pod_states_clear(&app->recon);
+    gx_store_release(&app->recon.pods);
 }

@@ -29,7 +29,7 @@
 #include "ledger.h"
 #include "metrics.h"
 #include "snapshot.h"
-#include "strmap.h"
+#include "store.h"
 
 struct event;
 struct gx_httpc;
@@ -72,8 +72,7 @@ struct gx_sync {
 struct gx_recon_read;
 
 struct gx_recon {
-    struct gx_strmap pods; /* uid -> struct pod_state *, owned */
-    bool synced;           /* the first pod list arrived */
+    struct gx_store pods; /* uid -> struct pod_state *, synced once the first pod list arrived */
     struct event *timer;
     LIST_HEAD(gx_recon_reads, gx_recon_read) reads; /* pods read to confirm a verdict */
     size_t n_reads;
