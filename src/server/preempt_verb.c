@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * preempt_verb.c - the preempt verb and the holds (see preempt_verb.h).
- * The victim choice itself is preempt.c's (pure); this file decodes,
- * looks priorities up, builds the answer and keeps the holds.
+ * preempt_verb.c - the preempt verb (see preempt_verb.h). The victim
+ * choice itself is preempt.c's (pure); this file decodes, looks
+ * priorities up, builds the answer and records a hold for every node
+ * answered with victims of ours (preempt_holds.c).
  *
  * The answer per candidate node, as kube-scheduler v1.37.2 uses it
  * (pkg/scheduler/framework/preemption/preemption.go callExtenders and
@@ -20,240 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit.h"
 #include "extender.h"
 #include "log.h"
 #include "pdb.h"
 #include "preempt.h"
+#include "preempt_holds.h"
 #include "quota.h"
 #include "reconcile.h"
 #include "reply.h"
 #include "sync.h"
-
-#define HOLDS_MAX 128
-#define HOLD_VICTIMS 16
-
-/* A share held for a preemptor on one node. */
-struct hold {
-    bool used, active;
-    char uid[GX_UID_MAX];
-    char ns[256], name[256];
-    struct gx_podreq req;
-    char node[256];
-    char victims[HOLD_VICTIMS][GX_UID_MAX];
-    size_t n_victims;
-    int64_t expires_ms; /* monotonic */
-    uint64_t seq;       /* order of the answers */
-};
-
-struct gx_holds {
-    struct hold h[HOLDS_MAX];
-    size_t n_active;
-    uint64_t seq;
-};
-
-void
-gx_preempt_holds_free(struct gx_app *app)
-{
-    free(app->holds);
-    app->holds = NULL;
-}
-
-static void
-hold_clear(struct gx_holds *hs, struct hold *h)
-{
-    if (h->active && hs->n_active > 0) {
-        hs->n_active--;
-    }
-    memset(h, 0, sizeof(*h));
-}
-
-/* Record a hold for @pod on @node with the victims @c chose (replacing an older one). */
-static void
-hold_put(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *req,
-         const char *node, const struct gx_preempt_choice *c)
-{
-    struct gx_holds *hs = app->holds;
-    struct hold *slot = NULL, *oldest = NULL;
-    int64_t now = gx_mono_ms();
-
-    if (hs == NULL && (hs = app->holds = calloc(1, sizeof(*hs))) == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (h->used && h->expires_ms < now) {
-            hold_clear(hs, h);
-        }
-        if (h->used && strcmp(h->uid, pod->uid) == 0 && strcmp(h->node, node) == 0) {
-            slot = h;
-            break;
-        }
-        if (!h->used && slot == NULL) {
-            slot = h;
-        }
-        if (h->used && !h->active && (oldest == NULL || h->expires_ms < oldest->expires_ms)) {
-            oldest = h;
-        }
-    }
-    if (slot == NULL) {
-        slot = oldest;
-    }
-    if (slot == NULL) {
-        char qn[300], qp[700];
-        gx_warn("preempt holds full, not holding the freed share", "node=%s pod=%s",
-                gx_log_quote(qn, sizeof(qn), node),
-                gx_log_quote_pod(qp, sizeof(qp), pod->namespace, pod->name));
-        return;
-    }
-    hold_clear(hs, slot);
-    slot->used = true;
-    (void)snprintf(slot->uid, sizeof(slot->uid), "%s", pod->uid);
-    (void)snprintf(slot->ns, sizeof(slot->ns), "%s", pod->namespace);
-    (void)snprintf(slot->name, sizeof(slot->name), "%s", pod->name);
-    (void)snprintf(slot->node, sizeof(slot->node), "%s", node);
-    slot->req = *req;
-    for (size_t i = 0; i < c->n_victims && slot->n_victims < HOLD_VICTIMS; i++) {
-        memcpy(slot->victims[slot->n_victims++], c->victims[i], GX_UID_MAX);
-    }
-    slot->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
-    slot->seq = ++hs->seq;
-}
-
-static bool
-names_victim(const struct hold *h, const char *uid)
-{
-    for (size_t k = 0; k < h->n_victims; k++) {
-        if (strcmp(h->victims[k], uid) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The hold of the latest answer naming victim @uid (active or not), or NULL. */
-static struct hold *
-hold_of_victim(struct gx_holds *hs, const char *uid)
-{
-    struct hold *best = NULL;
-
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (h->used && (best == NULL || h->seq > best->seq) && names_victim(h, uid)) {
-            best = h;
-        }
-    }
-    return best;
-}
-
-void
-gx_preempt_pod_event(struct gx_app *app, const struct gx_pod *pod, bool gone)
-{
-    struct gx_holds *hs = app->holds;
-    int64_t now = gx_mono_ms();
-    char qn[300], qp[700];
-    struct hold *h;
-
-    for (size_t i = 0; hs != NULL && i < HOLDS_MAX; i++) {
-        h = &hs->h[i];
-        if (h->used && strcmp(h->uid, pod->uid) == 0 && (gone || pod->node_name != NULL)) {
-            hold_clear(hs, h); /* the preemptor is bound (its own booking holds) or gone */
-        }
-    }
-    /*
-     * The scheduler evicts for the preemptor it asked about last: only the
-     * latest answer naming this victim is held, so an older answer (a
-     * preemptor deleted while pending, whose deletion the managed-pod watch
-     * never shows) cannot hold the share against it.
-     */
-    if (hs != NULL && pod->preempted && (h = hold_of_victim(hs, pod->uid)) != NULL && !h->active) {
-        h->active = true;
-        hs->n_active++;
-        h->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
-        app->metrics.preempt_holds_activated++;
-        gx_info("preemption carried out, holding the freed GPU share for the preemptor",
-                "node=%s pod=%s ttl_s=%d", gx_log_quote(qn, sizeof(qn), h->node),
-                gx_log_quote_pod(qp, sizeof(qp), h->ns, h->name), app->cfg->reservation_ttl_s);
-        /*
-         * The scheduler chose this node: the preemptor's other candidates are
-         * moot, and so are older answers naming this victim (it goes once).
-         */
-        for (size_t j = 0; j < HOLDS_MAX; j++) {
-            struct hold *o = &hs->h[j];
-            if (o != h && o->used && !o->active &&
-                (strcmp(o->uid, h->uid) == 0 || names_victim(o, pod->uid))) {
-                hold_clear(hs, o);
-            }
-        }
-    }
-}
-
-bool
-gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
-                        const struct gx_pod *pod, const struct gx_podreq *req,
-                        const char *node_name, struct gx_vshort *v)
-{
-    struct gx_holds *hs = app->holds;
-    struct hold *apply[HOLDS_MAX];
-    size_t n = 0;
-    int64_t now;
-    struct gx_ledger *scratch;
-    const struct gx_ledger_node *e;
-    struct gx_decide_ctx here;
-    struct gx_verdict held, plain;
-
-    const struct gx_node *node;
-
-    if (hs == NULL || hs->n_active == 0 ||
-        (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL) {
-        return false;
-    }
-    now = gx_mono_ms(); /* only with holds: filter calls this for every node */
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (!h->used || !h->active || strcmp(h->node, node->name) != 0) {
-            continue;
-        }
-        if (h->expires_ms < now || gx_ledger_find_pod(ctx->ledger, h->uid) != NULL) {
-            hold_clear(hs, h); /* expired, or the preemptor's own bind booked it */
-            continue;
-        }
-        if (strcmp(h->uid, pod->uid) != 0) {
-            apply[n++] = h;
-        }
-    }
-    if (n == 0 || (scratch = gx_ledger_new()) == NULL) {
-        return false;
-    }
-    e = gx_ledger_node(ctx->ledger, node->name);
-    if (gx_ledger_set_node(scratch, node->name, e != NULL ? e->tenants : NULL,
-                           e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
-        gx_ledger_free(scratch);
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct gx_admit_pod ap = {apply[i]->uid, apply[i]->ns, apply[i]->name, &apply[i]->req};
-        struct gx_admit_plan plan;
-        struct gx_why why = {{0}};
-        /* no room left: the victims still hold it, which holds it just as well */
-        if (gx_admit_reserve(ctx, scratch, node->name, &ap, &plan, &why) != GX_OK) {
-            continue;
-        }
-    }
-    here = gx_decide_ctx_on(ctx, scratch);
-    gx_score_node(&here, req, node, &held);
-    gx_ledger_free(scratch);
-    if (!held.keep) {
-        gx_score_node(ctx, req, node, &plain);
-        if (plain.keep) {
-            app->metrics.preempt_hold_rejections++;
-        }
-    }
-    v->keep = held.keep;
-    v->reason = held.keep ? GX_REASON_NONE : held.reason;
-    v->score = held.keep ? held.score : 0;
-    return true;
-}
 
 /* What the priority lookup of one node sees. */
 struct prio_src {
@@ -523,7 +299,7 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
         ans[n_ans].pdb = c->pdb;
         n_ans++;
         if (!c->unchanged && c->n_victims > 0) {
-            hold_put(app, &args.pod, &req, nv->node, c);
+            gx_preempt_hold_put(app, &args.pod, &req, nv->node, c);
         }
     }
     gx_buf_init(&out, (size_t)64 << 20);
