@@ -18,6 +18,7 @@
 #include "podsum.h"
 #include "quota.h"
 #include "vcache.h"
+#include "preempt_explain.h"
 #include "preempt_holds.h"
 #include "preempt_verb.h"
 #include "ready.h"
