@@ -18,7 +18,7 @@
 #include "extender.h"
 #include "log.h"
 #include "vcache.h"
-#include "preempt_verb.h"
+#include "preempt_holds.h"
 #include "reconcile.h"
 #include "routes.h"
 #include "seen.h"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * preempt_verb.c - the preempt verb and the holds (see preempt_verb.h).
- * The victim choice itself is preempt.c's (pure); this file decodes,
- * looks priorities up, builds the answer and keeps the holds.
+ * preempt_verb.c - the preempt verb (see preempt_verb.h): decodes the
+ * call, has the victims chosen per candidate node (preempt_choice.c over
+ * preempt.c's pure choice), builds and logs the answer, and records a hold
+ * for every node answered with victims of ours (preempt_holds.c).
  *
  * The answer per candidate node, as kube-scheduler v1.37.2 uses it
  * (pkg/scheduler/framework/preemption/preemption.go callExtenders and
@@ -20,305 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit.h"
 #include "extender.h"
 #include "log.h"
-#include "pdb.h"
-#include "preempt.h"
-#include "quota.h"
-#include "reconcile.h"
+#include "preempt_choice.h"
+#include "preempt_holds.h"
 #include "reply.h"
 #include "sync.h"
-
-#define HOLDS_MAX 128
-#define HOLD_VICTIMS 16
-
-/* A share held for a preemptor on one node. */
-struct hold {
-    bool used, active;
-    char uid[GX_UID_MAX];
-    char ns[256], name[256];
-    struct gx_podreq req;
-    char node[256];
-    char victims[HOLD_VICTIMS][GX_UID_MAX];
-    size_t n_victims;
-    int64_t expires_ms; /* monotonic */
-    uint64_t seq;       /* order of the answers */
-};
-
-struct gx_holds {
-    struct hold h[HOLDS_MAX];
-    size_t n_active;
-    uint64_t seq;
-};
-
-void
-gx_preempt_holds_free(struct gx_app *app)
-{
-    free(app->holds);
-    app->holds = NULL;
-}
-
-static void
-hold_clear(struct gx_holds *hs, struct hold *h)
-{
-    if (h->active && hs->n_active > 0) {
-        hs->n_active--;
-    }
-    memset(h, 0, sizeof(*h));
-}
-
-/* Record a hold for @pod on @node with the victims @c chose (replacing an older one). */
-static void
-hold_put(struct gx_app *app, const struct gx_pod *pod, const struct gx_podreq *req,
-         const char *node, const struct gx_preempt_choice *c)
-{
-    struct gx_holds *hs = app->holds;
-    struct hold *slot = NULL, *oldest = NULL;
-    int64_t now = gx_mono_ms();
-
-    if (hs == NULL && (hs = app->holds = calloc(1, sizeof(*hs))) == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (h->used && h->expires_ms < now) {
-            hold_clear(hs, h);
-        }
-        if (h->used && strcmp(h->uid, pod->uid) == 0 && strcmp(h->node, node) == 0) {
-            slot = h;
-            break;
-        }
-        if (!h->used && slot == NULL) {
-            slot = h;
-        }
-        if (h->used && !h->active && (oldest == NULL || h->expires_ms < oldest->expires_ms)) {
-            oldest = h;
-        }
-    }
-    if (slot == NULL) {
-        slot = oldest;
-    }
-    if (slot == NULL) {
-        char qn[300], qp[700];
-        gx_warn("preempt holds full, not holding the freed share", "node=%s pod=%s",
-                gx_log_quote(qn, sizeof(qn), node),
-                gx_log_quote_pod(qp, sizeof(qp), pod->namespace, pod->name));
-        return;
-    }
-    hold_clear(hs, slot);
-    slot->used = true;
-    (void)snprintf(slot->uid, sizeof(slot->uid), "%s", pod->uid);
-    (void)snprintf(slot->ns, sizeof(slot->ns), "%s", pod->namespace);
-    (void)snprintf(slot->name, sizeof(slot->name), "%s", pod->name);
-    (void)snprintf(slot->node, sizeof(slot->node), "%s", node);
-    slot->req = *req;
-    for (size_t i = 0; i < c->n_victims && slot->n_victims < HOLD_VICTIMS; i++) {
-        memcpy(slot->victims[slot->n_victims++], c->victims[i], GX_UID_MAX);
-    }
-    slot->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
-    slot->seq = ++hs->seq;
-}
-
-static bool
-names_victim(const struct hold *h, const char *uid)
-{
-    for (size_t k = 0; k < h->n_victims; k++) {
-        if (strcmp(h->victims[k], uid) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The hold of the latest answer naming victim @uid (active or not), or NULL. */
-static struct hold *
-hold_of_victim(struct gx_holds *hs, const char *uid)
-{
-    struct hold *best = NULL;
-
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (h->used && (best == NULL || h->seq > best->seq) && names_victim(h, uid)) {
-            best = h;
-        }
-    }
-    return best;
-}
-
-void
-gx_preempt_pod_event(struct gx_app *app, const struct gx_pod *pod, bool gone)
-{
-    struct gx_holds *hs = app->holds;
-    int64_t now = gx_mono_ms();
-    char qn[300], qp[700];
-    struct hold *h;
-
-    for (size_t i = 0; hs != NULL && i < HOLDS_MAX; i++) {
-        h = &hs->h[i];
-        if (h->used && strcmp(h->uid, pod->uid) == 0 && (gone || pod->node_name != NULL)) {
-            hold_clear(hs, h); /* the preemptor is bound (its own booking holds) or gone */
-        }
-    }
-    /*
-     * The scheduler evicts for the preemptor it asked about last: only the
-     * latest answer naming this victim is held, so an older answer (a
-     * preemptor deleted while pending, whose deletion the managed-pod watch
-     * never shows) cannot hold the share against it.
-     */
-    if (hs != NULL && pod->preempted && (h = hold_of_victim(hs, pod->uid)) != NULL && !h->active) {
-        h->active = true;
-        hs->n_active++;
-        h->expires_ms = now + (int64_t)app->cfg->reservation_ttl_s * 1000;
-        app->metrics.preempt_holds_activated++;
-        gx_info("preemption carried out, holding the freed GPU share for the preemptor",
-                "node=%s pod=%s ttl_s=%d", gx_log_quote(qn, sizeof(qn), h->node),
-                gx_log_quote_pod(qp, sizeof(qp), h->ns, h->name), app->cfg->reservation_ttl_s);
-        /*
-         * The scheduler chose this node: the preemptor's other candidates are
-         * moot, and so are older answers naming this victim (it goes once).
-         */
-        for (size_t j = 0; j < HOLDS_MAX; j++) {
-            struct hold *o = &hs->h[j];
-            if (o != h && o->used && !o->active &&
-                (strcmp(o->uid, h->uid) == 0 || names_victim(o, pod->uid))) {
-                hold_clear(hs, o);
-            }
-        }
-    }
-}
-
-bool
-gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
-                        const struct gx_pod *pod, const struct gx_podreq *req,
-                        const char *node_name, struct gx_vshort *v)
-{
-    struct gx_holds *hs = app->holds;
-    struct hold *apply[HOLDS_MAX];
-    size_t n = 0;
-    int64_t now;
-    struct gx_ledger *scratch;
-    const struct gx_ledger_node *e;
-    struct gx_decide_ctx here;
-    struct gx_verdict held, plain;
-
-    const struct gx_node *node;
-
-    if (hs == NULL || hs->n_active == 0 ||
-        (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL) {
-        return false;
-    }
-    now = gx_mono_ms(); /* only with holds: filter calls this for every node */
-    for (size_t i = 0; i < HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (!h->used || !h->active || strcmp(h->node, node->name) != 0) {
-            continue;
-        }
-        if (h->expires_ms < now || gx_ledger_find_pod(ctx->ledger, h->uid) != NULL) {
-            hold_clear(hs, h); /* expired, or the preemptor's own bind booked it */
-            continue;
-        }
-        if (strcmp(h->uid, pod->uid) != 0) {
-            apply[n++] = h;
-        }
-    }
-    if (n == 0 || (scratch = gx_ledger_new()) == NULL) {
-        return false;
-    }
-    e = gx_ledger_node(ctx->ledger, node->name);
-    if (gx_ledger_set_node(scratch, node->name, e != NULL ? e->tenants : NULL,
-                           e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
-        gx_ledger_free(scratch);
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct gx_admit_pod ap = {apply[i]->uid, apply[i]->ns, apply[i]->name, &apply[i]->req};
-        struct gx_admit_plan plan;
-        struct gx_why why = {{0}};
-        /* no room left: the victims still hold it, which holds it just as well */
-        if (gx_admit_reserve(ctx, scratch, node->name, &ap, &plan, &why) != GX_OK) {
-            continue;
-        }
-    }
-    here = gx_decide_ctx_on(ctx, scratch);
-    gx_score_node(&here, req, node, &held);
-    gx_ledger_free(scratch);
-    if (!held.keep) {
-        gx_score_node(ctx, req, node, &plain);
-        if (plain.keep) {
-            app->metrics.preempt_hold_rejections++;
-        }
-    }
-    v->keep = held.keep;
-    v->reason = held.keep ? GX_REASON_NONE : held.reason;
-    v->score = held.keep ? held.score : 0;
-    return true;
-}
-
-/* What the priority lookup of one node sees. */
-struct prio_src {
-    const struct gx_app *app;
-    const char *node;
-    const struct gx_ext_node_victims *nv; /* full Pods carry their priority */
-};
-
-static bool
-prio_of(void *arg, const char *uid, int32_t *prio)
-{
-    const struct prio_src *s = arg;
-
-    for (size_t i = 0; s->nv != NULL && i < s->nv->n_pods; i++) {
-        const struct gx_ext_victim *p = &s->nv->pods[i];
-        if (p->has_priority && strcmp(p->uid, uid) == 0) {
-            *prio = p->priority;
-            return true;
-        }
-    }
-    /*
-     * Only pods the watch shows bound here and running: a tenant whose pod
-     * is gone, elsewhere or still being bound is not a pod the scheduler has
-     * on this node, and naming it would fail the whole preemption.
-     */
-    return gx_recon_priority(s->app, uid, s->node, prio);
-}
-
-/*
- * PodDisruptionBudget violations of evicting @uids (pdb.h), from the
- * watched budgets and the pods' labels the pod watch keeps. A pod we have
- * no labels of matches no budget. Out of memory counts every pod, so a
- * set is never chosen for looking cheap.
- */
-static int64_t
-pdb_count(void *arg, const char *const *uids, size_t n)
-{
-    const struct prio_src *s = arg;
-    struct gx_pdb_pod *pods = n > 0 ? calloc(n, sizeof(*pods)) : NULL;
-    size_t k = 0, out = 0;
-    enum gx_err rc;
-
-    if (n == 0) {
-        return 0;
-    }
-    if (pods == NULL) {
-        return (int64_t)n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gx_pdb_pod *p = gx_recon_pdb_pod(s->app, uids[i]);
-        if (p != NULL) {
-            pods[k++] = *p;
-        }
-    }
-    rc = gx_pdbs_violations(s->app->sync.pdbs, pods, k, &out);
-    free(pods);
-    return rc == GX_OK ? (int64_t)out : (int64_t)n;
-}
-
-/* The budget count when the budgets are known (their watch listed), else none. */
-static gx_preempt_pdb_fn
-pdb_counter(const struct gx_app *app)
-{
-    return gx_pdbs_synced(app->sync.pdbs) ? pdb_count : NULL;
-}
 
 /* True when @uid holds a tenant in ledger entry @e. */
 static bool
@@ -330,49 +38,6 @@ is_tenant(const struct gx_ledger_node *e, const char *uid)
         }
     }
     return false;
-}
-
-/*
- * The namespace quota (quota.h, applied by filter after the verdict) once
- * the victims of @c are gone: only victims of the preemptor's own namespace
- * give quota back. A node where it would still refuse the preemptor is
- * dropped, so nobody is evicted for nothing. Cannot fail.
- */
-static void
-apply_quota(const struct gx_decide_ctx *ctx, const struct gx_pod *pod, const struct gx_podreq *req,
-            const struct gx_node *node, struct gx_preempt_choice *c)
-{
-    const struct gx_ledger_node *e;
-    struct gx_quota_check q;
-
-    if (!c->keep || node == NULL) {
-        return;
-    }
-    gx_quota_check_begin(ctx, pod->namespace, pod->uid, req, &q);
-    if (!q.on) {
-        return;
-    }
-    e = gx_ledger_node(ctx->ledger, node->name);
-    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
-        const struct gx_tenant *t = &e->tenants[i];
-        char ns[256];
-        bool victim = false;
-
-        for (size_t k = 0; k < c->n_victims && !victim && !c->unchanged; k++) {
-            victim = strcmp(c->victims[k], t->uid) == 0;
-        }
-        gx_quota_tenant_ns(t, ns, sizeof(ns));
-        if (victim && strcmp(ns, pod->namespace) == 0) {
-            q.have.milli -= gx_quota_tenant_milli(ctx->cfg, ctx->snap, node->name, t);
-            q.have.memory_mib -= t->memory_mib;
-            q.have.tenants--;
-        }
-    }
-    if (!gx_quota_check_node(&q, ctx, req, node)) {
-        c->keep = false;
-        c->drop = GX_PDROP_QUOTA;
-        c->reason = GX_REASON_QUOTA;
-    }
 }
 
 /*
@@ -470,18 +135,14 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
         const struct gx_ext_node_victims *nv = &args.nodes[i];
         const struct gx_node *node = gx_snapshot_find(app->sync.snap, nv->node, strlen(nv->node));
         const char **sched = gx_arena_alloc(&args.arena, (nv->n_pods + 1) * sizeof(*sched));
-        struct prio_src ps = {app, nv->node, args.meta ? NULL : nv};
         struct gx_preempt_input in = {
             .ctx = &ctx,
             .req = &req,
             .priority = args.pod.has_priority ? args.pod.priority : 0,
             .node = node,
-            .priority_of = prio_of,
-            .arg = &ps,
             .sched = sched,
             .n_sched = nv->n_pods,
             .sched_pdb = nv->pdb,
-            .pdb_count = pdb_counter(app),
         };
         const char **uids = NULL;
         size_t n_uids = 0;
@@ -497,11 +158,11 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
         if (bad) {
             c->drop = GX_PDROP_BAD_REQUEST;
             c->reason = GX_REASON_BAD_REQUEST;
-        } else if (gx_preempt_choose(&in, c) != GX_OK) {
+        } else if (gx_preempt_choice_on(app, &args.pod, nv->node, args.meta ? NULL : nv, &in, c) !=
+                   GX_OK) {
             gx_reply_error(&app->metrics, r, GX_VERB_PREEMPT, 500, "out of memory");
             goto out;
         }
-        apply_quota(&ctx, &args.pod, &req, node, c);
         if (c->keep) {
             uids = answer_uids(&args.arena, gx_ledger_node(ctx.ledger, nv->node), nv, c, &n_uids);
             /* nothing to evict (or no memory to say it): v1.37.2 refuses a node with no victim */
@@ -523,7 +184,7 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
         ans[n_ans].pdb = c->pdb;
         n_ans++;
         if (!c->unchanged && c->n_victims > 0) {
-            hold_put(app, &args.pod, &req, nv->node, c);
+            gx_preempt_hold_put(app, &args.pod, &req, nv->node, c);
         }
     }
     gx_buf_init(&out, (size_t)64 << 20);
@@ -538,161 +199,4 @@ out:
     free(c);
     free(ans);
     gx_ext_preempt_args_release(&args);
-}
-
-/* The "namespace/name" of tenant @uid in entry @e, or @uid. */
-static const char *
-tenant_name(const struct gx_ledger_node *e, const char *uid)
-{
-    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
-        if (strcmp(e->tenants[i].uid, uid) == 0 && e->tenants[i].pod[0] != '\0') {
-            return e->tenants[i].pod;
-        }
-    }
-    return uid;
-}
-
-/* One node of the explanation, text or JSON. */
-static enum gx_err
-explain_node(struct gx_buf *out, bool json, bool first, const struct gx_node *n,
-             const struct gx_ledger_node *e, const struct gx_preempt_choice *c, bool fits)
-{
-    const char *state = fits ? "fits" : c->keep ? "evict" : "none";
-    enum gx_err rc;
-
-    if (!json) {
-        rc = gx_buf_addf(out, "%-24s %-44s ", n->name, fits ? "-" : gx_reason_text(c->reason));
-        if (rc == GX_OK && fits) {
-            rc = gx_buf_addf(out, "fits now, nothing to evict\n");
-        } else if (rc == GX_OK && !c->keep) {
-            rc = gx_buf_addf(out, "no victims: %s\n", gx_preempt_drop_name(c->drop));
-        } else if (rc == GX_OK) {
-            rc = gx_buf_addf(out, "evict");
-            for (size_t i = 0; i < c->n_victims && rc == GX_OK; i++) {
-                rc = gx_buf_addf(out, "%s%s", i ? ", " : " ", tenant_name(e, c->victims[i]));
-            }
-            if (rc == GX_OK && c->n_cards > 0) {
-                rc = gx_buf_addf(out, " (card %d%s)", c->cards[0], c->n_cards > 1 ? ", ..." : "");
-            }
-            if (rc == GX_OK) {
-                rc = gx_buf_addf(out, "\n");
-            }
-        }
-        return rc;
-    }
-    rc = gx_buf_addf(out, "%s{\"node\":", first ? "" : ",");
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, n->name, strlen(n->name));
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_addf(out, ",\"preempt\":\"%s\",\"reason\":\"%s\",\"drop\":\"%s\",\"cards\":[",
-                         state, fits ? "" : gx_reason_text(c->reason),
-                         c->keep || fits ? "" : gx_preempt_drop_name(c->drop));
-    }
-    for (int i = 0; i < c->n_cards && c->keep && rc == GX_OK; i++) {
-        rc = gx_buf_addf(out, "%s%d", i ? "," : "", c->cards[i]);
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_addf(out, "],\"victims\":[");
-    }
-    for (size_t i = 0; i < c->n_victims && c->keep && rc == GX_OK; i++) {
-        const char *pod = tenant_name(e, c->victims[i]);
-        rc = gx_buf_addf(out, "%s{\"uid\":", i ? "," : "");
-        if (rc == GX_OK) {
-            rc = gx_buf_add_json_str(out, c->victims[i], strlen(c->victims[i]));
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_addf(out, ",\"pod\":");
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_add_json_str(out, pod, strlen(pod));
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_addf(out, "}");
-        }
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_addf(out, "]}");
-    }
-    return rc;
-}
-
-enum gx_err
-gx_preempt_explain(struct gx_app *app, const char *pod_json, size_t len, bool json,
-                   struct gx_buf *out, struct gx_why *why)
-{
-    struct gx_arena a;
-    struct gx_pod pod;
-    struct gx_podreq req;
-    struct gx_decide_ctx ctx;
-    struct gx_preempt_choice *c = NULL;
-    struct prio_src ps = {app, NULL, NULL};
-    const struct gx_snapshot *snap = app->sync.snap;
-    char qp[700];
-    bool first = true;
-    enum gx_err rc;
-
-    gx_arena_init(&a, 0);
-    rc = gx_kobj_decode_pod(pod_json, len, app->cfg->max_json_depth, &a, &pod, why);
-    if (rc == GX_OK) {
-        rc = gx_podreq_parse(app->cfg, &pod, &req, why);
-    }
-    if (rc == GX_OK && (c = malloc(sizeof(*c))) == NULL) {
-        rc = GX_ENOMEM;
-    }
-    if (rc != GX_OK) {
-        goto out;
-    }
-    gx_sync_decide_ctx(app, &ctx);
-    (void)snprintf(qp, sizeof(qp), "%s/%s", pod.namespace, pod.name);
-    if (json) {
-        rc = gx_buf_addf(out, "{\"pod\":");
-        if (rc == GX_OK) {
-            rc = gx_buf_add_json_str(out, qp, strlen(qp));
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_addf(out, ",\"priority\":%d,\"nodes\":[",
-                             pod.has_priority ? (int)pod.priority : 0);
-        }
-    } else {
-        rc = gx_buf_addf(out,
-                         "preemption for %s (priority %d): what the preempt verb answers per "
-                         "GPU node, the scheduler naming no victims\n%-24s %-44s %s\n",
-                         qp, pod.has_priority ? (int)pod.priority : 0, "NODE", "REASON NOW",
-                         "PREEMPT");
-    }
-    for (size_t i = 0; snap != NULL && i < snap->n_nodes && rc == GX_OK; i++) {
-        const struct gx_node *n = &snap->nodes[i];
-        struct gx_preempt_input in = {
-            .ctx = &ctx,
-            .req = &req,
-            .priority = pod.has_priority ? pod.priority : 0,
-            .node = n,
-            .priority_of = prio_of,
-            .arg = &ps,
-            .pdb_count = pdb_counter(app),
-        };
-
-        if (n->gpu_count <= 0) {
-            continue;
-        }
-        ps.node = n->name;
-        if ((rc = gx_preempt_choose(&in, c)) != GX_OK) {
-            break;
-        }
-        apply_quota(&ctx, &pod, &req, n, c);
-        rc = explain_node(out, json, first, n, gx_ledger_node(ctx.ledger, n->name), c,
-                          !c->keep && c->drop == GX_PDROP_FITS);
-        first = false;
-    }
-    if (rc == GX_OK && json) {
-        rc = gx_buf_addf(out, "]}");
-    }
-out:
-    if (rc == GX_ENOMEM) {
-        gx_why_set(why, "out of memory");
-    }
-    free(c);
-    gx_arena_release(&a);
-    return rc;
 }

@@ -18,6 +18,8 @@
 #include "podsum.h"
 #include "quota.h"
 #include "vcache.h"
+#include "preempt_explain.h"
+#include "preempt_holds.h"
 #include "preempt_verb.h"
 #include "ready.h"
 #include "reply.h"
@@ -139,13 +141,15 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     size_t len;
     const char *body = gx_http_body(r, &len);
     bool bad = false;
+    int64_t now_ms;
 
     fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv));
     if (fv == NULL) {
         return;
     }
+    now_ms = gx_mono_ms(); /* once per request: the holds are checked for every node */
     if (!bad) {
-        gx_seen_put(app->seen, &args.pod, &req, gx_mono_ms());
+        gx_seen_put(app->seen, &args.pod, &req, now_ms);
         gx_score_learn(app->cfg, &app->fgd, &req);
     }
     gx_sync_decide_ctx(app, &ctx);
@@ -153,7 +157,8 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v;
 
-        if (bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, &v)) {
+        if (bad ||
+            !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, now_ms, &v)) {
             verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sim_int.h - the state of one simulated run and the calls the files of the
+ * trace replay (sim.h) share: sim_model.c builds the cluster and models the
+ * pods, sim_place.c runs one scheduling cycle, sim.c the experiment around
+ * the cycles, sim_live.c the pod-by-pod API. Never included outside them.
+ */
+#ifndef GX_SIM_INT_H
+#define GX_SIM_INT_H
+
+#include "fgd.h"
+#include "podreq.h"
+#include "score.h"
+#include "sim.h"
+
+/** Cards one trace node may have (the snapshot keeps up to this many). */
+#define GX_SIM_MAX_CARDS GX_FGD_MAX_CARDS
+
+/** One node of the run: the scheduler's view, the sim's account and the snapshot node. */
+struct gx_sim_node {
+    struct gx_ksched_node ks;
+    const struct gx_node *node; /* in the snapshot */
+    const char *model;          /* trace model (gpu_spec matches against it) */
+    int n_cards;
+    int free[GX_SIM_MAX_CARDS];       /* milli-GPU not requested yet */
+    int64_t booked[GX_SIM_MAX_CARDS]; /* milli booked, may pass 1000 under count-only */
+    int replicas[GX_SIM_MAX_CARDS];   /* count-only: time-slicing replicas in use */
+    int64_t other_cpu, other_mem;     /* CPU-only pods' requests */
+};
+
+/** Everything one seed owns. */
+struct gx_sim_state {
+    const struct gx_sim_opts *o;
+    const struct gx_sim_trace *t;
+    struct gx_snapshot *snap;
+    struct gx_ledger *ledger;
+    struct gx_sim_node *nodes;
+    size_t n;
+    size_t *order; /* trace pod index per arrival (gx_sim_run only) */
+    size_t n_order;
+    uint64_t rng;              /* the seeded stream (gx_sim_rng) */
+    struct gx_fgd_model seen;  /* the extender's typical pods, learned as pods arrive */
+    struct gx_fgd_model truth; /* the workload's, for the fragmentation rate */
+    size_t *feasible;
+    double *exact;              /* per feasible node: the extender's score, negative = dropped */
+    int *ext;                   /* per feasible node: its 0..10 answer */
+    struct gx_score_gaps *gaps; /* the extender's gap counts (its cache, as the server's) */
+    size_t start;               /* kube-scheduler's nextStartNodeIndex */
+    int64_t capacity, allocated, arrived;
+    int64_t ledger_errs;
+    uint64_t uid;
+    struct gx_sim_placed last; /* the last pod placed (the live API reads it) */
+};
+
+/**
+ * Set up @r for @o, @t's nodes and @seed: the snapshot as GFD and the
+ * kubelet publish the nodes, the scheduler's and the sim's view of each,
+ * an empty ledger. GX_EINVAL with @why for a trace the model cannot hold
+ * (sim.h), GX_ENOMEM. Release @r with gx_sim_state_release on any result.
+ */
+enum gx_err gx_sim_state_init(struct gx_sim_state *r, const struct gx_sim_opts *o,
+                              const struct gx_sim_trace *t, uint64_t seed,
+                              struct gx_why *why) GX_WUR;
+
+/** Free what @r owns (not @r). Cannot fail. */
+void gx_sim_state_release(struct gx_sim_state *r);
+
+/** Uniform in [0, @n) (@n > 0) from the stream at *@state. */
+size_t gx_sim_rng_below(uint64_t *state, size_t n);
+
+/** True when a trace pod is a share of one card. */
+bool gx_sim_is_share(const struct gx_trace_pod *p);
+
+/** The pod's shape for the fragmentation model. */
+struct gx_fgd_shape gx_sim_shape_of(const struct gx_trace_pod *p);
+
+/** What the scheduler's NodeResourcesFit counts for @p in run @r. */
+struct gx_ksched_res gx_sim_ks_request(const struct gx_sim_state *r, const struct gx_trace_pod *p);
+
+/** In-tree filters: NodeResourcesFit and NodeAffinity on the product (gpu_spec). */
+bool gx_sim_intree_fits(const struct gx_sim_node *s, const struct gx_trace_pod *p,
+                        const struct gx_ksched_res *q);
+
+/** Classify @p as a user would write it, through gx_podreq_parse (its result). */
+enum gx_err gx_sim_classify(const struct gx_sim_state *r, const struct gx_trace_pod *p,
+                            struct gx_podreq *req) GX_WUR;
+
+/** The decision context the extender has in run @r (borrows from @r). */
+struct gx_decide_ctx gx_sim_decide_ctx(const struct gx_sim_state *r);
+
+/**
+ * One scheduling cycle for @p: filters, scores, the extender's answer, the
+ * card choice booked as bind books it; r->last says where it went. False
+ * when it fits nowhere.
+ */
+bool gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p);
+
+#endif
