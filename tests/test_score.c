@@ -762,6 +762,38 @@ Test(score, sample_exactly_max_age_old_is_fresh)
     world_free(&w);
 }
 
+/* Every reader of freshness agrees at the max-age edge: explain's and each decision's. */
+Test(score, freshness_edge_is_the_same_for_every_reader)
+{
+    struct world w;
+    struct gx_podreq plugin = req_shared(1, 0, -1);
+
+    plugin.device_plugin = true;
+    world_init(&w, "ts-1", 1);
+    w.node.sharing = GX_SHARING_TIME_SLICING;
+    w.node.replicas = 2;
+    w.cfg.on_stale = GX_STALE_REJECT;
+    w.cfg.max_age_s[GX_SIG_XID] = 10;
+    for (int64_t age = 9999; age <= 10001; age++) {
+        bool fresh = age <= 10000;
+        enum gx_reason want = fresh ? GX_REASON_NONE : GX_REASON_STALE;
+
+        w.cards[0].at_ms[GX_SIG_XID] = NOW - age;
+        cr_assert_eq(gx_score_fresh(&w.ctx, &w.cards[0], GX_SIG_XID), fresh, "age %lld",
+                     (long long)age);
+        cr_assert_eq(gx_score_card_state(&w.ctx, &w.node, &w.cards[0]),
+                     fresh ? GX_CARD_OK : GX_CARD_STALE);
+        cr_assert_eq(decide(&w, req_shared(1, 0, -1)).reason, want);
+        cr_assert_eq(decide(&w, plugin).reason, want);
+        w.node.sharing = GX_SHARING_NONE;
+        w.node.replicas = 1;
+        cr_assert_eq(decide(&w, req_excl(1)).reason, want);
+        w.node.sharing = GX_SHARING_TIME_SLICING;
+        w.node.replicas = 2;
+    }
+    world_free(&w);
+}
+
 Test(score, empty_ledger_entry_decides_like_no_entry)
 {
     struct world w;
