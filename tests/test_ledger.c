@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_ledger.c - ledger invariants, lifecycle, Lease codec and a random-walk property test. */
+/*
+ * test_ledger.c - ledger invariants, lifecycle, Lease codec and a random-walk
+ * property test, for ledger.c, ledger_usage.c and ledger_codec.c.
+ *
+ * Why one file: the codec is tested on what the bookkeeping booked (each
+ * codec test round-trips a ledger entry, and the random walks re-read every
+ * node's Lease as a restarted replica does), so the three files' tests share
+ * the tenant builders and the walks' oracle.
+ */
 #include "gx_test.h"
 
 #include "ledger.h"
