@@ -1,45 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ledger.c - per-node GPU tenancy bookkeeping and the Lease annotation codec.
+ * ledger.c - per-node GPU tenancy bookkeeping: the entries, the pod UID
+ * index and every change to them (add, bind, release, renew, expire,
+ * replace from a Lease), each keeping the invariants of ledger.h. What a
+ * card's tenants add up to is ledger_usage.c's; the Lease annotation codec
+ * is ledger_codec.c's. No I/O.
  *
  * Node entries live in a strmap keyed by the entry's own heap copy of the
  * node name; entries are never removed (a node whose tenants are all gone
  * keeps an empty entry, so its Lease can be written back empty). A private
  * chained hash table maps each pod UID to the one node entry holding it, so
  * "is this uid on another node" and gx_ledger_find_pod cost O(1) plus the
- * tenants of one node. No I/O.
+ * tenants of one node.
  *
- * An exclusive tenant holds the whole card: its slices field is not counted
- * in gx_card_usage.slices (shared slots only), and no other tenant may sit
- * on that card.
- *
- * Card GX_CARD_ANY (-1) marks a shared tenant whose card the NVIDIA device
- * plugin picks (time-slicing replicas): it counts against the node's slots,
- * which the decision code checks, not against any one card.
- *
- * Why one file: the bookings, their invariants and the Lease annotation
- * codec that must round-trip them exactly.
+ * An exclusive tenant holds the whole card: no other tenant may sit on
+ * that card. Card GX_CARD_ANY (-1) marks a shared tenant whose card the
+ * NVIDIA device plugin picks (time-slicing replicas): it counts against the
+ * node's slots, which the decision code checks, not against any one card.
  */
-#include "ledger.h"
+#include "ledger_int.h"
 #include "strmap.h"
 
-#include <cjson/cJSON.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Tenants per node accepted by add, set_node and decode. */
-#define LEDGER_MAX_TENANTS 1024
-/* Highest card index accepted (cards per node are far fewer). */
-#define LEDGER_MAX_CARD 1023
-/* Slices one tenant may hold. */
-#define LEDGER_MAX_SLICES 1024
-/* Largest annotation decode accepts. */
-#define LEDGER_MAX_JSON (1u << 20)
-/* Largest CPU request of one pod, milli-CPU (a million cores). */
-#define LEDGER_MAX_CPU (INT64_C(1) << 30)
-/* Largest memory reservation (1 PiB in MiB). */
-#define LEDGER_MAX_MIB (INT64_C(1) << 30)
 
 /* The node a pod UID is on; the map's key is @uid. */
 struct uid_link {
@@ -237,49 +220,6 @@ entry_remove_uid(struct gx_ledger_node *e, const char *uid)
     return removed;
 }
 
-/* Usage of card @card computed from @e's tenants. */
-static void
-entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
-{
-    memset(u, 0, sizeof(*u));
-    if (e == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < e->n_tenants; i++) {
-        const struct gx_tenant *t = &e->tenants[i];
-        if (t->card != card) {
-            continue;
-        }
-        u->tenants++;
-        if (t->exclusive) {
-            u->exclusive = true;
-            continue;
-        }
-        if (t->milli > 0) {
-            u->milli += t->milli;
-        } else {
-            u->slices += t->slices;
-        }
-        u->memory_mib += t->memory_mib;
-        if (t->util_pct > 0) {
-            u->util_pct += t->util_pct;
-        }
-    }
-}
-
-void
-gx_ledger_entry_host(const struct gx_ledger_node *e, int64_t *cpu_milli, int64_t *mem_mib)
-{
-    int64_t c = e != NULL ? e->untracked_cpu_milli : 0, m = e != NULL ? e->untracked_mem_mib : 0;
-
-    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
-        c += e->tenants[i].cpu_milli;
-        m += e->tenants[i].host_mem_mib;
-    }
-    *cpu_milli = c;
-    *mem_mib = m;
-}
-
 enum gx_err
 gx_ledger_set_untracked(struct gx_ledger *l, const char *node, int64_t cpu_milli, int64_t mem_mib)
 {
@@ -299,31 +239,6 @@ gx_ledger_set_untracked(struct gx_ledger *l, const char *node, int64_t cpu_milli
     return GX_OK;
 }
 
-int
-gx_ledger_share_used(const struct gx_card_usage *u, int slots)
-{
-    int64_t sliced;
-
-    if (slots < 1) {
-        slots = 1;
-    }
-    sliced = ((int64_t)u->slices * GX_CARD_MILLI + slots - 1) / slots;
-    return (int)(sliced + u->milli);
-}
-
-bool
-gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli)
-{
-    struct gx_card_usage after = *u;
-
-    if (u->exclusive || slices < 0 || milli < 0) {
-        return false;
-    }
-    after.slices += slices;
-    after.milli += milli;
-    return gx_ledger_share_used(&after, slots) <= GX_CARD_MILLI;
-}
-
 uint64_t
 gx_ledger_version(const struct gx_ledger *l)
 {
@@ -340,15 +255,9 @@ gx_ledger_node(const struct gx_ledger *l, const char *node)
 }
 
 void
-gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
-{
-    entry_card_usage(e, card, u);
-}
-
-void
 gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card, struct gx_card_usage *u)
 {
-    entry_card_usage(l != NULL && node != NULL ? entry_get(l, node) : NULL, card, u);
+    gx_ledger_entry_card_usage(l != NULL && node != NULL ? entry_get(l, node) : NULL, card, u);
 }
 
 const struct gx_ledger_node *
@@ -363,28 +272,28 @@ gx_ledger_find_pod(const struct gx_ledger *l, const char *uid)
     return k != NULL ? k->node : NULL;
 }
 
-/* True when the fields of @t are in range (the card bound is checked by callers). */
-static bool
-tenant_valid(const struct gx_tenant *t)
+bool
+gx_ledger_tenant_valid(const struct gx_tenant *t)
 {
     if (uid_len(t->uid) == 0 || memchr(t->pod, '\0', sizeof(t->pod)) == NULL) {
         return false;
     }
-    if (t->card < GX_CARD_ANY || t->card > LEDGER_MAX_CARD) {
+    if (t->card < GX_CARD_ANY || t->card > GX_LEDGER_MAX_CARD) {
         return false;
     }
     if (t->card == GX_CARD_ANY && t->exclusive) {
         return false;
     }
-    if (t->slices < 0 || t->slices > LEDGER_MAX_SLICES || t->milli < 0 ||
+    if (t->slices < 0 || t->slices > GX_LEDGER_MAX_SLICES || t->milli < 0 ||
         t->milli > GX_CARD_MILLI || (t->exclusive && t->milli > 0)) {
         return false;
     }
     if (!t->exclusive && t->slices < 1 && t->milli < 1) {
         return false;
     }
-    if (t->memory_mib < 0 || t->memory_mib > LEDGER_MAX_MIB || t->host_mem_mib < 0 ||
-        t->host_mem_mib > LEDGER_MAX_MIB || t->cpu_milli < 0 || t->cpu_milli > LEDGER_MAX_CPU) {
+    if (t->memory_mib < 0 || t->memory_mib > GX_LEDGER_MAX_MIB || t->host_mem_mib < 0 ||
+        t->host_mem_mib > GX_LEDGER_MAX_MIB || t->cpu_milli < 0 ||
+        t->cpu_milli > GX_LEDGER_MAX_CPU) {
         return false;
     }
     if (!(t->util_pct == -1.0 || (t->util_pct >= 0.0 && t->util_pct <= 100.0))) {
@@ -435,11 +344,11 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
     enum gx_err rc;
 
     if (l == NULL || node == NULL || node[0] == '\0' || t == NULL || n == 0 ||
-        n > LEDGER_MAX_TENANTS || (n_cards > 0 && slots_per_card == NULL)) {
+        n > GX_LEDGER_MAX_TENANTS || (n_cards > 0 && slots_per_card == NULL)) {
         return GX_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!tenant_valid(&t[i]) || strcmp(t[i].uid, t[0].uid) != 0) {
+        if (!gx_ledger_tenant_valid(&t[i]) || strcmp(t[i].uid, t[0].uid) != 0) {
             return GX_EINVAL;
         }
         if (t[i].card != GX_CARD_ANY && (size_t)t[i].card >= n_cards) {
@@ -459,7 +368,7 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
         }
         return entry_same_tenants(e, t, n) ? GX_OK : GX_ECONFLICT;
     }
-    if (e != NULL && e->n_tenants + n > LEDGER_MAX_TENANTS) {
+    if (e != NULL && e->n_tenants + n > GX_LEDGER_MAX_TENANTS) {
         return GX_ECONFLICT;
     }
     for (size_t i = 0; i < n; i++) {
@@ -467,7 +376,7 @@ gx_ledger_add(struct gx_ledger *l, const char *node, const struct gx_tenant *t, 
         if (t[i].card == GX_CARD_ANY) {
             continue;
         }
-        entry_card_usage(e, t[i].card, &u);
+        gx_ledger_entry_card_usage(e, t[i].card, &u);
         if (t[i].exclusive && u.tenants > 0) {
             return GX_ECONFLICT;
         }
@@ -638,7 +547,7 @@ set_node_check(const struct gx_ledger *l, const struct gx_ledger_node *e, const 
     for (size_t i = 0; i < n; i++) {
         const struct uid_link *k;
 
-        if (!tenant_valid(&t[i])) {
+        if (!gx_ledger_tenant_valid(&t[i])) {
             return GX_EINVAL;
         }
         for (size_t j = 0; j < i; j++) {
@@ -677,7 +586,7 @@ gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant
     enum gx_err rc;
 
     if (l == NULL || node == NULL || node[0] == '\0' || (n > 0 && t == NULL) ||
-        n > LEDGER_MAX_TENANTS) {
+        n > GX_LEDGER_MAX_TENANTS) {
         return GX_EINVAL;
     }
     e = entry_get(l, node);
@@ -777,296 +686,4 @@ gx_ledger_each(const struct gx_ledger *l, void (*cb)(void *ctx, const struct gx_
             cb(ctx, l->nodes.slots[i].value);
         }
     }
-}
-
-/* Add one tenant object to the array @arr. GX_ENOMEM. */
-static enum gx_err
-encode_tenant(cJSON *arr, const struct gx_tenant *t)
-{
-    cJSON *o = cJSON_CreateObject();
-
-    if (o == NULL) {
-        return GX_ENOMEM;
-    }
-    if (!cJSON_AddItemToArray(arr, o)) {
-        cJSON_Delete(o);
-        return GX_ENOMEM;
-    }
-    if (cJSON_AddStringToObject(o, "uid", t->uid) == NULL ||
-        cJSON_AddStringToObject(o, "pod", t->pod) == NULL ||
-        cJSON_AddNumberToObject(o, "card", t->card) == NULL ||
-        cJSON_AddBoolToObject(o, "exclusive", t->exclusive) == NULL ||
-        cJSON_AddNumberToObject(o, "slices", t->slices) == NULL ||
-        (t->milli > 0 && cJSON_AddNumberToObject(o, "milli", t->milli) == NULL) ||
-        (t->cpu_milli > 0 &&
-         cJSON_AddNumberToObject(o, "cpu_milli", (double)t->cpu_milli) == NULL) ||
-        (t->host_mem_mib > 0 &&
-         cJSON_AddNumberToObject(o, "host_mem_mib", (double)t->host_mem_mib) == NULL) ||
-        cJSON_AddNumberToObject(o, "memory_mib", (double)t->memory_mib) == NULL ||
-        cJSON_AddNumberToObject(o, "util_pct", t->util_pct) == NULL ||
-        cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
-            NULL ||
-        cJSON_AddNumberToObject(o, "since_ms", (double)t->since_ms) == NULL) {
-        return GX_ENOMEM;
-    }
-    return GX_OK;
-}
-
-enum gx_err
-gx_ledger_node_encode(const struct gx_ledger_node *n, struct gx_buf *out)
-{
-    cJSON *root = NULL, *arr;
-    char *text = NULL;
-    enum gx_err rc = GX_ENOMEM;
-
-    if (n == NULL || out == NULL) {
-        return GX_EINVAL;
-    }
-    for (size_t i = 0; i < n->n_tenants; i++) {
-        if (!tenant_valid(&n->tenants[i])) {
-            return GX_EINVAL;
-        }
-    }
-    if ((root = cJSON_CreateObject()) == NULL) {
-        goto out;
-    }
-    if (cJSON_AddNumberToObject(root, "v", 1) == NULL ||
-        (arr = cJSON_AddArrayToObject(root, "tenants")) == NULL) {
-        goto out;
-    }
-    for (size_t i = 0; i < n->n_tenants; i++) {
-        if ((rc = encode_tenant(arr, &n->tenants[i])) != GX_OK) {
-            goto out;
-        }
-    }
-    rc = GX_ENOMEM;
-    if ((text = cJSON_PrintUnformatted(root)) == NULL) {
-        goto out;
-    }
-    rc = gx_buf_adds(out, text);
-out:
-    cJSON_free(text);
-    cJSON_Delete(root);
-    return rc;
-}
-
-/* The integer value of number @item if it is integral and in [lo, hi]. */
-static bool
-json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
-{
-    double d;
-
-    if (!cJSON_IsNumber(item)) {
-        return false;
-    }
-    d = item->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
-        return false;
-    }
-    *v = (int64_t)d;
-    return true;
-}
-
-/* Decode one tenant object into @t; fills @why on failure. */
-static enum gx_err
-decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
-{
-    enum {
-        F_UID,
-        F_POD,
-        F_CARD,
-        F_EXCL,
-        F_SLICES,
-        F_MEM,
-        F_UTIL,
-        F_STATE,
-        F_SINCE,
-        F_MILLI,
-        F_CPU,
-        F_HMEM,
-        F_N
-    };
-    static const char *const names[F_N] = {"uid",      "pod",        "card",      "exclusive",
-                                           "slices",   "memory_mib", "util_pct",  "state",
-                                           "since_ms", "milli",      "cpu_milli", "host_mem_mib"};
-    bool seen[F_N] = {false};
-    const cJSON *c;
-    int64_t v = 0;
-
-    if (!cJSON_IsObject(o)) {
-        gx_why_set(why, "must be an object");
-        return GX_EPARSE;
-    }
-    memset(t, 0, sizeof(*t));
-    cJSON_ArrayForEach(c, o)
-    {
-        int f;
-        bool ok = false;
-
-        for (f = 0; f < F_N; f++) {
-            if (strcmp(c->string, names[f]) == 0) {
-                break;
-            }
-        }
-        if (f == F_N) {
-            continue; /* newer writers may add fields */
-        }
-        if (seen[f]) {
-            gx_why_set(why, "%s: duplicate key", names[f]);
-            return GX_EPARSE;
-        }
-        seen[f] = true;
-        switch (f) {
-        case F_UID:
-            ok = cJSON_IsString(c) && c->valuestring[0] != '\0' &&
-                 strlen(c->valuestring) < sizeof(t->uid);
-            if (ok) {
-                memcpy(t->uid, c->valuestring, strlen(c->valuestring) + 1);
-            }
-            break;
-        case F_POD:
-            ok = cJSON_IsString(c) && strlen(c->valuestring) < sizeof(t->pod);
-            if (ok) {
-                memcpy(t->pod, c->valuestring, strlen(c->valuestring) + 1);
-            }
-            break;
-        case F_CARD:
-            ok = json_int(c, GX_CARD_ANY, LEDGER_MAX_CARD, &v);
-            t->card = (int)v;
-            break;
-        case F_EXCL:
-            ok = cJSON_IsBool(c);
-            t->exclusive = cJSON_IsTrue(c);
-            break;
-        case F_SLICES:
-            ok = json_int(c, 0, LEDGER_MAX_SLICES, &v);
-            t->slices = (int)v;
-            break;
-        case F_MEM:
-            ok = json_int(c, 0, LEDGER_MAX_MIB, &v);
-            t->memory_mib = v;
-            break;
-        case F_UTIL:
-            ok = cJSON_IsNumber(c) &&
-                 (c->valuedouble == -1.0 || (c->valuedouble >= 0.0 && c->valuedouble <= 100.0));
-            t->util_pct = c->valuedouble;
-            break;
-        case F_STATE:
-            ok = cJSON_IsString(c) &&
-                 (strcmp(c->valuestring, "bound") == 0 || strcmp(c->valuestring, "reserved") == 0);
-            t->state = ok && c->valuestring[0] == 'b' ? GX_TENANT_BOUND : GX_TENANT_RESERVED;
-            break;
-        case F_SINCE:
-            ok = json_int(c, 0, INT64_C(1) << 53, &v);
-            t->since_ms = v;
-            break;
-        case F_MILLI:
-            ok = json_int(c, 1, GX_CARD_MILLI, &v);
-            t->milli = (int)v;
-            break;
-        case F_CPU:
-            ok = json_int(c, 0, LEDGER_MAX_CPU, &v);
-            t->cpu_milli = v;
-            break;
-        case F_HMEM:
-            ok = json_int(c, 0, LEDGER_MAX_MIB, &v);
-            t->host_mem_mib = v;
-            break;
-        default:
-            break;
-        }
-        if (!ok) {
-            gx_why_set(why, "%s: wrong type or out of range", names[f]);
-            return GX_EPARSE;
-        }
-    }
-    /* milli and the host requests are optional: older Leases lack them */
-    for (int f = 0; f < F_MILLI; f++) {
-        if (!seen[f]) {
-            gx_why_set(why, "%s: missing", names[f]);
-            return GX_EPARSE;
-        }
-    }
-    if (!t->exclusive && t->slices < 1 && t->milli < 1) {
-        gx_why_set(why, "slices: a shared tenant holds at least one slice or milli");
-        return GX_EPARSE;
-    }
-    if (t->exclusive && t->milli > 0) {
-        gx_why_set(why, "milli: an exclusive tenant holds the whole card");
-        return GX_EPARSE;
-    }
-    return GX_OK;
-}
-
-enum gx_err
-gx_ledger_node_decode(const char *json, size_t len, struct gx_tenant **t, size_t *n,
-                      struct gx_why *why)
-{
-    cJSON *root = NULL;
-    const cJSON *ver, *arr, *item;
-    const char *end = NULL;
-    struct gx_tenant *list = NULL;
-    size_t count = 0, i = 0;
-    enum gx_err rc = GX_EPARSE;
-
-    if (json == NULL || t == NULL || n == NULL) {
-        gx_why_set(why, "no input");
-        return GX_EINVAL;
-    }
-    if (len > LEDGER_MAX_JSON) {
-        gx_why_set(why, "ledger annotation larger than %u bytes", LEDGER_MAX_JSON);
-        return GX_ETOOBIG;
-    }
-    root = cJSON_ParseWithLengthOpts(json, len, &end, false);
-    if (root == NULL) {
-        gx_why_set(why, "malformed JSON");
-        goto out;
-    }
-    for (; end != NULL && end < json + len; end++) {
-        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r' && *end != '\0') {
-            gx_why_set(why, "trailing data after JSON");
-            goto out;
-        }
-    }
-    if (!cJSON_IsObject(root)) {
-        gx_why_set(why, "must be an object");
-        goto out;
-    }
-    ver = cJSON_GetObjectItemCaseSensitive(root, "v");
-    if (!cJSON_IsNumber(ver) || ver->valuedouble != 1.0) {
-        gx_why_set(why, "v: must be 1");
-        goto out;
-    }
-    arr = cJSON_GetObjectItemCaseSensitive(root, "tenants");
-    if (!cJSON_IsArray(arr)) {
-        gx_why_set(why, "tenants: must be an array");
-        goto out;
-    }
-    cJSON_ArrayForEach(item, arr)
-    {
-        if (++count > LEDGER_MAX_TENANTS) {
-            gx_why_set(why, "tenants: more than %d entries", LEDGER_MAX_TENANTS);
-            goto out;
-        }
-    }
-    if (count > 0 && (list = calloc(count, sizeof(*list))) == NULL) {
-        rc = GX_ENOMEM;
-        goto out;
-    }
-    cJSON_ArrayForEach(item, arr)
-    {
-        if ((rc = decode_tenant(item, &list[i], why)) != GX_OK) {
-            gx_why_prefix(why, "tenants[%zu]", i);
-            goto out;
-        }
-        i++;
-    }
-    *t = list;
-    *n = count;
-    list = NULL;
-    rc = GX_OK;
-out:
-    free(list);
-    cJSON_Delete(root);
-    return rc;
 }

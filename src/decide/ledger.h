@@ -3,7 +3,9 @@
  * ledger.h - who holds which GPU card: per node, per card, time-slice
  * tenants and exclusive holders. Pure bookkeeping (no I/O); the durable
  * copy lives in one Lease per node in the API server (kube module), and
- * gx_ledger_node_encode/decode are that Lease annotation's codec.
+ * gx_ledger_node_encode/decode are that Lease annotation's codec. Defined
+ * in ledger.c (bookkeeping), ledger_usage.c (what tenants add up to) and
+ * ledger_codec.c (the codec).
  *
  * Invariants kept by every mutating call: a card never has more slices
  * than its slots, never an exclusive holder together with shared tenants,

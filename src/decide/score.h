@@ -3,7 +3,7 @@
  * score.h - the decisions: filter (can this node take the pod now, and if
  * not, why), prioritize (0..10 and its parts) and the card choice bind
  * uses. Pure functions of config x snapshot x ledger x pod request x time;
- * no I/O, no allocation.
+ * no I/O, no allocation. Defined in score.c and score_*.c (score_int.h).
  */
 #ifndef GX_SCORE_H
 #define GX_SCORE_H

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "ledger.h"
 
 struct gx_waiter {
     char uid[GX_UID_MAX];

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ledger_codec.c - the codec of the Lease annotation that holds a node's
+ * tenants: JSON out (gx_ledger_node_encode) and in (gx_ledger_node_decode),
+ * each within the limits of ledger_int.h so that what one replica writes
+ * the others read back exactly. It keeps no state and does not apply what
+ * it decodes: gx_ledger_set_node (ledger.c) checks and books it. The Lease
+ * object around the annotation is io/leases.c's.
+ */
+#include "ledger_int.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest annotation decode accepts. */
+#define LEDGER_MAX_JSON (1u << 20)
+
+/* Add one tenant object to the array @arr. GX_ENOMEM. */
+static enum gx_err
+encode_tenant(cJSON *arr, const struct gx_tenant *t)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (o == NULL) {
+        return GX_ENOMEM;
+    }
+    if (!cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        return GX_ENOMEM;
+    }
+    if (cJSON_AddStringToObject(o, "uid", t->uid) == NULL ||
+        cJSON_AddStringToObject(o, "pod", t->pod) == NULL ||
+        cJSON_AddNumberToObject(o, "card", t->card) == NULL ||
+        cJSON_AddBoolToObject(o, "exclusive", t->exclusive) == NULL ||
+        cJSON_AddNumberToObject(o, "slices", t->slices) == NULL ||
+        (t->milli > 0 && cJSON_AddNumberToObject(o, "milli", t->milli) == NULL) ||
+        (t->cpu_milli > 0 &&
+         cJSON_AddNumberToObject(o, "cpu_milli", (double)t->cpu_milli) == NULL) ||
+        (t->host_mem_mib > 0 &&
+         cJSON_AddNumberToObject(o, "host_mem_mib", (double)t->host_mem_mib) == NULL) ||
+        cJSON_AddNumberToObject(o, "memory_mib", (double)t->memory_mib) == NULL ||
+        cJSON_AddNumberToObject(o, "util_pct", t->util_pct) == NULL ||
+        cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
+            NULL ||
+        cJSON_AddNumberToObject(o, "since_ms", (double)t->since_ms) == NULL) {
+        return GX_ENOMEM;
+    }
+    return GX_OK;
+}
+
+enum gx_err
+gx_ledger_node_encode(const struct gx_ledger_node *n, struct gx_buf *out)
+{
+    cJSON *root = NULL, *arr;
+    char *text = NULL;
+    enum gx_err rc = GX_ENOMEM;
+
+    if (n == NULL || out == NULL) {
+        return GX_EINVAL;
+    }
+    for (size_t i = 0; i < n->n_tenants; i++) {
+        if (!gx_ledger_tenant_valid(&n->tenants[i])) {
+            return GX_EINVAL;
+        }
+    }
+    if ((root = cJSON_CreateObject()) == NULL) {
+        goto out;
+    }
+    if (cJSON_AddNumberToObject(root, "v", 1) == NULL ||
+        (arr = cJSON_AddArrayToObject(root, "tenants")) == NULL) {
+        goto out;
+    }
+    for (size_t i = 0; i < n->n_tenants; i++) {
+        if ((rc = encode_tenant(arr, &n->tenants[i])) != GX_OK) {
+            goto out;
+        }
+    }
+    rc = GX_ENOMEM;
+    if ((text = cJSON_PrintUnformatted(root)) == NULL) {
+        goto out;
+    }
+    rc = gx_buf_adds(out, text);
+out:
+    cJSON_free(text);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* The integer value of number @item if it is integral and in [lo, hi]. */
+static bool
+json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
+{
+    double d;
+
+    if (!cJSON_IsNumber(item)) {
+        return false;
+    }
+    d = item->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
+        return false;
+    }
+    *v = (int64_t)d;
+    return true;
+}
+
+/* Decode one tenant object into @t; fills @why on failure. */
+static enum gx_err
+decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
+{
+    enum {
+        F_UID,
+        F_POD,
+        F_CARD,
+        F_EXCL,
+        F_SLICES,
+        F_MEM,
+        F_UTIL,
+        F_STATE,
+        F_SINCE,
+        F_MILLI,
+        F_CPU,
+        F_HMEM,
+        F_N
+    };
+    static const char *const names[F_N] = {"uid",      "pod",        "card",      "exclusive",
+                                           "slices",   "memory_mib", "util_pct",  "state",
+                                           "since_ms", "milli",      "cpu_milli", "host_mem_mib"};
+    bool seen[F_N] = {false};
+    const cJSON *c;
+    int64_t v = 0;
+
+    if (!cJSON_IsObject(o)) {
+        gx_why_set(why, "must be an object");
+        return GX_EPARSE;
+    }
+    memset(t, 0, sizeof(*t));
+    cJSON_ArrayForEach(c, o)
+    {
+        int f;
+        bool ok = false;
+
+        for (f = 0; f < F_N; f++) {
+            if (strcmp(c->string, names[f]) == 0) {
+                break;
+            }
+        }
+        if (f == F_N) {
+            continue; /* newer writers may add fields */
+        }
+        if (seen[f]) {
+            gx_why_set(why, "%s: duplicate key", names[f]);
+            return GX_EPARSE;
+        }
+        seen[f] = true;
+        switch (f) {
+        case F_UID:
+            ok = cJSON_IsString(c) && c->valuestring[0] != '\0' &&
+                 strlen(c->valuestring) < sizeof(t->uid);
+            if (ok) {
+                memcpy(t->uid, c->valuestring, strlen(c->valuestring) + 1);
+            }
+            break;
+        case F_POD:
+            ok = cJSON_IsString(c) && strlen(c->valuestring) < sizeof(t->pod);
+            if (ok) {
+                memcpy(t->pod, c->valuestring, strlen(c->valuestring) + 1);
+            }
+            break;
+        case F_CARD:
+            ok = json_int(c, GX_CARD_ANY, GX_LEDGER_MAX_CARD, &v);
+            t->card = (int)v;
+            break;
+        case F_EXCL:
+            ok = cJSON_IsBool(c);
+            t->exclusive = cJSON_IsTrue(c);
+            break;
+        case F_SLICES:
+            ok = json_int(c, 0, GX_LEDGER_MAX_SLICES, &v);
+            t->slices = (int)v;
+            break;
+        case F_MEM:
+            ok = json_int(c, 0, GX_LEDGER_MAX_MIB, &v);
+            t->memory_mib = v;
+            break;
+        case F_UTIL:
+            ok = cJSON_IsNumber(c) &&
+                 (c->valuedouble == -1.0 || (c->valuedouble >= 0.0 && c->valuedouble <= 100.0));
+            t->util_pct = c->valuedouble;
+            break;
+        case F_STATE:
+            ok = cJSON_IsString(c) &&
+                 (strcmp(c->valuestring, "bound") == 0 || strcmp(c->valuestring, "reserved") == 0);
+            t->state = ok && c->valuestring[0] == 'b' ? GX_TENANT_BOUND : GX_TENANT_RESERVED;
+            break;
+        case F_SINCE:
+            ok = json_int(c, 0, INT64_C(1) << 53, &v);
+            t->since_ms = v;
+            break;
+        case F_MILLI:
+            ok = json_int(c, 1, GX_CARD_MILLI, &v);
+            t->milli = (int)v;
+            break;
+        case F_CPU:
+            ok = json_int(c, 0, GX_LEDGER_MAX_CPU, &v);
+            t->cpu_milli = v;
+            break;
+        case F_HMEM:
+            ok = json_int(c, 0, GX_LEDGER_MAX_MIB, &v);
+            t->host_mem_mib = v;
+            break;
+        default:
+            break;
+        }
+        if (!ok) {
+            gx_why_set(why, "%s: wrong type or out of range", names[f]);
+            return GX_EPARSE;
+        }
+    }
+    /* milli and the host requests are optional: older Leases lack them */
+    for (int f = 0; f < F_MILLI; f++) {
+        if (!seen[f]) {
+            gx_why_set(why, "%s: missing", names[f]);
+            return GX_EPARSE;
+        }
+    }
+    if (!t->exclusive && t->slices < 1 && t->milli < 1) {
+        gx_why_set(why, "slices: a shared tenant holds at least one slice or milli");
+        return GX_EPARSE;
+    }
+    if (t->exclusive && t->milli > 0) {
+        gx_why_set(why, "milli: an exclusive tenant holds the whole card");
+        return GX_EPARSE;
+    }
+    return GX_OK;
+}
+
+enum gx_err
+gx_ledger_node_decode(const char *json, size_t len, struct gx_tenant **t, size_t *n,
+                      struct gx_why *why)
+{
+    cJSON *root = NULL;
+    const cJSON *ver, *arr, *item;
+    const char *end = NULL;
+    struct gx_tenant *list = NULL;
+    size_t count = 0, i = 0;
+    enum gx_err rc = GX_EPARSE;
+
+    if (json == NULL || t == NULL || n == NULL) {
+        gx_why_set(why, "no input");
+        return GX_EINVAL;
+    }
+    if (len > LEDGER_MAX_JSON) {
+        gx_why_set(why, "ledger annotation larger than %u bytes", LEDGER_MAX_JSON);
+        return GX_ETOOBIG;
+    }
+    root = cJSON_ParseWithLengthOpts(json, len, &end, false);
+    if (root == NULL) {
+        gx_why_set(why, "malformed JSON");
+        goto out;
+    }
+    for (; end != NULL && end < json + len; end++) {
+        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r' && *end != '\0') {
+            gx_why_set(why, "trailing data after JSON");
+            goto out;
+        }
+    }
+    if (!cJSON_IsObject(root)) {
+        gx_why_set(why, "must be an object");
+        goto out;
+    }
+    ver = cJSON_GetObjectItemCaseSensitive(root, "v");
+    if (!cJSON_IsNumber(ver) || ver->valuedouble != 1.0) {
+        gx_why_set(why, "v: must be 1");
+        goto out;
+    }
+    arr = cJSON_GetObjectItemCaseSensitive(root, "tenants");
+    if (!cJSON_IsArray(arr)) {
+        gx_why_set(why, "tenants: must be an array");
+        goto out;
+    }
+    cJSON_ArrayForEach(item, arr)
+    {
+        if (++count > GX_LEDGER_MAX_TENANTS) {
+            gx_why_set(why, "tenants: more than %d entries", GX_LEDGER_MAX_TENANTS);
+            goto out;
+        }
+    }
+    if (count > 0 && (list = calloc(count, sizeof(*list))) == NULL) {
+        rc = GX_ENOMEM;
+        goto out;
+    }
+    cJSON_ArrayForEach(item, arr)
+    {
+        if ((rc = decode_tenant(item, &list[i], why)) != GX_OK) {
+            gx_why_prefix(why, "tenants[%zu]", i);
+            goto out;
+        }
+        i++;
+    }
+    *t = list;
+    *n = count;
+    list = NULL;
+    rc = GX_OK;
+out:
+    free(list);
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ledger_usage.c - what the tenants of one node entry add up to: a card's
+ * usage, the node's host requests, and the one admission rule of a share
+ * (milli-GPU in use, what still fits). Pure arithmetic on the public
+ * structs of ledger.h: no entry is looked up or changed here, so the
+ * decisions (score_*.c) and the bookkeeping (ledger.c) read one rule.
+ *
+ * An exclusive tenant holds the whole card: its slices field is not counted
+ * in gx_card_usage.slices (shared slots only).
+ */
+#include "ledger.h"
+
+#include <string.h>
+
+void
+gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
+{
+    memset(u, 0, sizeof(*u));
+    if (e == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        const struct gx_tenant *t = &e->tenants[i];
+        if (t->card != card) {
+            continue;
+        }
+        u->tenants++;
+        if (t->exclusive) {
+            u->exclusive = true;
+            continue;
+        }
+        if (t->milli > 0) {
+            u->milli += t->milli;
+        } else {
+            u->slices += t->slices;
+        }
+        u->memory_mib += t->memory_mib;
+        if (t->util_pct > 0) {
+            u->util_pct += t->util_pct;
+        }
+    }
+}
+
+void
+gx_ledger_entry_host(const struct gx_ledger_node *e, int64_t *cpu_milli, int64_t *mem_mib)
+{
+    int64_t c = e != NULL ? e->untracked_cpu_milli : 0, m = e != NULL ? e->untracked_mem_mib : 0;
+
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        c += e->tenants[i].cpu_milli;
+        m += e->tenants[i].host_mem_mib;
+    }
+    *cpu_milli = c;
+    *mem_mib = m;
+}
+
+int
+gx_ledger_share_used(const struct gx_card_usage *u, int slots)
+{
+    int64_t sliced;
+
+    if (slots < 1) {
+        slots = 1;
+    }
+    sliced = ((int64_t)u->slices * GX_CARD_MILLI + slots - 1) / slots;
+    return (int)(sliced + u->milli);
+}
+
+bool
+gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli)
+{
+    struct gx_card_usage after = *u;
+
+    if (u->exclusive || slices < 0 || milli < 0) {
+        return false;
+    }
+    after.slices += slices;
+    after.milli += milli;
+    return gx_ledger_share_used(&after, slots) <= GX_CARD_MILLI;
+}

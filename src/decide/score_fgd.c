@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * score_fgd.c - the decision's side of the fgd policy: the shape fgd sees of
+ * a request, learning the typical pods, fgd's view of a node, the idle-node
+ * cost, the cluster's gap counts and the gap term, and the fit part of a
+ * fragmentation change. fgd.c holds the model and its arithmetic; this file
+ * turns the config, snapshot and ledger into its inputs. Pure: the gap
+ * counts are kept in the caller's struct gx_score_gaps.
+ */
+#include "score_int.h"
+
+#include <string.h>
+
+void
+gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int slots,
+                   struct gx_fgd_shape *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->cpu_milli = req->cpu_milli;
+    out->mem_mib = req->mem_mib;
+    if (req->kind == GX_REQ_EXCLUSIVE) {
+        out->gpus = (int)(req->gpus > GX_FGD_MAX_CARDS ? GX_FGD_MAX_CARDS : req->gpus);
+        out->milli = GX_FGD_CARD;
+    } else if (req->kind == GX_REQ_SHARED) {
+        struct gx_card_usage u = {.slices = req->slices};
+        out->gpus = 1;
+        out->milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli)
+                                    : gx_ledger_share_used(&u, slots);
+        if (out->milli > GX_FGD_CARD) {
+            out->milli = GX_FGD_CARD;
+        }
+    }
+}
+
+void
+gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m, const struct gx_podreq *req)
+{
+    struct gx_fgd_shape sh;
+
+    if (m->inc <= 0.0 || m->half_life != cfg->fgd_half_life) {
+        gx_fgd_model_tune(m, cfg->fgd_half_life);
+    }
+    gx_score_fgd_shape(cfg, req, gx_config_card_slots(cfg, "", 1), &sh);
+    gx_fgd_observe(m, &sh);
+}
+
+bool
+gx_score_fgd_on(const struct gx_score_dctx *d)
+{
+    return d->cfg->policy == GX_POLICY_FGD && d->ctx->fgd != NULL && d->ctx->fgd->total > 0.0;
+}
+
+void
+gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
+                  struct gx_fgd_node *f)
+{
+    int64_t cpu = 0, mem = 0;
+    size_t n = gx_score_node_cards(node);
+
+    gx_ledger_entry_host(d->ln, &cpu, &mem);
+    /* unknown (or no) allocatable: the host side is not judged, only the cards */
+    f->cpu_milli = node->alloc_cpu_milli <= 0 ? -1 : node->alloc_cpu_milli - cpu;
+    f->mem_mib = node->alloc_mem_mib <= 0 ? -1 : node->alloc_mem_mib - mem;
+    f->n_cards = (int)(n < GX_FGD_MAX_CARDS ? n : GX_FGD_MAX_CARDS);
+    for (int c = 0; c < f->n_cards; c++) {
+        struct gx_card_usage u;
+        int used;
+
+        gx_score_usage(d, &node->cards[c], &u);
+        used = u.exclusive ? GX_CARD_MILLI : gx_ledger_share_used(&u, slots);
+        f->free[c] = used >= GX_CARD_MILLI ? 0 : GX_CARD_MILLI - used;
+    }
+}
+
+/*
+ * What fgd charges, in milli-GPU of fragmentation, for a placement on a node
+ * with no card in use: score.fgd_idle_card_milli per card of it. Pods then go
+ * to nodes already in use unless that strands more, and idle nodes (the big
+ * ones most) stay whole for the pods that need one (docs/scheduling-quality.md).
+ */
+double
+gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f)
+{
+    for (int c = 0; c < f->n_cards; c++) {
+        if (f->free[c] < GX_CARD_MILLI) {
+            return 0.0;
+        }
+    }
+    return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
+}
+
+struct gaps_walk {
+    const struct gx_decide_ctx *ctx;
+    struct gx_fgd_gaps *gaps;
+};
+
+/* Count the gaps of ledger entry @ln's node (nodes without tenants have none). */
+static void
+gaps_add_node(void *arg, const struct gx_ledger_node *ln)
+{
+    struct gaps_walk *w = arg;
+    const struct gx_node *node;
+    /* all gx_score_fgd_node reads */
+    struct gx_score_dctx d = {.ctx = w->ctx, .cfg = w->ctx->cfg, .ln = ln};
+    struct gx_fgd_node f;
+
+    if (ln->n_tenants == 0 ||
+        (node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node))) == NULL) {
+        return;
+    }
+    gx_score_fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
+    gx_fgd_gaps_add(w->gaps, &f);
+}
+
+/*
+ * The cluster's gaps for the gap term (NULL: off), counted again only when
+ * the ledger, snapshot or config changed; the cards only with the snapshot.
+ */
+const struct gx_score_gaps *
+gx_score_gaps_of(const struct gx_score_dctx *d)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    struct gx_score_gaps *c = ctx->gaps;
+    uint64_t lv = gx_ledger_version(ctx->ledger);
+    bool new_snap, stale;
+
+    if (c == NULL || d->cfg->fgd_gap_milli <= 0 || ctx->snap == NULL) {
+        return NULL;
+    }
+    new_snap = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation;
+    stale = new_snap || c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
+            c->cfg_hash != d->cfg->hash;
+    if (new_snap) {
+        c->cards = 0;
+        for (size_t i = 0; i < ctx->snap->n_nodes; i++) {
+            c->cards += (int64_t)gx_score_node_cards(&ctx->snap->nodes[i]);
+        }
+        c->snap = ctx->snap;
+        c->generation = ctx->snap->generation;
+    }
+    if (stale) {
+        struct gaps_walk w = {.ctx = ctx, .gaps = &c->gaps};
+
+        gx_fgd_gaps_clear(&c->gaps);
+        gx_ledger_each(ctx->ledger, gaps_add_node, &w);
+        c->ledger = ctx->ledger;
+        c->ledger_version = lv;
+        c->cfg = d->cfg;
+        c->cfg_hash = d->cfg->hash;
+        c->valid = true;
+    }
+    if (stale || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
+        c->gaps.min_open = gx_fgd_min_share(ctx->fgd);
+        c->fgd = ctx->fgd;
+        c->observed = ctx->fgd->observed;
+    }
+    return c->cards > 0 ? c : NULL;
+}
+
+/*
+ * What fgd's gap term charges, in milli-GPU, for a share taking @take of a
+ * card with @free free: score.fgd_gap_milli per unit of the change of the
+ * sum of squares of the cluster's gap counts (fgd.h), per 1,000 cards of
+ * the cluster (a count grows with the cluster, a fragment does not). fgd
+ * alone fills each card as tightly as the typical pods suggest and piles the
+ * leftovers up in a few sizes; the term keeps every size a share fills on offer.
+ */
+double
+gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g, int free, int take)
+{
+    if (g == NULL) {
+        return 0.0;
+    }
+    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(&g->gaps, free, take) * 1000.0 /
+           (double)g->cards;
+}
+
+struct gx_decide_ctx
+gx_decide_ctx_on(const struct gx_decide_ctx *ctx, const struct gx_ledger *l)
+{
+    struct gx_decide_ctx c = *ctx;
+
+    if (l != ctx->ledger) {
+        c.gaps = NULL;
+    }
+    c.ledger = l;
+    return c;
+}
+
+bool
+gx_score_reads_cluster(const struct gx_config *cfg, const struct gx_podreq *req)
+{
+    return cfg->policy == GX_POLICY_FGD && cfg->fgd_gap_milli > 0 && req != NULL &&
+           req->kind == GX_REQ_SHARED;
+}
+
+/*
+ * Fit part of a fragmentation change @delta (milli-GPU, negative = less
+ * fragmentation): 0.5 for no change, one card's worth either way spans the
+ * whole 0..1, so one score point is 100 milli of expected lost capacity.
+ */
+double
+gx_score_fgd_fit(double delta)
+{
+    return gx_score_clamp01(0.5 - delta / (2.0 * GX_FGD_CARD));
+}
+
+double
+gx_score_fgd_delta(const struct gx_score_dctx *d, const struct gx_podreq *req,
+                   const struct gx_node *node, const int *pos)
+{
+    int slots = gx_config_card_slots(d->cfg, node->product, node->replicas);
+    struct gx_fgd_node f;
+    struct gx_fgd_shape sh;
+
+    gx_score_fgd_node(d, node, slots, &f);
+    gx_score_fgd_shape(d->cfg, req, slots, &sh);
+    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos) + gx_score_idle_node_cost(d, &f);
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_score_fgd.c - the fgd policy as score_fgd.c feeds it: the card that
+ * strands least, CPU pods, the idle-node cost, the gap term and its counts.
+ */
+#include "gx_scoreworld.h"
+
+#include "snapshot.h"
+#include "strmap.h"
+
+GX_SUITE(score_fgd);
+
+/* Book @milli of card @card for pod @uid as a milli tenant. */
+static void
+book_on(struct world *w, const char *node, const char *uid, int card, int milli)
+{
+    int slots[MAX_CARDS];
+    struct gx_tenant t;
+
+    for (int i = 0; i < MAX_CARDS; i++) {
+        slots[i] = gx_config_card_slots(&w->cfg, w->node.product, w->node.replicas);
+    }
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    t.card = card;
+    t.slices = 1;
+    t.milli = milli;
+    t.util_pct = -1;
+    t.since_ms = NOW;
+    cr_assert_eq(gx_ledger_add(w->ledger, node, &t, 1, slots, MAX_CARDS), GX_OK);
+}
+
+static void
+book_milli(struct world *w, const char *uid, int card, int milli)
+{
+    book_on(w, w->node.name, uid, card, milli);
+}
+
+/* fgd keeps room for the typical 300-milli pod where binpack fills the fuller card. */
+Test(score_fgd, fgd_picks_the_card_that_strands_least)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 300};
+    struct gx_podreq r = req_shared(1, 0, -1);
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2);
+    book_milli(&w, "a", 0, 300); /* 700 free */
+    book_milli(&w, "b", 1, 550); /* 450 free */
+    r.milli = 400;
+    cr_assert_eq(decide(&w, r).cards[0], 1, "binpack: the fuller card");
+    w.cfg.policy = GX_POLICY_FGD;
+    cr_assert_eq(decide(&w, r).cards[0], 1, "no typical pods learned yet: as binpack");
+    gx_fgd_model_init(&m, 100);
+    gx_fgd_observe(&m, &typical);
+    w.ctx.fgd = &m;
+    v = decide(&w, r);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 0, "700 -> 300 still takes a typical pod, 450 -> 50 does not");
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9, "no fragmentation change scores neutral");
+    world_free(&w);
+}
+
+/* A 2-card node with 16 CPUs under fgd that has learned the one shape @typical. */
+static void
+fgd_world(struct world *w, struct gx_fgd_model *m, const struct gx_fgd_shape *typical)
+{
+    world_init(w, "gpu-1", 2);
+    w->cfg.policy = GX_POLICY_FGD;
+    w->node.alloc_cpu_milli = 16000;
+    w->node.alloc_mem_mib = -1;
+    gx_fgd_model_init(m, 100);
+    gx_fgd_observe(m, typical);
+    w->ctx.fgd = m;
+}
+
+/* Under fgd a CPU pod that would strand free cards scores below one that strands none. */
+Test(score_fgd, fgd_scores_cpu_pods_by_the_gpus_they_strand)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.cpu_milli = 8000, .gpus = 1, .milli = 1000};
+    struct gx_podreq cpu = req_none();
+    struct gx_verdict v;
+
+    fgd_world(&w, &m, &typical);
+    cpu.cpu_milli = 4000; /* leaves 12 CPUs: the typical pod still fits */
+    v = decide(&w, cpu);
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9);
+    cpu.cpu_milli = 10000; /* leaves 6: both free cards are stranded */
+    v = decide(&w, cpu);
+    cr_assert_lt(v.parts.fit, 0.5);
+    cr_assert_lt(v.score, 5);
+    world_free(&w);
+}
+
+/* score.fgd_idle_card_milli: a node with no card in use costs that much per card. */
+Test(score_fgd, fgd_charges_a_placement_on_an_idle_node)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 1000};
+    struct gx_podreq whole = req_excl(1), cpu = req_none();
+    double idle_whole, idle_cpu;
+
+    fgd_world(&w, &m, &typical);
+    cpu.cpu_milli = 1000;
+    cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "off: no change scores neutral");
+    w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
+    idle_whole = decide(&w, whole).parts.fit;
+    idle_cpu = decide(&w, cpu).parts.fit;
+    cr_assert_float_eq(idle_whole, 0.4, 1e-9, "200 milli = 0.1 of the fit");
+    cr_assert_float_eq(idle_cpu, 0.4, 1e-9, "a CPU pod pays it too");
+    book_milli(&w, "a", 0, 100); /* the node is in use now */
+    cr_assert_float_eq(decide(&w, whole).parts.fit, 0.5, 1e-9, "a node in use is not charged");
+    cr_assert_gt(decide(&w, cpu).parts.fit, idle_cpu);
+    world_free(&w);
+}
+
+/*
+ * score.fgd_gap_milli: of two cards fgd finds alike, a share goes to the one
+ * that leaves a gap size few cards of the cluster have. gpu-2's four cards
+ * all have 300 free; the 300-milli share would leave 300 on gpu-1's card 0
+ * (a fifth such gap) or 400 on card 1 (the only one).
+ */
+Test(score_fgd, fgd_gap_term_leaves_a_gap_size_few_cards_have)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 100};
+    struct gx_podreq r = req_shared(1, 0, -1);
+    struct gx_score_gaps gaps;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_card other[4];
+    struct gx_verdict v;
+
+    fgd_world(&w, &m, &typical);
+    book_milli(&w, "a", 0, 400); /* 600 free */
+    book_milli(&w, "b", 1, 300); /* 700 free */
+    nodes[0] = w.node;
+    nodes[1] = w.node;
+    nodes[1].name = "gpu-2";
+    nodes[1].cards = other;
+    nodes[1].n_cards = 4;
+    nodes[1].gpu_count = 4;
+    memset(&snap, 0, sizeof(snap));
+    gx_strmap_init(&snap.by_name);
+    for (int i = 0; i < 4; i++) {
+        card_set(&other[i], i, 5, 300, 40);
+        book_on(&w, "gpu-2", i == 0 ? "c0" : i == 1 ? "c1" : i == 2 ? "c2" : "c3", i, 700);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(gx_strmap_put(&snap.by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
+                     GX_OK);
+    }
+    snap.nodes = nodes;
+    snap.n_nodes = 2;
+    snap.generation = 1;
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.snap = &snap;
+    w.ctx.gaps = &gaps;
+    r.milli = 300;
+
+    w.cfg.fgd_gap_milli = 0;
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(v.cards[0], 0, "off: fgd ties (both gaps take the typical pod), binpack decides");
+    w.cfg.fgd_gap_milli = 1;
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 1, "400 left is a rare gap, 300 a common one");
+    cr_assert_float_eq(v.parts.fit, 0.5, 1e-9, "400: one gap size traded for another, no cost");
+    cr_assert_eq(gaps.gaps.count[300], 4);
+    cr_assert_eq(gaps.cards, 6);
+    cr_assert_eq(gaps.gaps.min_open, 100, "the smallest typical share");
+
+    book_on(&w, "gpu-2", "c4", 0, 300); /* gpu-2's card 0 is full now: 300 is no longer common */
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(gaps.gaps.count[300], 3, "counted again after the ledger changed");
+    w.ctx.gaps = NULL;
+    gx_score_node(&w.ctx, &r, &nodes[0], &v);
+    cr_assert_eq(v.cards[0], 0, "no counts: no term");
+    gx_strmap_release(&snap.by_name);
+    world_free(&w);
+}
+
+/* A decision on a scratch ledger goes without the gap counts of the real one. */
+Test(score_fgd, decide_ctx_on_another_ledger_drops_the_gap_counts)
+{
+    struct world w;
+    struct gx_score_gaps gaps;
+    struct gx_ledger *scratch = gx_ledger_new();
+    struct gx_decide_ctx c;
+
+    cr_assert_not_null(scratch);
+    world_init(&w, "gpu-1", 2);
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.gaps = &gaps;
+    c = gx_decide_ctx_on(&w.ctx, w.ledger);
+    cr_assert(c.gaps == &gaps && c.ledger == w.ledger, "the same ledger keeps them");
+    c = gx_decide_ctx_on(&w.ctx, scratch);
+    cr_assert(c.gaps == NULL && c.ledger == scratch);
+    cr_assert(c.cfg == w.ctx.cfg && c.now_ms == w.ctx.now_ms, "the rest is the context's");
+    gx_ledger_free(scratch);
+    world_free(&w);
+}
