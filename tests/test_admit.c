@@ -127,6 +127,51 @@ Test(admit, reserve_books_once_and_repeats_idempotently)
     world_free(&w);
 }
 
+/*
+ * A reservation its own pod can use (issue 19): the node fills up with the
+ * pod's own booking, so the score refuses it there, yet the filter keeps
+ * that node (bind takes the booking over) and refuses the others while a
+ * Binding of the pod may still land.
+ */
+Test(admit, a_pods_own_booking_keeps_its_node_and_holds_off_the_others)
+{
+    struct world w;
+    struct gx_admit_pod pod = {"uid-w", "ml", "w", &whole2};
+    struct gx_admit_plan p;
+    struct gx_admit_held h;
+    struct gx_decide_ctx here;
+    struct gx_verdict v;
+    struct gx_why why = {{0}};
+    enum gx_reason reason = GX_REASON_COUNT;
+    bool keep = false;
+
+    world_init(&w);
+    cr_assert_eq(gx_admit_reserve(&w.ctx, w.ledger, "gpu-a", &pod, &p, &why), GX_OK, "%s",
+                 why.text);
+    here = gx_decide_ctx_on(&w.ctx, w.ledger);
+    gx_score_node(&here, &whole2, &w.nodes[0], &v);
+    cr_assert_not(v.keep, "the score counts the pod's own booking against it");
+    gx_admit_held_of(&w.cfg, w.ledger, "uid-w", NOW + 10, &h);
+    cr_assert_str_eq(h.node, "gpu-a");
+    cr_assert(h.in_flight);
+    cr_assert(gx_admit_held_verdict(&h, "gpu-a", &keep, &reason));
+    cr_assert(keep);
+    cr_assert_eq(reason, GX_REASON_NONE);
+    cr_assert(gx_admit_held_verdict(&h, "gpu-b", &keep, &reason));
+    cr_assert_not(keep);
+    cr_assert_eq(reason, GX_REASON_BOOKED_ELSEWHERE);
+    cr_assert(gx_reason_unresolvable(reason), "no victim changes it");
+    /* settled: the booking may move, the other node is decided as usual */
+    gx_admit_held_of(&w.cfg, w.ledger, "uid-w", NOW + 3 * (int64_t)w.cfg.bind_deadline_ms, &h);
+    cr_assert_not(h.in_flight);
+    cr_assert_not(gx_admit_held_verdict(&h, "gpu-b", &keep, &reason));
+    /* another pod: nothing held */
+    gx_admit_held_of(&w.cfg, w.ledger, "uid-other", NOW, &h);
+    cr_assert_null(h.node);
+    cr_assert_not(gx_admit_held_verdict(&h, "gpu-a", &keep, &reason));
+    world_free(&w);
+}
+
 Test(admit, milli_share_books_milli_and_its_slot_equivalent)
 {
     struct world w;

@@ -201,6 +201,37 @@ gx_admit_in_flight(const struct gx_config *cfg, int64_t booking, int64_t now_ms)
     return now_ms - booking <= 2 * (int64_t)cfg->bind_deadline_ms;
 }
 
+void
+gx_admit_held_of(const struct gx_config *cfg, const struct gx_ledger *l, const char *uid,
+                 int64_t now_ms, struct gx_admit_held *out)
+{
+    const struct gx_ledger_node *e =
+        uid != NULL && uid[0] != '\0' ? gx_ledger_find_pod(l, uid) : NULL;
+
+    out->node = e != NULL ? e->node : NULL;
+    out->in_flight = e != NULL && gx_admit_in_flight(cfg, gx_ledger_booking(l, uid), now_ms);
+}
+
+bool
+gx_admit_held_verdict(const struct gx_admit_held *h, const char *node, bool *keep,
+                      enum gx_reason *reason)
+{
+    if (h->node == NULL) {
+        return false;
+    }
+    if (strcmp(h->node, node) == 0) {
+        *keep = true;
+        *reason = GX_REASON_NONE;
+        return true;
+    }
+    if (h->in_flight) {
+        *keep = false;
+        *reason = GX_REASON_BOOKED_ELSEWHERE;
+        return true;
+    }
+    return false;
+}
+
 enum gx_admit_fix
 gx_admit_fix(const struct gx_config *cfg, const char *node, const struct gx_tenant *t,
              const struct gx_admit_seen *seen, int64_t now_ms)

@@ -75,6 +75,26 @@ struct gx_admit_seen {
  */
 enum gx_admit_fix { GX_FIX_NONE, GX_FIX_RELEASE, GX_FIX_BOUND, GX_FIX_CONFIRM };
 
+/** Where a pod's own booking stands, for the filter and the bind of that pod. */
+struct gx_admit_held {
+    const char *node; /* the node it is booked on (borrowed from the ledger), NULL: none */
+    bool in_flight;   /* a Binding to that node may still land (gx_admit_in_flight) */
+};
+
+/** Pod @uid's booking in @l at @now_ms (wall ms): one ledger lookup per request. */
+void gx_admit_held_of(const struct gx_config *cfg, const struct gx_ledger *l, const char *uid,
+                      int64_t now_ms, struct gx_admit_held *out);
+
+/**
+ * The filter's verdict on @node for a pod whose booking is @h: GX_REASON_NONE
+ * with *keep when the booking is on @node (bind takes it over, whatever the
+ * pod's own booking leaves free); GX_REASON_BOOKED_ELSEWHERE when it is on
+ * another node and a Binding there may still land; otherwise false (decide
+ * as usual: no booking, or one old enough to move).
+ */
+bool gx_admit_held_verdict(const struct gx_admit_held *h, const char *node, bool *keep,
+                           enum gx_reason *reason);
+
 /**
  * True when a booking stamped @booking may still belong to a bind in
  * flight at @now_ms (wall ms): younger than two bind deadlines, so a

@@ -42,6 +42,9 @@ static const struct {
     [GX_REASON_BAD_REQUEST] = {"invalid GPU request", "bad_request", true},
     /* preemption can free quota only with victims of the same namespace: the preempt verb's call */
     [GX_REASON_QUOTA] = {"namespace GPU share quota exceeded", "quota", false},
+    /* a bind of the pod elsewhere may still land: no victim here changes that */
+    [GX_REASON_BOOKED_ELSEWHERE] = {"GPUs of this pod booked on another node", "booked_elsewhere",
+                                    true},
 };
 
 const char *

@@ -422,7 +422,7 @@ binding_body(const struct bind_op *op, struct gx_buf *b)
 static void
 op_enter(struct bind_op *op, enum bind_state st)
 {
-    const struct gx_ledger_node *held;
+    struct gx_admit_held held;
     enum bind_state prev = op->state;
     struct gx_buf b;
 
@@ -438,12 +438,12 @@ op_enter(struct bind_op *op, enum bind_state st)
         op_lease(op, op->other, move_mutate, move_done);
         return;
     case BS_RESERVE:
-        held = gx_ledger_find_pod(op->app->ledger, op->uid);
+        gx_admit_held_of(op->app->cfg, op->app->ledger, op->uid, gx_wall_ms(), &held);
         /* a reservation left on another node (a bind that failed there) moves here */
-        if (prev != BS_MOVE && held != NULL && strcmp(held->node, op->node) != 0) {
-            (void)snprintf(op->other, sizeof(op->other), "%s", held->node);
+        if (prev != BS_MOVE && held.node != NULL && strcmp(held.node, op->node) != 0) {
+            (void)snprintf(op->other, sizeof(op->other), "%s", held.node);
             op->other_booking = gx_ledger_booking(op->app->ledger, op->uid);
-            if (gx_admit_in_flight(op->app->cfg, op->other_booking, gx_wall_ms())) {
+            if (held.in_flight) {
                 /* a timed-out Binding there may still land: moving lost its booking (e2e_burst) */
                 op_fail(op, GX_BIND_ERROR,
                         "an earlier bind of the pod to another node may still land", op->other);

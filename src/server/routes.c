@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "bind.h"
 #include "explain.h"
 #include "explain_pod.h"
@@ -137,6 +138,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_ext_filter_verdict *fv;
     struct gx_decide_ctx ctx;
     struct gx_quota_check qc;
+    struct gx_admit_held held;
     struct gx_buf out;
     size_t len;
     const char *body = gx_http_body(r, &len);
@@ -154,17 +156,21 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     }
     gx_sync_decide_ctx(app, &ctx);
     gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad ? NULL : &req, &qc);
+    gx_admit_held_of(app->cfg, ctx.ledger, bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
     for (size_t i = 0; i < args.n_nodes; i++) {
-        struct gx_vshort v;
+        struct gx_vshort v = {0};
+        /* the pod's own booking first: bind takes it over, so its node fits whatever it holds */
+        bool mine = !bad && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
 
-        if (bad ||
-            !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, now_ms, &v)) {
+        if (!mine && (bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req,
+                                                      args.nodes[i].name, now_ms, &v))) {
             verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
-        if (v.keep && !gx_quota_check_node(
-                          &qc, &ctx, &req,
-                          gx_snapshot_find(ctx.snap, args.nodes[i].name, args.nodes[i].name_len))) {
+        if (!mine && v.keep &&
+            !gx_quota_check_node(
+                &qc, &ctx, &req,
+                gx_snapshot_find(ctx.snap, args.nodes[i].name, args.nodes[i].name_len))) {
             v.keep = false;
             v.reason = GX_REASON_QUOTA;
         }
@@ -191,6 +197,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_ext_args args;
     struct gx_podreq req;
     struct gx_decide_ctx ctx;
+    struct gx_admit_held held;
     struct gx_buf out;
     double *exact;
     int *scores;
@@ -204,10 +211,17 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     exact =
         app->cfg->relative_scores ? calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*exact)) : NULL;
     gx_sync_decide_ctx(app, &ctx);
+    gx_admit_held_of(app->cfg, ctx.ledger, bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
     for (size_t i = 0; i < args.n_nodes && !bad; i++) {
         struct gx_vshort v;
 
         verdict(app, &ctx, &req, false, &args.nodes[i], &v);
+        if (held.node != NULL && strcmp(held.node, args.nodes[i].name) == 0) {
+            /* the node the pod holds GPUs on: its bind reuses them */
+            v.keep = true;
+            v.score = 10;
+            v.exact = 10.0;
+        }
         scores[i] = v.keep ? v.score : 0;
         if (exact != NULL) {
             exact[i] = !v.keep ? -1.0 : v.exact < 0.0 ? 0.0 : v.exact;

@@ -717,7 +717,9 @@ def scrape(binary, ck):
         st, body, headers = ext.request("GET", "/metrics")
         first = body.decode()
         names = ["gpu-node-a", "gpu-node-b", "gpu-node-c", "cpu-node-d"]
-        fst, _ = ext.post_json(ext.verb("filter"), {"Pod": pod, "Nodes": None, "NodeNames": names})
+        # another pod: the bound one would be held to its own node (booked_elsewhere elsewhere)
+        other = dict(pod, metadata=dict(md, name=md["name"] + "-2", uid=md["uid"] + "-2"))
+        fst, _ = ext.post_json(ext.verb("filter"), {"Pod": other, "Nodes": None, "NodeNames": names})
         bst, _ = ext.post_json(ext.verb("filter"), b"{\"Pod\": ")
         ext.write_config({"server": {"prot": 1}})
         deadline = time.time() + 10
