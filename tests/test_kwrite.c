@@ -81,15 +81,28 @@ Test(kwrite, lease_carries_its_resource_version_only_when_given)
     gx_buf_release(&b);
 }
 
-Test(kwrite, label_patch_sets_only_labels)
+Test(kwrite, meta_patch_sets_only_labels_and_annotations)
 {
     struct gx_kv lab[] = {{"gpu-extender.io/managed", "true"}};
+    struct gx_kv ann[] = {{"gpu-extender.io/requeued-at", "17"}};
     struct gx_kmeta m = {.name = "ignored", .labels = lab, .n_labels = 1};
     struct gx_buf b;
 
     gx_buf_init(&b, 4096);
-    cr_assert_eq(gx_kwrite_label_patch(&b, &m), GX_OK);
+    cr_assert_eq(gx_kwrite_meta_patch(&b, &m), GX_OK);
     cr_assert_str_eq(b.data, "{\"metadata\":{\"labels\":{\"gpu-extender.io/managed\":\"true\"}}}");
+    gx_buf_reset(&b);
+    m.n_labels = 0;
+    m.annotations = ann;
+    m.n_annotations = 1;
+    cr_assert_eq(gx_kwrite_meta_patch(&b, &m), GX_OK);
+    cr_assert_str_eq(b.data,
+                     "{\"metadata\":{\"annotations\":{\"gpu-extender.io/requeued-at\":\"17\"}}}");
+    gx_buf_reset(&b);
+    m.n_labels = 1;
+    cr_assert_eq(gx_kwrite_meta_patch(&b, &m), GX_OK);
+    cr_assert_str_eq(b.data, "{\"metadata\":{\"labels\":{\"gpu-extender.io/managed\":\"true\"},"
+                             "\"annotations\":{\"gpu-extender.io/requeued-at\":\"17\"}}}");
     gx_buf_release(&b);
 }
 

@@ -2,6 +2,8 @@
 /* kwrite.c - the API request bodies, on one object-metadata writer. */
 #include "kwrite.h"
 
+#include <stdbool.h>
+
 /* {"k":"v",...} */
 static void
 put_map(struct gx_buf *b, enum gx_err *rc, const struct gx_kv *kv, size_t n)
@@ -72,12 +74,20 @@ gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m, const char *holder
 }
 
 enum gx_err
-gx_kwrite_label_patch(struct gx_buf *out, const struct gx_kmeta *m)
+gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m)
 {
     enum gx_err rc = GX_OK;
+    bool both = m->n_labels > 0 && m->n_annotations > 0;
 
-    gx_buf_put(out, &rc, "{\"metadata\":{\"labels\":");
-    put_map(out, &rc, m->labels, m->n_labels);
+    gx_buf_put(out, &rc, "{\"metadata\":{");
+    if (m->n_labels > 0) {
+        gx_buf_put(out, &rc, "\"labels\":");
+        put_map(out, &rc, m->labels, m->n_labels);
+    }
+    if (m->n_annotations > 0) {
+        gx_buf_put(out, &rc, both ? ",\"annotations\":" : "\"annotations\":");
+        put_map(out, &rc, m->annotations, m->n_annotations);
+    }
     gx_buf_put(out, &rc, "}}");
     return rc;
 }

@@ -31,7 +31,7 @@ enum gx_err gx_kwrite_binding(struct gx_buf *out, const struct gx_kmeta *m,
 enum gx_err gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m,
                             const char *holder) GX_WUR;
 
-/** A merge patch that sets the labels (and only the labels) of @m. */
-enum gx_err gx_kwrite_label_patch(struct gx_buf *out, const struct gx_kmeta *m) GX_WUR;
+/** A merge patch that sets the labels and annotations of @m (and nothing else). */
+enum gx_err gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m) GX_WUR;
 
 #endif

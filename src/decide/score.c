@@ -66,6 +66,13 @@ gx_reason_name(enum gx_reason r)
 }
 
 bool
+gx_reason_booked(enum gx_reason r)
+{
+    return r == GX_REASON_NO_SLOT || r == GX_REASON_NO_MEMORY || r == GX_REASON_TOO_FEW_GPUS ||
+           r == GX_REASON_QUOTA;
+}
+
+bool
 gx_reason_unresolvable(enum gx_reason r)
 {
     if ((unsigned)r >= GX_REASON_COUNT) {

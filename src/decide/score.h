@@ -42,6 +42,9 @@ const char *gx_reason_name(enum gx_reason r);
 /** True when preemption cannot help (goes to FailedAndUnresolvableNodes). */
 bool gx_reason_unresolvable(enum gx_reason r);
 
+/** True when bookings in the ledger cause @r: a booking that goes may lift it. */
+bool gx_reason_booked(enum gx_reason r);
+
 #define GX_MAX_PICK 16
 
 /** Parts of a score, each 0..1 before weighting, for explain. */

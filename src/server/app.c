@@ -20,6 +20,7 @@
 #include "vcache.h"
 #include "preempt_holds.h"
 #include "reconcile.h"
+#include "requeue.h"
 #include "routes.h"
 #include "seen.h"
 #include "service.h"
@@ -315,7 +316,7 @@ start_ledger(struct gx_app *app)
     if (app->leases == NULL) {
         return GX_ENOMEM;
     }
-    return gx_recon_start(app);
+    return gx_recon_start(app) == GX_OK ? gx_requeue_start(app) : GX_ENOMEM;
 }
 
 enum gx_err
@@ -369,6 +370,7 @@ gx_app_free(struct gx_app *app)
     app->leases = NULL;
     gx_bg_clear(app);
     gx_recon_stop(app);
+    gx_requeue_stop(app);
     gx_http_free(app->http_old);
     gx_http_free(app->http);
     gx_sync_free(app);

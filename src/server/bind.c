@@ -17,6 +17,7 @@
 #include "kwrite.h"
 #include "log.h"
 #include "reply.h"
+#include "requeue.h"
 #include "seen.h"
 #include "sync.h"
 
@@ -130,6 +131,7 @@ op_finish(struct bind_op *op, enum gx_bind_outcome o)
         if (op->req.kind != GX_REQ_NONE) {
             gx_bg_write(op->app, GX_BG_BOUND, op->node, op->uid);
         }
+        gx_requeue_done(op->app, op->uid);
     } else {
         gx_warn("bind failed", "req=%llu pod=%s node=%s error=%s",
                 (unsigned long long)gx_http_id(op->r),
@@ -404,7 +406,7 @@ label_patch(const struct gx_config *cfg, struct gx_buf *b)
     struct gx_kv label = {cfg->managed_label, "true"};
     struct gx_kmeta m = {.labels = &label, .n_labels = 1};
 
-    return gx_kwrite_label_patch(b, &m);
+    return gx_kwrite_meta_patch(b, &m);
 }
 
 /* The Binding of @op with the annotations of its plan. */

@@ -118,6 +118,10 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
         {"gpu_extender_preempt_hold_rejections_total",
          "Filter verdicts that rejected a node because a preemptor holds its freed share.",
          m->preempt_hold_rejections},
+        {"gpu_extender_requeue_pokes_total",
+         "Pods refused for GPU capacity that the ledger held, requeued (annotated) once it "
+         "freed.",
+         m->requeue_pokes},
     };
     enum gx_err rc = GX_OK;
 

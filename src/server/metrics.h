@@ -49,6 +49,7 @@ struct gx_metrics {
     uint64_t preempt_victims;
     uint64_t preempt_holds_activated;
     uint64_t preempt_hold_rejections; /* filter verdicts turned by a preemptor's hold */
+    uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
     struct gx_upstats up[GX_UP_COUNT];
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;

@@ -24,6 +24,7 @@
 #include "preempt_verb.h"
 #include "ready.h"
 #include "reply.h"
+#include "requeue.h"
 #include "seen.h"
 #include "sync.h"
 
@@ -140,7 +141,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_quota_check qc;
     struct gx_admit_held held;
     struct gx_buf out;
-    size_t len;
+    size_t len, kept = 0, booked = 0;
     const char *body = gx_http_body(r, &len);
     bool bad = false;
     int64_t now_ms;
@@ -177,12 +178,18 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         fv[i].keep = v.keep;
         fv[i].reason = gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
+        kept += v.keep;
+        booked += !v.keep && gx_reason_booked(v.reason);
         if (v.keep) {
             app->metrics.nodes_kept++;
         } else {
             app->metrics.rejections[v.reason]++;
         }
         log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
+    }
+    /* no node fits, and a booking that goes would let one: wait for it (requeue.h) */
+    if (!bad && app->leases != NULL && kept == 0 && booked > 0) {
+        gx_requeue_wait(app, &args.pod);
     }
     gx_buf_init(&out, (size_t)1 << 30);
     reply_encoded(app, r, GX_VERB_FILTER, gx_ext_encode_filter(&out, body, &args, fv), &out,

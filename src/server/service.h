@@ -70,6 +70,16 @@ struct gx_sync {
 
 /* reconcile.c: managed pods as the watch shows them. */
 struct gx_recon_read;
+struct gx_poke;
+struct gx_waiters;
+
+/* requeue.c: pods refused for capacity the ledger holds, poked when some frees */
+struct gx_requeue {
+    struct gx_waiters *waiters;
+    struct event *timer;
+    int64_t tenants; /* ledger tenants at the last tick */
+    LIST_HEAD(gx_pokes, gx_poke) pokes;
+};
 
 struct gx_recon {
     struct gx_store pods; /* uid -> struct pod_state *, synced once the first pod list arrived */
@@ -113,6 +123,7 @@ struct gx_app {
     LIST_HEAD(bg_list, bgwrite) bgs;
 
     struct gx_recon recon;
+    struct gx_requeue requeue;
 
     /* preempt_verb.c: shares held for preemptors, created on first use */
     struct gx_holds *holds;
