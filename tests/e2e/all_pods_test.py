@@ -14,7 +14,7 @@ import sys
 import threading
 import urllib.request
 
-from e2e import (TOLERATE_GPU, Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+from e2e import (TOLERATE_GPU, Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  exclusive, log, pod, shared, wait_bound, wait_for)
 from rig import DEMO_NODES, Cluster, free_port
 
@@ -171,8 +171,6 @@ finally:
         with rec.lock:
             for v, q, a in rec.calls:
                 log(f"call {v} {call_pod(v, q)}: {json.dumps(a)[:300]}")
-        for n in ("extender-a", "scheduler-gpu-scheduler"):
-            log(f"--- {n} log tail ---\n" + c.logs(n, 3000))
-    c.down()
+    finish(c, chk)
     rec.shutdown()
 chk.done()

@@ -5,7 +5,7 @@ bind at the extender as fast as it can. Every pod must end bound, the extender m
 bound pods. (bench/k8s_throughput.py found a crash in Lease decoding this way.)"""
 import sys
 
-from e2e import (Checks, check_assignment, check_ledger, check_no_403, create, exclusive,
+from e2e import (Checks, finish, check_assignment, check_ledger, check_no_403, create, exclusive,
                  events, get_pods, ledger_vs_pods, log, rig, shared, wait_for)
 
 chk = Checks("e2e_burst")
@@ -45,5 +45,5 @@ try:
         check_ledger(c, chk)
         check_no_403(c, chk)
 finally:
-    c.down()
+    finish(c, chk)
 chk.done()

@@ -236,3 +236,175 @@ def check_no_403(c, chk):
 def rig(extender_bin, **kw):
     kw.setdefault("extender_bin", extender_bin)
     return Cluster(**kw).up()
+
+
+# ----- the invariants every end-to-end test ends with (issue 19) ------------------------------
+
+GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "gpu-extender.io/time-slice")
+SETTLE_S = 30  # watch DELETE events free bookings at once; a reconcile pass (2 s) confirms the rest
+# A pending pod the filter admits binds within: the requeue poke (1 s after capacity frees), the
+# scheduler's longest backoff (podMaxBackoffSeconds, 10 s), a cycle and a bind (httpTimeout 5 s).
+PENDING_BOUND_S = 30
+
+
+def _asks_gpu(p):
+    ann = p["metadata"].get("annotations", {})
+    if ANN + "time-slices" in ann or ANN + "gpu-milli" in ann:
+        return True
+    return any(r in (ctr.get("resources", {}).get("limits") or {})
+               for ctr in p["spec"].get("containers", []) for r in GPU_RESOURCES)
+
+
+def _live(p):
+    return (not p["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") not in ("Succeeded", "Failed"))
+
+
+def _slots(labels):
+    rep = int(labels.get("nvidia.com/gpu.replicas", "1") or 1)
+    return rep if rep > 1 else 4  # sharing.default_slots of config/config.json
+
+
+def _used_milli(shares, slots):
+    """The ledger's count of a card (gx_ledger_share_used): slot shares round up, milli adds."""
+    sl = sum(s for s, m in shares if m == 0)
+    return (sl * 1000 + slots - 1) // slots + sum(m for _, m in shares)
+
+
+def _over_capacity(holders, slots, what):
+    """holders: [(name, exclusive, slices, milli)] of one card; a list of what is wrong."""
+    whole = [h for h in holders if h[1]]
+    if whole and len(holders) > 1:
+        return [f"{what}: a whole-GPU holder is not alone: {holders}"]
+    used = _used_milli([(h[2], h[3]) for h in holders if not h[1]], slots)
+    return [f"{what}: {used} milli booked > 1000: {holders}"] if used > 1000 else []
+
+
+def bookings(c):
+    """(what breaks (a) or (b), the orphan tenants [(node, tenant)] with no live pod).
+    (a) every bound managed pod that asks for GPUs has one booking, on its node only, on the
+    cards its annotations name; (b) no card over capacity, counted from the pods' annotations
+    and from the Leases."""
+    leases = c.leases()
+    pods = c.kjson("get", "pods", "-A")["items"]
+    nodes = {n["metadata"]["name"]: n["metadata"].get("labels", {})
+             for n in c.kjson("get", "nodes")["items"]}
+    by_uid = {}
+    for node, ts in leases.items():
+        for t in ts:
+            by_uid.setdefault(t["uid"], []).append((node, t))
+    live = {p["metadata"]["uid"]: p for p in pods if _live(p)}
+    bad, from_pods = [], {}
+    for p in live.values():
+        md, node = p["metadata"], p["spec"].get("nodeName")
+        if not node or md.get("labels", {}).get(ANN + "managed") != "true" or not _asks_gpu(p):
+            continue
+        name = f"{md['namespace']}/{md['name']}"
+        held = by_uid.get(md["uid"], [])
+        where = sorted({n for n, _ in held})
+        if where != [node]:
+            bad.append(f"{name} bound to {node} is booked on {where or 'no node'}")
+            continue
+        cards = sorted(t["card"] for _, t in held)
+        ann = md.get("annotations", {})
+        named = sorted(int(i) for i in ann.get(ANN + "gpu-index", "").split(",") if i.isdigit())
+        if named and [k for k in cards if k >= 0] != named:
+            bad.append(f"{name}: booked cards {cards} != annotated {named}")
+        if len(set(cards)) != len(cards):
+            bad.append(f"{name}: booked twice on one card {cards}")
+        sl = int(ann.get(ANN + "time-slices", "0") or 0)
+        milli = int(ann.get(ANN + "gpu-milli", "0") or 0)
+        for i in named:
+            from_pods.setdefault((node, i), []).append((name, sl == 0 and milli == 0, sl, milli))
+    for (node, i), holders in sorted(from_pods.items()):
+        bad += _over_capacity(holders, _slots(nodes.get(node, {})), f"pods on {node} card {i}")
+    for node, ts in leases.items():
+        cards = {}
+        for t in ts:
+            if t["card"] >= 0:
+                cards.setdefault(t["card"], []).append(
+                    (t["pod"], t["exclusive"], t["slices"], t.get("milli", 0)))
+        for k, holders in sorted(cards.items()):
+            bad += _over_capacity(holders, _slots(nodes.get(node, {})), f"Lease of {node} card {k}")
+    return bad, [(n, t) for n, ts in leases.items() for t in ts if t["uid"] not in live]
+
+
+def _filter_admits(c, p, nodes):
+    """Nodes the filter of a live replica keeps for pending pod @p, among those it tolerates."""
+    ext = next((e["name"] for e in c.extenders if c.alive(f"extender-{e['name']}")), None)
+    if ext is None:
+        return None
+    tol = p["spec"].get("tolerations") or []
+    sel = p["spec"].get("nodeSelector") or {}
+
+    def fits(n):
+        labels = n["metadata"].get("labels", {})
+        if any(labels.get(k) != v for k, v in sel.items()):
+            return False
+        for t in n["spec"].get("taints") or []:
+            if t.get("effect") not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any(x.get("operator") == "Exists" and x.get("key") in (None, t["key"])
+                       or x.get("key") == t["key"] and x.get("value") == t.get("value")
+                       for x in tol):
+                return False
+        return True
+    names = [n["metadata"]["name"] for n in nodes if fits(n)]
+    body = json.dumps({"Pod": p, "Nodes": None, "NodeNames": names}).encode()
+    import urllib.request
+    req = urllib.request.Request(c.extender_url(ext, "/gpu-extender/filter"), data=body,
+                                 method="POST", headers={"Content-Type": "application/json"})
+    ctx = c.ctx if c.extender_spec(ext).get("tls") else None
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+        res = json.loads(r.read())
+    return res.get("NodeNames") or []
+
+
+def check_pending(c, chk):
+    """(d) no pending pod of the GPU scheduler that the filter admits stays pending longer than
+    PENDING_BOUND_S."""
+    def stuck():
+        nodes = c.kjson("get", "nodes")["items"]
+        out = []
+        for p in c.kjson("get", "pods", "-A")["items"]:
+            if (p["spec"].get("nodeName") or not _live(p)
+                    or p["spec"].get("schedulerName") != "gpu-scheduler"):
+                continue
+            ok = _filter_admits(c, p, nodes)
+            if ok:
+                out.append(f"{p['metadata']['namespace']}/{p['metadata']['name']} fits {ok[:3]}")
+        return out
+    if not any(c.alive(f"extender-{e['name']}") for e in c.extenders) or not any(
+            c.alive(f"scheduler-{s['name']}") for s in c.schedulers):
+        return
+    left = wait_for(lambda: not stuck(), PENDING_BOUND_S, interval=2)
+    chk.ok(left, f"no pending pod the filter admits waits over {PENDING_BOUND_S} s: "
+           f"{'' if left else stuck()}")
+
+
+def check_invariants(c, chk):
+    """The invariants after every end-to-end test (issue 19): (a) and (b) by check_bookings,
+    (c) no booking or reservation without a live pod once the watch and a reconcile pass had
+    their time (SETTLE_S), (d) by check_pending."""
+    if not c.alive("kube-apiserver"):
+        return
+    log("invariants: bookings, capacity, orphans, pending pods")
+    wait_for(lambda: not bookings(c)[1], SETTLE_S, interval=2)
+    bad, orphans = bookings(c)
+    chk.eq(bad, [], "every bound pod booked once on its cards; no card over capacity")
+    chk.eq([f"{n}: {t['pod']} ({t['state']})" for n, t in orphans], [],
+           f"no booking without a live pod after {SETTLE_S} s")
+    check_pending(c, chk)
+
+
+def finish(c, chk, tail=3000):
+    """The end of every end-to-end test: the invariants, the extenders' and schedulers' log
+    tails when a check failed, then the rig down (kept for a look when a check failed)."""
+    try:
+        check_invariants(c, chk)
+    finally:
+        if chk.failed:
+            for n in sorted(c.state["pids"]):
+                if n.startswith(("extender-", "scheduler-")):
+                    log(f"--- {n} log tail ---\n" + c.logs(n, tail))
+        c.down(keep=bool(chk.failed))

@@ -12,7 +12,7 @@ import subprocess
 
 import yaml
 
-from e2e import ROOT, Checks, log
+from e2e import ROOT, Checks, finish, log
 from rig import Cluster
 
 chk = Checks("e2e_helm_dryrun")
@@ -65,5 +65,5 @@ try:
     r = c.kubectl("-n", "gpu-extender", "get", "deployment", "gpu-extender", check=False)
     chk.ok(r.returncode != 0, "server dry-run created nothing")
 finally:
-    c.down()
+    finish(c, chk)
 chk.done()

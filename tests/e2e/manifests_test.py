@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from e2e import ROOT, Checks, log
+from e2e import ROOT, Checks, finish, log
 from rig import Cluster, shipped_scheduler_config, wait_for
 
 chk = Checks("e2e_manifests")
@@ -77,5 +77,5 @@ try:
     chk.eq(c.forbidden(), [], "no 403 (nothing ran as the extender here)")
     log("manifests checked")
 finally:
-    c.down()
+    finish(c, chk)
 chk.done()

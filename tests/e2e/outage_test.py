@@ -4,7 +4,7 @@ kill -9 in the middle of a burst of binds loses nothing: after a restart and a r
 ledger Leases hold exactly the bound pods."""
 import sys
 
-from e2e import (Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+from e2e import (Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  events, exclusive, get_pods, log, rig, shared, wait_bound, wait_for)
 
 chk = Checks("e2e_outage")
@@ -64,7 +64,5 @@ try:
            "all bookings released once the pods are gone")
     check_no_403(c, chk)
 finally:
-    if chk.failed:
-        log("--- extender-a log tail ---\n" + c.logs("extender-a", 3000))
-    c.down()
+    finish(c, chk)
 chk.done()

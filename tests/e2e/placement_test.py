@@ -8,7 +8,7 @@ import json
 import re
 import sys
 
-from e2e import (NS, Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+from e2e import (NS, Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  events, exclusive, get_pod, get_pods, log, node_cards, pod, rig, shared, wait_bound,
                  wait_for)
 from rig import DEMO_NODES
@@ -139,8 +139,5 @@ try:
     check_no_403(c, chk)
     chk.ok(c.alive("extender-a"), "extender still running (no sanitizer abort)")
 finally:
-    if chk.failed:
-        for n in ("extender-a", "scheduler-gpu-scheduler"):
-            log(f"--- {n} log tail ---\n" + c.logs(n, 3000))
-    c.down()
+    finish(c, chk)
 chk.done()

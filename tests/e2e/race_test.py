@@ -5,7 +5,7 @@ whole-GPU pods than the cards hold, half for each scheduler: nothing is over-adm
 annotations name a card of the node it is bound to, and the ledger equals the bound pods."""
 import sys
 
-from e2e import (Checks, check_assignment, check_ledger, check_no_403, create, delete_pods,
+from e2e import (Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  exclusive, get_pods, log, rig, shared, wait_for)
 
 chk = Checks("e2e_race")
@@ -70,8 +70,5 @@ try:
 
     check_no_403(c, chk)
 finally:
-    if chk.failed:
-        for n in ("extender-a", "extender-b"):
-            log(f"--- {n} log tail ---\n" + c.logs(n, 2000))
-    c.down()
+    finish(c, chk, tail=2000)
 chk.done()

@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.request
 
-from e2e import (NS, Checks, check_assignment, check_no_403, create, events, exclusive, get_pod,
+from e2e import (NS, Checks, finish, check_assignment, check_no_403, create, events, exclusive, get_pod,
                  log, node_cards, rig, wait_bound, wait_for)
 
 chk = Checks("e2e_dra")
@@ -114,7 +114,5 @@ try:
     check_no_403(c, chk)
     log(f"checks: {chk.passed} passed, {chk.failed} failed")
 finally:
-    if chk.failed:
-        print(c.logs("extender-a"))
-    c.down(keep=bool(chk.failed))
+    finish(c, chk)
 chk.done()

@@ -42,7 +42,7 @@ import time
 import urllib.error
 import urllib.request
 
-from e2e import (ANN, NS, Checks, check_no_403, create, delete_pods, events, get_pod, get_pods,
+from e2e import (ANN, NS, Checks, finish, check_no_403, create, delete_pods, events, get_pod, get_pods,
                  log, pod, rig, wait_bound, wait_for)
 import rig as rigmod  # noqa: E402 - on the path once e2e is imported
 from rig import DEMO_NODES
@@ -406,8 +406,5 @@ try:
     check_no_403(c, chk)
     chk.ok(c.alive("extender-a"), "extender still running (no sanitizer abort)")
 finally:
-    if chk.failed:
-        for n in ("extender-a", "scheduler-gpu-scheduler"):
-            log(f"--- {n} log tail ---\n" + c.logs(n, 4000))
-    c.down()
+    finish(c, chk, tail=4000)
 chk.done()

@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.request
 
-from e2e import (NS, Checks, check_no_403, create, delete_pods, events, get_pod, log, pod, rig,
+from e2e import (NS, Checks, finish, check_no_403, create, delete_pods, events, get_pod, log, pod, rig,
                  shared, wait_bound, wait_for)
 
 chk = Checks("e2e_quota")
@@ -135,8 +135,5 @@ try:
     delete_pods(c)
     check_no_403(c, chk)
 finally:
-    if chk.failed:
-        print(c.logs("extender-a"))
-        print(c.logs("extender-b"))
-    c.down(keep=bool(chk.failed))
+    finish(c, chk)
 chk.done()
