@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build (or reuse) the e2e control plane: kube-apiserver, kube-scheduler and kubectl of the
-# Kubernetes release pinned in tests/k8s/go.mod, an etcd around go.etcd.io/etcd/server/v3/embed
-# and the fake kubelet. Binaries are cached outside the clone, by version:
+# Kubernetes release pinned in tests/k8s/go.mod, an etcd around go.etcd.io/etcd/server/v3/embed,
+# the fake kubelet and the fault proxy (cmd/faultproxy). Binaries are cached outside the clone,
+# by version:
 #   ${GX_K8S_CACHE:-$HOME/.cache/gpu-extender}/k8s-<version>/
 # with a stamp holding a hash of go.mod, go.sum, the Go sources, the Go version and this
 # script, so a stale cache rebuilds. Prints the binary directory on stdout; logs on stderr.
@@ -26,14 +27,15 @@ version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go
 [ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes version in go.mod" >&2; exit 1; }
 cache=${GX_K8S_CACHE:-$HOME/.cache/gpu-extender}
 out="$cache/k8s-$version"
-bins=(kube-apiserver kube-scheduler kubectl etcd fake-kubelet)
+bins=(kube-apiserver kube-scheduler kubectl etcd fake-kubelet faultproxy)
 pkgs=(k8s.io/kubernetes/cmd/kube-scheduler)
 linked=()
 if [ "$mod" = "$here" ]; then
-    pkgs+=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd ./cmd/fake-kubelet)
+    pkgs+=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd ./cmd/fake-kubelet
+          ./cmd/faultproxy)
     base=
 else
-    linked=(kube-apiserver kubectl etcd fake-kubelet)
+    linked=(kube-apiserver kubectl etcd fake-kubelet faultproxy)
     base=${GX_K8S_BIN:-$(env -u GX_K8S_TOOLCHAIN "$here/build.sh")}
 fi
 

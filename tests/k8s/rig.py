@@ -86,11 +86,14 @@ class Cluster:
                "extender": "a", "scheduler_name": None (keep the shipped), "leader_elect": None,
                "extender_port": None (call the extender's own port)}.
     generate: extra generated GPU nodes (copies of gpu-node-b) for scale tests.
+    faults: start cmd/faultproxy in front of the API server (fault_url, set_faults()); an
+               extender spec {"via_faults": True} and a scheduler spec {"via_faults": True} talk
+               to the API server through it.
     """
 
     def __init__(self, state_dir=None, extender_bin=None, extenders=None, schedulers=None,
                  generate=0, prometheus=True, extra_nodes=None, bin_dir=None,
-                 tie_to_parent=True):
+                 tie_to_parent=True, faults=False):
         self.dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="gx-k8s-"))
         os.makedirs(self.dir, exist_ok=True)
         self.bin = bin_dir or build_binaries()
@@ -102,6 +105,7 @@ class Cluster:
         self.want_prometheus = prometheus
         self.extra_nodes = extra_nodes or []
         self.tie_to_parent = tie_to_parent
+        self.want_faults = faults
         self.procs = {}
         self.state = {"dir": self.dir, "bin": self.bin, "pids": {}, "ports": {}}
         self.ctx = None
@@ -199,6 +203,8 @@ class Cluster:
             self._etcd()
             self._apiserver()
             self._bootstrap()
+            if self.want_faults:
+                self._faultproxy()
             self._kubelet()
             if self.want_prometheus:
                 self._prometheus()
@@ -303,11 +309,48 @@ class Cluster:
             return st == 200
         wait_for(ready, 120, "kube-apiserver /readyz", must=True)
 
-    def _write_kubeconfig(self, path, token, user):
+    def _faultproxy(self):
+        """cmd/faultproxy in front of the API server, serving its certificate (127.0.0.1)."""
+        pf, cf = self.path("faultproxy.port"), self.path("faultproxy.control")
+        for f in (pf, cf):
+            if os.path.exists(f):
+                os.unlink(f)
+        self.start("faultproxy", [os.path.join(self.bin, "faultproxy"), "--port-file", pf,
+                                  "--control-port-file", cf, "--upstream", self.api_url,
+                                  "--cert", self.path("apiserver.crt"),
+                                  "--key", self.path("apiserver.key"),
+                                  "--ca", self.path("ca.crt")])
+
+        def ports():
+            if not self.alive("faultproxy"):
+                raise RuntimeError("faultproxy exited: " + self.logs("faultproxy"))
+            if os.path.getsize(pf) if os.path.exists(pf) else 0:
+                if os.path.exists(cf) and os.path.getsize(cf):
+                    with open(pf) as a, open(cf) as b:
+                        return int(a.read()), int(b.read())
+            return None
+        port, ctl = wait_for(ports, 30, "faultproxy ports", must=True)
+        self.fault_url = f"https://127.0.0.1:{port}"
+        self.fault_ctl = f"http://127.0.0.1:{ctl}"
+        with open(self.path("scheduler.token")) as f:
+            self._write_kubeconfig(self.path("scheduler-faults.kubeconfig"), f.read(),
+                                   "gpu-scheduler", server=self.fault_url)
+
+    def set_faults(self, **faults):
+        """Fault rates of the proxy (cmd/faultproxy/main.go); none: no faults."""
+        req = urllib.request.Request(self.fault_ctl + "/faults", data=json.dumps(faults).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=5).read()
+
+    def fault_stats(self):
+        with urllib.request.urlopen(self.fault_ctl + "/stats", timeout=5) as r:
+            return json.loads(r.read())
+
+    def _write_kubeconfig(self, path, token, user, server=None):
         with open(self.path("ca.crt"), "rb") as f:
             ca = base64.b64encode(f.read()).decode()
         cfg = {"apiVersion": "v1", "kind": "Config",
-               "clusters": [{"name": "e2e", "cluster": {"server": self.api_url,
+               "clusters": [{"name": "e2e", "cluster": {"server": server or self.api_url,
                                                         "certificate-authority-data": ca}}],
                "users": [{"name": user, "user": {"token": token}}],
                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
@@ -401,7 +444,8 @@ class Cluster:
         o = {"server.address": "127.0.0.1", "server.port": spec["port"],
              "server.debug_endpoints": True,
              "sources.files.nodes": None, "sources.files.metrics": [],
-             "kubernetes.enabled": True, "kubernetes.url": self.api_url,
+             "kubernetes.enabled": True,
+             "kubernetes.url": self.fault_url if spec.get("via_faults") else self.api_url,
              "kubernetes.token_file": self.path("extender.token"),
              "kubernetes.ca_file": self.path("ca.crt"),
              "kubernetes.namespace": SA_NS,
@@ -484,7 +528,8 @@ class Cluster:
         spec = self.scheduler_spec(name)
         cfg = shipped_scheduler_config(spec.get("config", "kube-scheduler-config.yaml"))
         # Only what must differ outside a cluster: where the API server and the extender are.
-        cfg["clientConnection"]["kubeconfig"] = self.path("scheduler.kubeconfig")
+        cfg["clientConnection"]["kubeconfig"] = self.path(
+            "scheduler-faults.kubeconfig" if spec.get("via_faults") else "scheduler.kubeconfig")
         ext = cfg["extenders"][0]
         e = self.extender_spec(spec["extender"]) if spec.get("extender") else {"name": "-", "port": 9}
         # extender_port: something in front of the extender (a test's recording proxy)

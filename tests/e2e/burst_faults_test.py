@@ -1,0 +1,133 @@
+"""Issue 19: the ledger holds under a slow, faulty API server. A burst of mixed GPU pods (40 %
+whole GPUs of 1/2/4/8 cards, 40 % gpu-milli shares 100..900, 20 % time slices) is created at
+once on generated 8-card nodes while cmd/faultproxy sits between the extender (and the
+scheduler) and kube-apiserver: writes take 200-1,000 ms, some are answered 504 after they
+landed, some answers are dropped, some connections reset; two CPU-bound processes run beside
+the control plane. Modes (argv[2]):
+
+  one      one replica
+  two      two replicas behind a round-robin proxy (the Service)
+  kill     one replica, killed -9 mid-burst and started again
+  restart  one replica, kube-scheduler restarted mid-burst
+
+Every pod must end bound, and the invariants of every e2e test hold (tests/e2e/e2e.py: each
+bound pod booked once on its cards, no card over capacity from the pods as from the Leases,
+no booking without a pod, no pending pod the filter admits). The scheduler's failed attempts
+are reported against its scheduled ones. Size: GX_BURST_NODES (200) x GX_BURST_PODS (600)."""
+import os
+import random
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+
+from e2e import ANN, Checks, create, finish, get_pods, log, pod, rig, wait_for
+
+MODE = sys.argv[2] if len(sys.argv) > 2 else "one"
+NODES = int(os.environ.get("GX_BURST_NODES", "200"))
+PODS = int(os.environ.get("GX_BURST_PODS", "600"))
+FAULTS = {"latency_ms": [200, 1000], "p504": 0.05, "pdrop": 0.02, "preset": 0.01,
+          "methods": ["PUT", "POST", "PATCH", "DELETE"]}
+SCHED_ARGS = ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
+
+
+def workload(n, seed=19):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        r = rng.random()
+        if r < 0.4:
+            out.append(pod(f"w-{i}", {"nvidia.com/gpu": str(rng.choice((1, 2, 4, 8)))}))
+        elif r < 0.8:
+            out.append(pod(f"m-{i}", {"gpu-extender.io/time-slice": "1"},
+                           annotations={ANN + "gpu-milli": str(rng.randrange(100, 901, 10))}))
+        else:
+            out.append(pod(f"s-{i}", {"gpu-extender.io/time-slice": "1"},
+                           annotations={ANN + "time-slices": "1"}))
+    return out
+
+
+def attempts(c):
+    """{result: count} of kube-scheduler's scheduler_schedule_attempts_total."""
+    port = c.state["ports"]["scheduler-gpu-scheduler"]
+    ctx = ssl._create_unverified_context()
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", timeout=10, context=ctx) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{"):
+            res = line.split('result="', 1)[1].split('"', 1)[0]
+            out[res] = out.get(res, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def bound(c):
+    return sum(1 for p in get_pods(c) if p["spec"].get("nodeName"))
+
+
+chk = Checks(f"e2e_burst_faults_{MODE}")
+extenders = [{"name": "a", "via_faults": True}]
+if MODE == "two":
+    extenders.append({"name": "b", "via_faults": True})
+c = rig(sys.argv[1], generate=NODES, schedulers=[], extenders=extenders, faults=True)
+burners = []
+sched_totals = {}
+try:
+    sched = {"name": "gpu-scheduler", "extender": "a", "via_faults": True, "args": SCHED_ARGS}
+    if MODE == "two":
+        pf = c.path("rr.port")
+        ports = [c.extender_spec(n)["port"] for n in ("a", "b")]
+        c.start("roundrobin", [os.path.join(c.bin, "faultproxy"), "--port-file", pf,
+                               "--control-port-file", c.path("rr.control"), "--upstream",
+                               ",".join(f"http://127.0.0.1:{p}" for p in ports)])
+        sched["extender_port"] = wait_for(
+            lambda: os.path.getsize(pf) and int(open(pf).read()), 30, "round-robin port", must=True)
+    c.schedulers.append(sched)
+    pods = workload(PODS)
+    create(c, *pods)
+    log(f"{len(pods)} pods on {NODES} generated nodes; faults {FAULTS}; mode {MODE}")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    c.set_faults(**FAULTS)
+    t0 = time.time()
+    c.start_scheduler("gpu-scheduler")
+    if MODE in ("kill", "restart"):
+        wait_for(lambda: bound(c) >= len(pods) // 3, 300, interval=1)
+        log(f"{bound(c)} bound at {time.time() - t0:.0f} s: {MODE}")
+        if MODE == "kill":
+            c.kill_extender("a")
+            time.sleep(2)
+            c.start_extender("a")
+        else:
+            sched_totals = attempts(c)
+            c.stop_scheduler("gpu-scheduler")
+            time.sleep(2)
+            c.start_scheduler("gpu-scheduler")
+
+    def done():
+        if not all(c.alive(f"extender-{e['name']}") for e in extenders):
+            return "an extender died"
+        return bound(c) == len(pods)
+    res = wait_for(done, 900, interval=2)
+    took = time.time() - t0
+    c.set_faults()
+    for b in burners:
+        b.kill()
+    st = c.fault_stats()
+    log(f"faults injected: {st}")
+    n = bound(c)
+    chk.ok(all(c.alive(f"extender-{e['name']}") for e in extenders), "the extenders survive")
+    chk.eq(n, len(pods), f"every pod bound ({res}, {took:.0f} s)")
+    chk.ok(st["Answered504"] + st["Dropped"] + st["Reset"] > 0, "faults were injected")
+    a = attempts(c)
+    for k, v in sched_totals.items():
+        a[k] = a.get(k, 0) + v
+    scheduled = a.get("scheduled", 0)
+    failed = a.get("unschedulable", 0) + a.get("error", 0)
+    log(f"scheduler attempts: {a}; failed/scheduled = {failed / max(scheduled, 1):.3f}; "
+        f"{n / took:.1f} pods/s")
+finally:
+    for b in burners:
+        b.kill()
+    finish(c, chk)
+chk.done()
