@@ -365,7 +365,7 @@ check_invariants(const struct world *w, const struct gx_ledger *l)
     }
 }
 
-/* The Leases as leases.c keeps them: encode each node entry, decode into a fresh ledger. */
+/* The Leases as leases_cache.c keeps them: encode each node, decode into a fresh ledger. */
 static struct gx_ledger *
 restart(const struct world *w, struct gx_ledger *old)
 {

@@ -7,14 +7,14 @@
  * Strict RFC 8259 syntax, nesting capped by @max_depth.
  *
  * Which parser reads which document:
- *   this scanner   ExtenderArgs and the bind/preempt args (extender.c),
+ *   this scanner   ExtenderArgs and the bind/preempt args (extender_*.c),
  *                  Prometheus query answers (prom.c): large, hot, never a
  *                  whole tree; and every Kubernetes document (kobj.c): one
  *                  walk validates it and builds, item by item, the cJSON tree
  *                  of a Pod, a Node, a list item, a watch event, a Lease, a
  *                  Status that kobj's field readers look into;
  *   cJSON's parser the config file (config.c) and the Lease ledger
- *                  annotation (ledger.c).
+ *                  annotation (ledger_codec.c).
  * Repeated keys: in documents from peers (all of them written by Go) the
  * last one wins, as with Go's decoders, whichever parser reads them; the
  * operator's config and the extender's own Lease annotation reject a

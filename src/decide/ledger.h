@@ -2,7 +2,7 @@
 /*
  * ledger.h - who holds which GPU card: per node, per card, time-slice
  * tenants and exclusive holders. Pure bookkeeping (no I/O); the durable
- * copy lives in one Lease per node in the API server (kube module), and
+ * copy lives in one Lease per node in the API server (io/leases), and
  * gx_ledger_node_encode/decode are that Lease annotation's codec. Defined
  * in ledger.c (bookkeeping), ledger_usage.c (what tenants add up to) and
  * ledger_codec.c (the codec).

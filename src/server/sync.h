@@ -3,7 +3,7 @@
  * sync.h - sources -> stores -> snapshot: the file sources (NodeList file,
  * dcgm-exporter pages) re-read on a timer, the live sources (Prometheus,
  * the API server) feeding their stores, and the snapshot rebuilt whole
- * (bursts of changes coalesced) and swapped in. Readiness is decided here.
+ * (bursts of changes coalesced) and swapped in. Readiness is ready.c's.
  */
 #ifndef GX_SYNC_H
 #define GX_SYNC_H

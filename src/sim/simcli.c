@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * simcli.c - `gpu-extender simulate`: argument parsing, file reading,
- * worker threads over seeds, output. Every decision comes from gxcore
- * (gx_sim_run); this file only moves data in and out.
+ * worker threads over seeds, output. Every decision comes from the pure
+ * sim code (gx_sim_run); this file only moves data in and out.
  */
 #include "simcli.h"
 

@@ -3,7 +3,8 @@
  * simcli.h - the `gpu-extender simulate` subcommand: reads the trace files
  * and the config, runs the seeds on worker threads (gx_sim_run is pure and
  * shares nothing between runs), prints per-seed and mean results, writes
- * --json and --svg. Not part of gxcore: it does I/O and owns threads.
+ * --json and --svg. The one file of the sim layer that does I/O and owns
+ * threads.
  */
 #ifndef GX_SIMCLI_H
 #define GX_SIMCLI_H
