@@ -3,16 +3,17 @@
  * service.h - the state of the running extender, one struct on the event
  * loop thread (no locks), in sections each written by one module:
  *
- *   app.c        lifecycle: config, HTTP servers, reload, TLS, drain
- *   sync.c       sources -> metric/node stores -> snapshot, readiness
- *   routes.c     the route table and the filter/prioritize/... handlers
- *   reply.c      the only way an HTTP answer is made
- *   bind.c       the bind chain (reservation -> label -> Binding)
- *   bgwrite.c    background Lease writes (mark bound, release)
- *   reconcile.c  the managed-pod view and the periodic reconcile
- *   preempt_verb.c the preempt verb and the shares held for preemptors
+ *   app.c          lifecycle: config, HTTP servers, reload, TLS, drain
+ *   sync.c         sources -> metric/node stores -> snapshot (ready.c reads it)
+ *   routes.c       the route table and the filter/prioritize/... handlers
+ *   reply.c        the only way an HTTP answer is made
+ *   bind.c         the bind chain (reservation -> label -> Binding)
+ *   bgwrite.c      background Lease writes (mark bound, release)
+ *   reconcile.c    the managed-pod view and the periodic reconcile
+ *   requeue.c      pods refused for capacity, poked when a booking goes
+ *   preempt_holds.c the shares held for preemptors (decide/holds.c decides)
  *
- * Pure decisions live outside the shell: score, admit, ledger, explain.
+ * Pure decisions live outside the shell, in src/decide/.
  * Other modules only read a section they do not own.
  */
 #ifndef GX_SERVICE_H
@@ -106,7 +107,7 @@ struct gx_app {
 
     struct gx_sync sync;
 
-    /* fgd: the typical pods filter has seen (score.c learns, decisions read) */
+    /* fgd: the typical pods filter has seen (score_fgd.c learns, decisions read) */
     struct gx_fgd_model fgd;
     struct gx_score_gaps *gaps; /* the cluster's gap counts fgd's gap term keeps (score.h) */
 
@@ -125,7 +126,7 @@ struct gx_app {
     struct gx_recon recon;
     struct gx_requeue requeue;
 
-    /* preempt_verb.c: shares held for preemptors, created on first use */
+    /* preempt_holds.c: shares held for preemptors, created on first use */
     struct gx_holds *holds;
 };
 
