@@ -829,3 +829,38 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
     cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 2, "two writes");
     env_fini(&e);
 }
+
+/*
+ * A bind in flight shows its booking in the cache (filters see its cards),
+ * across another update's write and the watch's copy of it, and that write
+ * never carries it to the Lease.
+ */
+Test(leases, a_held_booking_is_shown_but_never_written)
+{
+    struct env e;
+    struct gx_tenant t = {.uid = "uid-held",
+                          .pod = "team-a/held",
+                          .card = 0,
+                          .slices = 1,
+                          .util_pct = -1,
+                          .state = GX_TENANT_RESERVED,
+                          .since_ms = 5};
+    static const int slots[2] = {2, 2};
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    cr_assert_eq(gx_ledger_add(e.l, NODE, &t, 1, slots, 2), GX_OK);
+    gx_leases_hold(e.ls, NODE, "uid-held");
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    pthread_mutex_lock(&e.f->mu);
+    cr_assert_null(strstr(e.f->tenants, "uid-held"), "never written: %s", e.f->tenants);
+    cr_assert_not_null(strstr(e.f->tenants, "uid-mine"));
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-held"), "still shown after the write");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"));
+    gx_leases_unhold(e.ls, "uid-held", false);
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-held"), "gone once its bind failed");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"), "the Lease's booking stays");
+    env_fini(&e);
+}

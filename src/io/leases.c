@@ -175,6 +175,7 @@ gx_leases_free(struct gx_leases *ls)
         return;
     }
     gx_leases_cancel_all(ls);
+    gx_leases_holds_free(ls);
     gx_kube_watch_free(ls->watch);
     if (ls->sync_timer != NULL) {
         event_free(ls->sync_timer);

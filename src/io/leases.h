@@ -68,6 +68,21 @@ bool gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_m
  */
 size_t gx_leases_take_suspects(struct gx_leases *ls, char (*out)[256], size_t max);
 
+/**
+ * Show the booking pod @uid has in the cache on @node (the caller just made
+ * it there) to every decision until gx_leases_unhold, across the Lease
+ * writes and watch events that replace the node's tenants in the cache: a
+ * bind in flight, so the filters of the pods kube-scheduler schedules while
+ * it binds this one see its cards. A hold is never written to a Lease.
+ */
+void gx_leases_hold(struct gx_leases *ls, const char *node, const char *uid);
+
+/**
+ * Stop showing @uid's hold. Unless @booked (the bind's own Lease write holds
+ * the pod now, and the cache with it), the booking it showed leaves the cache.
+ */
+void gx_leases_unhold(struct gx_leases *ls, const char *uid, bool booked);
+
 /** Lease name of @node into @out (size @n): "gpu-extender-<node>", hashed when too long. */
 void gx_leases_name(const char *node, char *out, size_t n);
 

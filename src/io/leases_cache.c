@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "kwrite.h"
 #include "log.h"
+#include "score.h"
 
 void
 gx_leases_name(const char *node, char *out, size_t n)
@@ -51,8 +52,8 @@ suspect(struct gx_leases *ls, const char *node)
  * tell which booking is the pod's.
  */
 void
-gx_leases_cache_set(struct gx_leases *ls, const char *node, const struct gx_tenant *t, size_t n,
-                    const char *rv)
+gx_leases_cache_truth(struct gx_leases *ls, const char *node, const struct gx_tenant *t, size_t n,
+                      const char *rv)
 {
     struct gx_ledger *l = ls->ledger;
 
@@ -66,6 +67,114 @@ gx_leases_cache_set(struct gx_leases *ls, const char *node, const struct gx_tena
     if (gx_ledger_set_node(l, node, t, n, rv) != GX_OK) {
         gx_warn("ledger lease holds inconsistent tenants, ignoring it", "node=%s", node);
     }
+}
+
+/* A bind in flight: the booking it made in the cache, shown until it ends. */
+struct gx_lease_hold {
+    char node[256];
+    char uid[GX_UID_MAX];
+    struct gx_tenant t[GX_MAX_PICK];
+    size_t n;
+    int64_t stamp;
+};
+
+void
+gx_leases_show_holds(struct gx_leases *ls, const char *node)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(ls->ledger, node);
+    struct gx_tenant all[256];
+    char rv[64] = "";
+    size_t n = 0;
+
+    if (ls->n_holds == 0 || (e != NULL && e->n_tenants > GX_ARRAY_LEN(all))) {
+        return;
+    }
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        all[n++] = e->tenants[i];
+    }
+    for (size_t h = 0; h < ls->n_holds; h++) {
+        const struct gx_lease_hold *x = &ls->holds[h];
+        if (strcmp(x->node, node) != 0 || gx_ledger_find_pod(ls->ledger, x->uid) != NULL ||
+            n + x->n > GX_ARRAY_LEN(all)) {
+            continue; /* booked already (the Lease has it), or elsewhere: the truth wins */
+        }
+        memcpy(&all[n], x->t, x->n * sizeof(x->t[0]));
+        n += x->n;
+    }
+    if (e != NULL && n == e->n_tenants) {
+        return;
+    }
+    if (e != NULL && e->resource_version != NULL) {
+        (void)snprintf(rv, sizeof(rv), "%s", e->resource_version);
+    }
+    /* shown on a best-effort basis: tenants that do not fit leave the truth alone */
+    if (gx_ledger_set_node(ls->ledger, node, all, n, rv[0] ? rv : NULL) != GX_OK) {
+        gx_debug("binds in flight not shown: they clash with the lease", "node=%s", node);
+    }
+}
+
+void
+gx_leases_cache_set(struct gx_leases *ls, const char *node, const struct gx_tenant *t, size_t n,
+                    const char *rv)
+{
+    gx_leases_cache_truth(ls, node, t, n, rv);
+    gx_leases_show_holds(ls, node);
+}
+
+void
+gx_leases_hold(struct gx_leases *ls, const char *node, const char *uid)
+{
+    const struct gx_ledger_node *e = gx_ledger_node(ls->ledger, node);
+    struct gx_lease_hold *x;
+
+    if (e == NULL || strlen(node) >= sizeof(x->node) || strlen(uid) >= sizeof(x->uid)) {
+        return;
+    }
+    if (ls->n_holds == ls->cap_holds) {
+        size_t cap = ls->cap_holds ? ls->cap_holds * 2 : 64;
+        struct gx_lease_hold *grown = realloc(ls->holds, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return; /* not shown: the filter may admit a pod onto these cards, bind refuses it */
+        }
+        ls->holds = grown;
+        ls->cap_holds = cap;
+    }
+    x = &ls->holds[ls->n_holds];
+    memset(x, 0, sizeof(*x));
+    (void)snprintf(x->node, sizeof(x->node), "%s", node);
+    (void)snprintf(x->uid, sizeof(x->uid), "%s", uid);
+    for (size_t i = 0; i < e->n_tenants && x->n < GX_MAX_PICK; i++) {
+        if (strcmp(e->tenants[i].uid, uid) == 0) {
+            x->t[x->n++] = e->tenants[i];
+        }
+    }
+    x->stamp = gx_ledger_booking(ls->ledger, uid);
+    if (x->n > 0) {
+        ls->n_holds++;
+    }
+}
+
+void
+gx_leases_unhold(struct gx_leases *ls, const char *uid, bool booked)
+{
+    for (size_t h = 0; h < ls->n_holds; h++) {
+        if (strcmp(ls->holds[h].uid, uid) == 0) {
+            int64_t stamp = ls->holds[h].stamp;
+            ls->holds[h] = ls->holds[--ls->n_holds];
+            if (!booked) {
+                (void)gx_ledger_release_booking(ls->ledger, uid, stamp);
+            }
+            return;
+        }
+    }
+}
+
+void
+gx_leases_holds_free(struct gx_leases *ls)
+{
+    free(ls->holds);
+    ls->holds = NULL;
+    ls->n_holds = ls->cap_holds = 0;
 }
 
 enum gx_err

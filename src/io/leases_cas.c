@@ -273,7 +273,8 @@ q_mutate(struct gx_lease_q *q, struct lease_ops *ended)
 {
     struct gx_leases *ls = q->ls;
 
-    gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
+    /* the truth alone: a hold of a bind in flight is never written by another update */
+    gx_leases_cache_truth(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
     for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
         struct gx_why why = {{0}};
         struct gx_tenant *before = NULL;
@@ -288,7 +289,7 @@ q_mutate(struct gx_lease_q *q, struct lease_ops *ended)
         }
         rc = o->mutate(o->ctx, ls->ledger, q->node, &write, &why);
         if (rc != GX_OK) {
-            gx_leases_cache_set(ls, q->node, before, n_before, q->exists ? q->rv : NULL);
+            gx_leases_cache_truth(ls, q->node, before, n_before, q->exists ? q->rv : NULL);
             op_end(q, o, ended, rc, why.text);
         } else if (!write) {
             op_end(q, o, ended, GX_OK, "");
@@ -329,7 +330,9 @@ q_write(struct gx_lease_q *q)
     if (q->xfer == NULL) {
         gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
         q_end(q, GX_ENOMEM, "cannot start the lease write");
+        return;
     }
+    gx_leases_show_holds(ls, q->node); /* while the write is on its way */
 }
 
 /* The Lease's tenants are read: apply the round, write if anything changed. */
@@ -341,6 +344,7 @@ q_apply(struct gx_lease_q *q)
     TAILQ_INIT(&ended);
     q_mutate(q, &ended);
     if (TAILQ_EMPTY(&q->round)) {
+        gx_leases_show_holds(q->ls, q->node);
         q_end(q, GX_OK, "");
     } else {
         q_write(q);

@@ -35,6 +35,8 @@ struct gx_leases {
     uint64_t rng;
     char suspects[64][256]; /* nodes whose Lease may book a pod the cache places elsewhere */
     size_t n_suspects;
+    struct gx_lease_hold *holds; /* binds in flight shown in the cache (gx_leases_hold) */
+    size_t n_holds, cap_holds;
 };
 
 /**
@@ -69,10 +71,21 @@ enum gx_err gx_leases_encode(const char *name, const char *namespace, const char
 
 /**
  * Make the cache hold tenants @t (@n, borrowed) for @node at resourceVersion
- * @rv (NULL: no Lease): the one way the cache takes a Lease's truth.
+ * @rv (NULL: no Lease): the one way the cache takes a Lease's truth. The
+ * holds of binds in flight on @node are shown on top (gx_leases_hold).
  */
 void gx_leases_cache_set(struct gx_leases *ls, const char *node, const struct gx_tenant *t,
                          size_t n, const char *rv);
+
+/** gx_leases_cache_set without the holds: the truth a round's mutates start from. */
+void gx_leases_cache_truth(struct gx_leases *ls, const char *node, const struct gx_tenant *t,
+                           size_t n, const char *rv);
+
+/** Show the holds of binds in flight on @node again, on top of what the cache holds. */
+void gx_leases_show_holds(struct gx_leases *ls, const char *node);
+
+/** Free the holds (the module is freed). */
+void gx_leases_holds_free(struct gx_leases *ls);
 
 /** Copy the cache's tenants of @node into a heap array (*t NULL when none; you own it). */
 enum gx_err gx_leases_cache_copy(const struct gx_ledger *l, const char *node, struct gx_tenant **t,
