@@ -63,10 +63,7 @@ static void q_kick(struct gx_lease_q *q);
 static struct gx_lease_q *
 q_find(struct gx_leases *ls, const char *node)
 {
-    struct gx_lease_q *q;
-
-    LIST_FOREACH(q, &ls->queues, link)
-    {
+    for (struct gx_lease_q *q = LIST_FIRST(&ls->queues); q != NULL; q = LIST_NEXT(q, link)) {
         if (strcmp(q->node, node) == 0) {
             return q;
         }
@@ -175,10 +172,8 @@ static long
 q_timeout(const struct gx_lease_q *q)
 {
     int64_t left = (int64_t)q->ls->cfg->kube_timeout_s * 1000, now = gx_mono_ms();
-    const struct lease_op *o;
 
-    TAILQ_FOREACH(o, &q->round, link)
-    {
+    for (const struct lease_op *o = TAILQ_FIRST(&q->round); o != NULL; o = TAILQ_NEXT(o, link)) {
         if (o->deadline_ms - now < left) {
             left = o->deadline_ms - now;
         }
@@ -476,7 +471,8 @@ gx_leases_busy(struct gx_leases *ls, const char *node)
 void
 gx_leases_cancel_all(struct gx_leases *ls)
 {
-    while (!LIST_EMPTY(&ls->queues)) {
-        q_free(LIST_FIRST(&ls->queues));
+    for (struct gx_lease_q *q = LIST_FIRST(&ls->queues), *next; q != NULL; q = next) {
+        next = LIST_NEXT(q, link);
+        q_free(q);
     }
 }

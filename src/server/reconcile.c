@@ -433,8 +433,9 @@ gx_recon_stop(struct gx_app *app)
         event_free(app->recon.timer);
     }
     app->recon.timer = NULL;
-    while (!LIST_EMPTY(&app->recon.reads)) {
-        read_free(LIST_FIRST(&app->recon.reads));
+    for (struct gx_recon_read *rr = LIST_FIRST(&app->recon.reads), *next; rr != NULL; rr = next) {
+        next = LIST_NEXT(rr, link);
+        read_free(rr);
     }
     gx_store_release(&app->recon.pods);
 }

@@ -123,8 +123,9 @@ gx_requeue_stop(struct gx_app *app)
         event_free(app->requeue.timer);
         app->requeue.timer = NULL;
     }
-    while (!LIST_EMPTY(&app->requeue.pokes)) {
-        poke_free(LIST_FIRST(&app->requeue.pokes));
+    for (struct gx_poke *p = LIST_FIRST(&app->requeue.pokes), *next; p != NULL; p = next) {
+        next = LIST_NEXT(p, link);
+        poke_free(p);
     }
     gx_waiters_free(app->requeue.waiters);
     app->requeue.waiters = NULL;
