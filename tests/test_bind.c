@@ -703,14 +703,10 @@ Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
     late_release(4); /* ... the release's GET, then its PUT */
 }
 
-/*
- * A retried bind to another node while the pod's booking there is young:
- * the first attempt's timed-out Binding may still land, so the booking is
- * not moved (moving it left bound pods without a booking in e2e_burst).
- */
-Test(bind, a_young_booking_on_another_node_is_not_moved)
+/* Seed the cache with the pod's booking on gpu-b, @age_ms old. */
+static void
+booked_on_b(struct env *e, int64_t age_ms)
 {
-    struct env e;
     struct gx_tenant t = {.uid = UID,
                           .pod = NS "/" POD,
                           .card = 0,
@@ -719,9 +715,21 @@ Test(bind, a_young_booking_on_another_node_is_not_moved)
                           .state = GX_TENANT_RESERVED};
     static const int slots[2] = {1, 1};
 
+    t.since_ms = gx_wall_ms() - age_ms;
+    cr_assert_eq(gx_ledger_add(e->app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
+}
+
+/*
+ * A retried bind to another node while the pod's booking there is young:
+ * the first attempt's timed-out Binding may still land, so the booking is
+ * not moved (moving it left bound pods without a booking in e2e_burst).
+ */
+Test(bind, a_young_booking_on_another_node_is_not_moved)
+{
+    struct env e;
+
     env_init(&e, true);
-    t.since_ms = gx_wall_ms() - 1000;
-    cr_assert_eq(gx_ledger_add(e.app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
+    booked_on_b(&e, 1000);
     bind_pod(&e);
     cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
     cr_assert_str_eq(e.error, "an earlier bind of the pod to another node may still land: gpu-b");
@@ -762,22 +770,6 @@ Test(bind, a_binding_conflict_with_an_unreadable_pod_keeps_the_booking)
     e.f.get_status = 500;
     expect(&e, GX_BIND_ERROR, "the binding conflicted and the pod could not be read",
            BIND "GET pod", "reserved");
-}
-
-/* Seed the cache with the pod's booking on gpu-b, @age_ms old. */
-static void
-booked_on_b(struct env *e, int64_t age_ms)
-{
-    struct gx_tenant t = {.uid = UID,
-                          .pod = NS "/" POD,
-                          .card = 0,
-                          .exclusive = true,
-                          .util_pct = -1,
-                          .state = GX_TENANT_RESERVED};
-    static const int slots[2] = {1, 1};
-
-    t.since_ms = gx_wall_ms() - age_ms;
-    cr_assert_eq(gx_ledger_add(e->app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
 }
 
 /* An old booking elsewhere moves only when the pod shows it is still pending. */

@@ -546,6 +546,30 @@ fake_int(struct env *e, const int *field)
     return v;
 }
 
+/* Put a one-slice tenant @uid on card 0 of @node in the cache only (no Lease write). */
+static void
+cache_add(struct env *e, const char *node, const char *uid, enum gx_tenant_state st)
+{
+    struct gx_tenant t = {.card = 0, .slices = 1, .util_pct = -1, .state = st, .since_ms = 5};
+    static const int slots[2] = {2, 2};
+
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    (void)snprintf(t.pod, sizeof(t.pod), "team-b/%s", uid);
+    cr_assert_eq(gx_ledger_add(e->l, node, &t, 1, slots, 2), GX_OK);
+}
+
+/* Run the loop until the fake's Lease watch is open. */
+static void
+wait_watch(struct env *e)
+{
+    int64_t t0 = gx_mono_ms();
+
+    while (fake_int(e, &e->f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE);
+    }
+    cr_assert_eq(fake_int(e, &e->f->watches), 1, "the watch is open");
+}
+
 Test(leases, update_creates_the_lease_when_missing)
 {
     struct env e;
@@ -629,11 +653,7 @@ Test(leases, the_watch_shows_another_writer_without_waiting_for_a_resync)
     env_init(&e, 3600); /* no resync within the test */
     cr_assert(run_until(&e, is_synced), "first list");
     /* wait until the watch is open */
-    t0 = gx_mono_ms();
-    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
-        (void)event_base_loop(e.base, EVLOOP_ONCE);
-    }
-    cr_assert_eq(fake_int(&e, &e.f->watches), 1);
+    wait_watch(&e);
     pthread_mutex_lock(&e.f->mu);
     other_writer(e.f, "uid-watched");
     pthread_mutex_unlock(&e.f->mu);
@@ -654,14 +674,10 @@ sees_after_only(struct env *e)
 Test(leases, a_write_the_watch_shows_during_an_update_is_not_lost)
 {
     struct env e;
-    int64_t t0;
 
     env_init(&e, 3600);
     cr_assert(run_until(&e, is_synced), "first list");
-    t0 = gx_mono_ms();
-    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
-        (void)event_base_loop(e.base, EVLOOP_ONCE);
-    }
+    wait_watch(&e);
     pthread_mutex_lock(&e.f->mu);
     e.f->write_after = true;
     pthread_mutex_unlock(&e.f->mu);
@@ -720,24 +736,13 @@ Test(leases, a_write_that_failed_but_landed_is_read_back)
 Test(leases, a_pod_booked_on_two_nodes_makes_the_other_a_suspect)
 {
     struct env e;
-    struct gx_tenant t = {.uid = "uid-dup",
-                          .pod = "team-b/other",
-                          .card = 0,
-                          .slices = 1,
-                          .util_pct = -1,
-                          .state = GX_TENANT_BOUND,
-                          .since_ms = 1};
-    static const int slots[2] = {2, 2};
     char got[4][256];
     int64_t t0;
 
     env_init(&e, 3600);
     cr_assert(run_until(&e, is_synced), "first list");
-    t0 = gx_mono_ms();
-    while (fake_int(&e, &e.f->watches) == 0 && gx_mono_ms() - t0 < DEADLINE_MS) {
-        (void)event_base_loop(e.base, EVLOOP_ONCE);
-    }
-    cr_assert_eq(gx_ledger_add(e.l, "gpu-other", &t, 1, slots, 2), GX_OK);
+    wait_watch(&e);
+    cache_add(&e, "gpu-other", "uid-dup", GX_TENANT_BOUND);
     cr_assert_eq(gx_leases_take_suspects(e.ls, got, 4), 0, "no suspect yet");
     pthread_mutex_lock(&e.f->mu);
     other_writer(e.f, "uid-dup");
@@ -838,18 +843,10 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
 Test(leases, a_held_booking_is_shown_but_never_written)
 {
     struct env e;
-    struct gx_tenant t = {.uid = "uid-held",
-                          .pod = "team-a/held",
-                          .card = 0,
-                          .slices = 1,
-                          .util_pct = -1,
-                          .state = GX_TENANT_RESERVED,
-                          .since_ms = 5};
-    static const int slots[2] = {2, 2};
 
     env_init(&e, 3600);
     cr_assert(run_until(&e, is_synced), "first list");
-    cr_assert_eq(gx_ledger_add(e.l, NODE, &t, 1, slots, 2), GX_OK);
+    cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
     gx_leases_hold(e.ls, NODE, "uid-held");
     book(&e);
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);

@@ -47,30 +47,33 @@ put_meta(struct gx_buf *b, enum gx_err *rc, const struct gx_kmeta *m)
     gx_buf_put(b, rc, "}");
 }
 
-enum gx_err
-gx_kwrite_binding(struct gx_buf *out, const struct gx_kmeta *m, const char *node)
+/* {<head>,"metadata":{..},<field>"<value>"}}: an object whose one other field ends in a string */
+static enum gx_err
+put_object(struct gx_buf *out, const char *head, const struct gx_kmeta *m, const char *field,
+           const char *value)
 {
     enum gx_err rc = GX_OK;
 
-    gx_buf_put(out, &rc, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",");
+    gx_buf_put(out, &rc, head);
     put_meta(out, &rc, m);
-    gx_buf_put(out, &rc, ",\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
-    gx_buf_put_json_str(out, &rc, node);
+    gx_buf_put(out, &rc, field);
+    gx_buf_put_json_str(out, &rc, value);
     gx_buf_put(out, &rc, "}}");
     return rc;
 }
 
 enum gx_err
+gx_kwrite_binding(struct gx_buf *out, const struct gx_kmeta *m, const char *node)
+{
+    return put_object(out, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",", m,
+                      ",\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":", node);
+}
+
+enum gx_err
 gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m, const char *holder)
 {
-    enum gx_err rc = GX_OK;
-
-    gx_buf_put(out, &rc, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",");
-    put_meta(out, &rc, m);
-    gx_buf_put(out, &rc, ",\"spec\":{\"holderIdentity\":");
-    gx_buf_put_json_str(out, &rc, holder);
-    gx_buf_put(out, &rc, "}}");
-    return rc;
+    return put_object(out, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",", m,
+                      ",\"spec\":{\"holderIdentity\":", holder);
 }
 
 enum gx_err
