@@ -447,8 +447,13 @@ def probe_decision(key, value):
         changed = wait_for(lambda: observe() != before, 4 if key in INGEST else 1.5)
         c.ok(changed, f"{key}: the reload to {value!r} changed no decision, explain or metric")
     apply(copy.deepcopy(base_cfg), f"{key}: restore")
-    c.ok(wait_for(lambda: observe() == before, 4), f"{key}: restoring the base config restores "
-                                                    "the decisions")
+    if not c.ok(wait_for(lambda: observe() == before, 4), f"{key}: restoring the base config "
+                                                           "restores the decisions"):
+        after = observe()
+        for k in sorted(before):
+            if before[k] != after.get(k):
+                print(f"  {k}: before {str(before[k])[:400]}\n  {k}: after  {str(after.get(k))[:400]}",
+                      flush=True)
 
 
 def probe_on_stale():
@@ -948,10 +953,14 @@ def run_stage(overrides, probes, setup=None):
 
 
 def book_one():
-    # a booking, so per-card series and namespace use exist before the first observation
-    post(PREFIX + "/filter", {"Pod": PODS[2], "Nodes": None, "NodeNames": NAMES})
-    st, data, _ = post(PREFIX + "/bind", {"PodName": "shared", "PodNamespace": "ml",
-                                          "PodUID": "uid-shared", "Node": "gpu-node-b"})
+    # a booking, so per-card series and namespace use exist before the first observation; of
+    # a pod of its own: a booked pod's filter keeps its node (and refuses the others while its
+    # Binding may land), which would make the observed pods' decisions change with time
+    booked = copy.deepcopy(PODS[2])
+    booked["metadata"].update(name="booked", uid="uid-booked")
+    post(PREFIX + "/filter", {"Pod": booked, "Nodes": None, "NodeNames": NAMES})
+    st, data, _ = post(PREFIX + "/bind", {"PodName": "booked", "PodNamespace": "ml",
+                                          "PodUID": "uid-booked", "Node": "gpu-node-b"})
     c.eq(st, 200, "setup: bind a shared pod")
 
 
