@@ -175,13 +175,14 @@ Test(podreq, classifies_annotation_shared, .init = setup, .fini = teardown)
     cr_assert_float_eq(r.util_pct, -1.0, 1e-9);
 }
 
-Test(podreq, reads_memory_annotation_as_quantity_or_mib, .init = setup, .fini = teardown)
+/* A Kubernetes quantity; a bare number is bytes (issue 22: "6442450944" was read as 6 PiB). */
+Test(podreq, reads_memory_annotation_as_a_quantity, .init = setup, .fini = teardown)
 {
     static const struct {
         const char *mem;
         int64_t mib;
-    } cases[] = {{"8000", 8000}, {"6Gi", 6144}, {"1G", 954},
-                 {"512Mi", 512}, {"0", 0},      {"1.5Gi", 1536}};
+    } cases[] = {{"6442450944", 6144}, {"6Gi", 6144}, {"1G", 954}, {"512Mi", 512}, {"0", 0},
+                 {"1.5Gi", 1536},      {"1048577", 2}};
     char json[256];
 
     for (size_t i = 0; i < GX_ARRAY_LEN(cases); i++) {
@@ -316,7 +317,8 @@ Test(podreq, rejects_bad_annotation_values, .init = setup, .fini = teardown)
 {
     static const char *const slices[] = {"0",  "65", "abc", "1.5",        "-1",
                                          " 2", "",   "+2",  "99999999999"};
-    static const char *const memory[] = {"lots", "-1Gi", "6 Gi", "", "6GB"};
+    /* "8000": a bare number is bytes, and 8000 bytes of GPU memory was surely meant as MiB */
+    static const char *const memory[] = {"lots", "-1Gi", "6 Gi", "", "6GB", "8000"};
     static const char *const util[] = {"101", "-1", "nan", "abc", "", "1e2", " 5", "100.5"};
     char json[256];
 

@@ -204,27 +204,23 @@ parse_milli(const char *s, int *out)
 }
 
 /*
- * GPU memory annotation in MiB. A quantity with a suffix follows Kubernetes
- * ("6Gi" = 6144 MiB, "1G" = 954 MiB); a bare number such as "8000" means
- * MiB, since 8000 bytes of GPU memory would never be meant.
+ * GPU memory annotation in MiB, rounded up. A Kubernetes quantity: "6Gi" =
+ * 6144 MiB, "1G" = 954 MiB, and a bare number is bytes ("6442450944" = 6 GiB).
+ * A bare number under 1 MiB is refused rather than booked as a MiB: "8000"
+ * was surely meant as 8000Mi (it was read so before).
  */
 static enum gx_err
 parse_memory(const char *s, int64_t *out)
 {
     size_t i = 0;
+    int64_t bytes;
 
     while (s[i] >= '0' && s[i] <= '9') {
         i++;
     }
-    if (i > 0 && s[i] == '\0') {
-        int64_t v;
-        enum gx_err rc = gx_quantity_parse(s, &v);
-
-        if (rc != GX_OK) {
-            return rc;
-        }
-        *out = v;
-        return GX_OK;
+    if (i > 0 && s[i] == '\0' &&
+        (gx_quantity_parse(s, &bytes) != GX_OK || (bytes > 0 && bytes < (INT64_C(1) << 20)))) {
+        return GX_EINVAL;
     }
     return gx_quantity_parse_mib(s, out);
 }
@@ -257,7 +253,9 @@ shared_annotations(const struct gx_config *cfg, const struct gx_pod *pod, struct
     const char *util = annotation(pod, cfg->ann_util);
 
     if (mem != NULL && parse_memory(mem, &r->memory_mib) != GX_OK) {
-        gx_why_set(why, "%.64s must be a memory size such as 6Gi or a number of MiB, not \"%.32s\"",
+        gx_why_set(why,
+                   "%.64s must be a memory size such as 6Gi or 6144Mi (a bare number is bytes), "
+                   "not \"%.32s\"",
                    cfg->ann_memory, mem);
         return GX_EINVAL;
     }
