@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-sim-out}
 bin=${GX_BIN:-build-simrel/gpu-extender}
-traces=${GX_TRACES:-/work/shared/traces/openb}
+# the traces of the project's shared folder beside the checkout (GX_TRACES to point elsewhere)
+traces=${GX_TRACES:-$(cd .. && pwd)/shared/traces/openb}
 seeds=${GX_SEEDS:-42-51}
 threads=${GX_THREADS:-2}
 mkdir -p "$out"
