@@ -28,14 +28,20 @@
 #include "seen.h"
 #include "sync.h"
 
+/* The reason of every node for a request the extender cannot honour: the cause, in the event. */
+struct bad_request {
+    bool bad;
+    char reason[300]; /* "invalid GPU request: gpu-extender.io/time-slices must be ..." */
+};
+
 /*
  * Decode ExtenderArgs and classify the pod. On a request the extender
- * cannot honour (bad annotations) *bad is set: every node is then rejected
- * with a reason the user sees, rather than failing the call.
+ * cannot honour (bad annotations) @bad is set: every node is then rejected
+ * with a reason the user sees, naming the cause, rather than failing the call.
  */
 static bool
 decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb,
-                       struct gx_ext_args *args, struct gx_podreq *req, bool *bad)
+                       struct gx_ext_args *args, struct gx_podreq *req, struct bad_request *bad)
 {
     struct gx_why why = {{0}};
     size_t len;
@@ -47,9 +53,12 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
         gx_reply_error(&app->metrics, r, verb, 400, why.text);
         return false;
     }
-    *bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
-    if (*bad) {
+    bad->bad = gx_podreq_parse(app->cfg, &args->pod, req, &why) != GX_OK;
+    if (bad->bad) {
         char q[300], p[700];
+
+        (void)snprintf(bad->reason, sizeof(bad->reason), "%s: %s",
+                       gx_reason_text(GX_REASON_BAD_REQUEST), why.text);
         gx_warn("invalid GPU request, rejecting every node", "req=%llu pod=%s error=%s",
                 (unsigned long long)gx_http_id(r),
                 gx_log_quote_pod(p, sizeof(p), args->pod.namespace, args->pod.name),
@@ -64,7 +73,7 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
  */
 static void *
 decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, struct gx_ext_args *args,
-            struct gx_podreq *req, bool *bad, size_t elem)
+            struct gx_podreq *req, struct bad_request *bad, size_t elem)
 {
     void *per_node;
 
@@ -143,7 +152,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_buf out;
     size_t len, kept = 0, booked = 0;
     const char *body = gx_http_body(r, &len);
-    bool bad = false;
+    struct bad_request bad = {0};
     int64_t now_ms;
 
     fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv));
@@ -151,21 +160,22 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         return;
     }
     now_ms = gx_mono_ms(); /* once per request: the holds are checked for every node */
-    if (!bad) {
+    if (!bad.bad) {
         gx_seen_put(app->seen, &args.pod, &req, now_ms);
         gx_score_learn(app->cfg, &app->fgd, &req);
     }
     gx_sync_decide_ctx(app, &ctx);
-    gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad ? NULL : &req, &qc);
-    gx_admit_held_of(app->cfg, ctx.ledger, bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
+    gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad.bad ? NULL : &req, &qc);
+    gx_admit_held_of(app->cfg, ctx.ledger, bad.bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v = {0};
         /* the pod's own booking first: bind takes it over, so its node fits whatever it holds */
-        bool mine = !bad && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
+        bool mine =
+            !bad.bad && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
 
-        if (!mine && (bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req,
-                                                      args.nodes[i].name, now_ms, &v))) {
-            verdict(app, &ctx, &req, bad, &args.nodes[i], &v);
+        if (!mine && (bad.bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req,
+                                                          args.nodes[i].name, now_ms, &v))) {
+            verdict(app, &ctx, &req, bad.bad, &args.nodes[i], &v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
         if (!mine && v.keep &&
@@ -176,7 +186,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
             v.reason = GX_REASON_QUOTA;
         }
         fv[i].keep = v.keep;
-        fv[i].reason = gx_reason_text(v.reason);
+        fv[i].reason = bad.bad ? bad.reason : gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
         kept += v.keep;
         booked += !v.keep && gx_reason_booked(v.reason);
@@ -188,7 +198,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
     }
     /* no node fits, and a booking that goes would let one: wait for it (requeue.h) */
-    if (!bad && app->leases != NULL && kept == 0 && booked > 0) {
+    if (!bad.bad && app->leases != NULL && kept == 0 && booked > 0) {
         gx_requeue_wait(app, &args.pod);
     }
     gx_buf_init(&out, (size_t)1 << 30);
@@ -208,7 +218,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_buf out;
     double *exact;
     int *scores;
-    bool bad = false;
+    struct bad_request bad = {0};
 
     scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores));
     if (scores == NULL) {
@@ -218,8 +228,8 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     exact =
         app->cfg->relative_scores ? calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*exact)) : NULL;
     gx_sync_decide_ctx(app, &ctx);
-    gx_admit_held_of(app->cfg, ctx.ledger, bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
-    for (size_t i = 0; i < args.n_nodes && !bad; i++) {
+    gx_admit_held_of(app->cfg, ctx.ledger, bad.bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
+    for (size_t i = 0; i < args.n_nodes && !bad.bad; i++) {
         struct gx_vshort v;
 
         verdict(app, &ctx, &req, false, &args.nodes[i], &v);
@@ -235,7 +245,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         }
         log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
     }
-    if (exact != NULL && !bad) {
+    if (exact != NULL && !bad.bad) {
         gx_score_relative(exact, args.n_nodes, scores);
     }
     free(exact);

@@ -117,6 +117,15 @@ try:
     finally:
         rel.cleanup()
 
+    # -- a malformed annotation: every node refused, unresolvably, with the cause in the
+    # reason the pod's events show (issue 22), not only in the extender's log
+    bad = pod_with("bad-slices", "uid-bad-slices", annotations={"gpu-extender.io/time-slices": "abc"})
+    st, res = ext.post_json(ext.verb("filter"), names_args(bad, NAMES))
+    why = res.get("FailedAndUnresolvableNodes") or {}
+    c.eq(sorted(why), sorted(NAMES), f"a bad request refuses every node unresolvably ({res})")
+    c.ok(all(v.startswith("invalid GPU request: gpu-extender.io/time-slices must be")
+             for v in why.values()), f"the reason names the annotation ({why})")
+
     # -- shared pods and bind on gpu-node-a: card 0 is held by a device-plugin pod
     # (vLLM), card 1 is idle with the default 4 slots: exactly 4 are admitted.
     shared = []
