@@ -92,6 +92,35 @@ Test(score_pick, full_slots_reject_with_time_slot_reason)
     world_free(&w);
 }
 
+/*
+ * A share no card of the node could hold even empty (issue 22): its own,
+ * unresolvable reason, not a slot or memory shortage that waiting or a
+ * victim would lift.
+ */
+Test(score_pick, a_share_no_empty_card_could_hold_never_fits)
+{
+    struct world w;
+    struct gx_verdict v;
+
+    world_init(&w, "gpu-1", 2); /* 4 slots, 24,564 MiB cards, 512 MiB reserve */
+    v = decide(&w, req_shared(5, 0, -1));
+    cr_assert_not(v.keep);
+    cr_assert_eq(v.reason, GX_REASON_NEVER_FITS, "%s", gx_reason_text(v.reason));
+    cr_assert(gx_reason_unresolvable(v.reason));
+    cr_assert_not(gx_reason_booked(v.reason), "no booking that goes would let it in");
+    v = decide(&w, req_shared(1, 24564 - 512 + 1, -1));
+    cr_assert_eq(v.reason, GX_REASON_NEVER_FITS, "%s", gx_reason_text(v.reason));
+    /* at the edge it fits an empty card (one whose 300 MiB measured in use leave room) */
+    v = decide(&w, req_shared(4, 24564 - 512 - 300, -1));
+    cr_assert(v.keep, "%s", gx_reason_text(v.reason));
+    /* a full card is still a shortage, not a never */
+    book(&w, "a", 0, false, 4, 0);
+    book(&w, "b", 1, false, 4, 0);
+    v = decide(&w, req_shared(1, 0, -1));
+    cr_assert_eq(v.reason, GX_REASON_NO_SLOT, "%s", gx_reason_text(v.reason));
+    world_free(&w);
+}
+
 Test(score_pick, card_held_exclusively_has_no_slot_for_shared_pods)
 {
     struct world w;

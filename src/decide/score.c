@@ -45,6 +45,8 @@ static const struct {
     /* a bind of the pod elsewhere may still land: no victim here changes that */
     [GX_REASON_BOOKED_ELSEWHERE] = {"GPUs of this pod booked on another node", "booked_elsewhere",
                                     true},
+    /* more slices, milli or memory than an empty card of the node holds: waiting cannot help */
+    [GX_REASON_NEVER_FITS] = {"request larger than any GPU of the node", "never_fits", true},
 };
 
 const char *

@@ -30,6 +30,7 @@ enum gx_reason {
     GX_REASON_BAD_REQUEST,      /* "invalid GPU request" */
     GX_REASON_QUOTA,            /* "namespace GPU share quota exceeded" (quota.h) */
     GX_REASON_BOOKED_ELSEWHERE, /* "GPUs of this pod booked on another node" (admit.h) */
+    GX_REASON_NEVER_FITS,       /* "request larger than any GPU of the node" */
     GX_REASON_COUNT
 };
 

@@ -317,6 +317,24 @@ further(enum gx_reason a, enum gx_reason b)
     return a == GX_REASON_UNHEALTHY && b == GX_REASON_STALE;
 }
 
+/*
+ * True when no card of @node could hold the share even empty: more slots or
+ * milli than a card has, or more declared memory than a card of the node's
+ * size less the reserve. Such a pod waits forever and no victim helps.
+ */
+static bool
+never_fits(const struct gx_config *cfg, const struct gx_podreq *req, const struct gx_node *node,
+           int slots, int ask_slices, int ask_milli)
+{
+    static const struct gx_card_usage empty;
+
+    if (!gx_ledger_share_fits(&empty, slots, ask_slices, ask_milli)) {
+        return true;
+    }
+    return node->gpu_memory_mib > 0 && req->memory_mib > 0 &&
+           req->memory_mib > node->gpu_memory_mib - cfg->memory_reserve_mib;
+}
+
 void
 gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *req,
                        const struct gx_node *node, struct gx_verdict *out)
@@ -339,6 +357,10 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     double delta = 0.0, best_delta = 0.0;
     struct gx_score_walk w;
 
+    if (never_fits(cfg, req, node, slots, ask_slices, ask_milli)) {
+        out->reason = GX_REASON_NEVER_FITS;
+        return;
+    }
     if (fgd) {
         gx_score_fgd_node(d, node, slots, &fn);
         gx_score_fgd_shape(cfg, req, slots, &sh);

@@ -97,19 +97,20 @@ try:
     check_ledger(c, chk)
 
     # 5. Fits nowhere: 30 GiB on a 24 GiB card. Pending, and the event carries the extender's
-    # reasons as the scheduler aggregates them.
+    # reasons as the scheduler aggregates them: no card could ever hold it, so it says so
+    # (unresolvable: no preemption is tried for it) instead of "insufficient GPU memory".
     create(c, shared("too-big", "1", "30Gi"))
 
     def failed():
         for reason, msg in events(c, "too-big"):
-            if reason == "FailedScheduling" and "insufficient GPU memory" in (msg or ""):
+            if reason == "FailedScheduling" and "request larger than any GPU" in (msg or ""):
                 return msg
         return None
     msg = wait_for(failed, 60, interval=0.5)
     log(f"FailedScheduling: {msg}")
     chk.ok(msg and msg.startswith(f"0/{nnodes} nodes are available: "),
            f"aggregated message over all {nnodes} nodes: {msg!r}")
-    chk.ok(msg and re.search(r"\b\d+ insufficient GPU memory", msg),
+    chk.ok(msg and re.search(r"\b\d+ request larger than any GPU of the node", msg),
            f"extender reason counted in the event: {msg!r}")
     p = get_pod(c, "too-big")
     chk.ok(not p["spec"].get("nodeName") and p["status"].get("phase") == "Pending", "too-big stays Pending")
