@@ -719,6 +719,18 @@ booked_on_b(struct env *e, int64_t age_ms)
     cr_assert_eq(gx_ledger_add(e->app.ledger, "gpu-b", &t, 1, slots, 2), GX_OK);
 }
 
+/* Bind the pod booked on gpu-b: refused with @error after the calls @trace; still booked there. */
+static void
+expect_kept_on_b(struct env *e, const char *error, const char *trace)
+{
+    bind_pod(e);
+    cr_assert_eq(e->app.metrics.binds[GX_BIND_ERROR], 1, "%s", e->error);
+    cr_assert_str_eq(e->error, error);
+    assert_trace(e, trace);
+    cr_assert_str_eq(gx_ledger_find_pod(e->app.ledger, UID)->node, "gpu-b", "still booked there");
+    env_fini(e);
+}
+
 /*
  * A retried bind to another node while the pod's booking there is young:
  * the first attempt's timed-out Binding may still land, so the booking is
@@ -730,12 +742,7 @@ Test(bind, a_young_booking_on_another_node_is_not_moved)
 
     env_init(&e, true);
     booked_on_b(&e, 1000);
-    bind_pod(&e);
-    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
-    cr_assert_str_eq(e.error, "an earlier bind of the pod to another node may still land: gpu-b");
-    assert_trace(&e, "");
-    cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
-    env_fini(&e);
+    expect_kept_on_b(&e, "an earlier bind of the pod to another node may still land: gpu-b", "");
 }
 
 /*
@@ -780,12 +787,7 @@ Test(bind, an_old_booking_of_a_pod_bound_there_is_not_moved)
     env_init(&e, true);
     booked_on_b(&e, 60000);
     (void)snprintf(e.f.pod_node, sizeof(e.f.pod_node), "gpu-b");
-    bind_pod(&e);
-    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
-    cr_assert_str_eq(e.error, "the pod holds GPUs on another node and is not pending: gpu-b");
-    assert_trace(&e, "GET pod");
-    cr_assert_str_eq(gx_ledger_find_pod(e.app.ledger, UID)->node, "gpu-b", "still booked there");
-    env_fini(&e);
+    expect_kept_on_b(&e, "the pod holds GPUs on another node and is not pending: gpu-b", "GET pod");
 }
 
 Test(bind, an_old_booking_of_a_pending_pod_moves_here)
