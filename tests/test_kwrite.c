@@ -115,3 +115,13 @@ Test(kwrite, a_full_buffer_fails_cleanly)
     cr_assert_neq(gx_kwrite_binding(&b, &m, "node"), GX_OK);
     gx_buf_release(&b);
 }
+
+Test(kwrite, pod_path_names_the_subresource_and_says_when_it_did_not_fit)
+{
+    char path[64];
+
+    cr_assert_eq(gx_kwrite_pod_path(path, sizeof(path), "ml", "p", "/binding"),
+                 strlen("/api/v1/namespaces/ml/pods/p/binding"));
+    cr_assert_str_eq(path, "/api/v1/namespaces/ml/pods/p/binding");
+    cr_assert_geq(gx_kwrite_pod_path(path, 16, "ml", "p", ""), 16);
+}

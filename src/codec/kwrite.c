@@ -3,6 +3,7 @@
 #include "kwrite.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* {"k":"v",...} */
 static void
@@ -93,4 +94,12 @@ gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m)
     }
     gx_buf_put(out, &rc, "}}");
     return rc;
+}
+
+size_t
+gx_kwrite_pod_path(char *out, size_t n, const char *ns, const char *name, const char *sub)
+{
+    int w = snprintf(out, n, "/api/v1/namespaces/%s/pods/%s%s", ns, name, sub);
+
+    return w < 0 ? n : (size_t)w;
 }

@@ -31,6 +31,12 @@ enum gx_err gx_kwrite_binding(struct gx_buf *out, const struct gx_kmeta *m,
 enum gx_err gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m,
                             const char *holder) GX_WUR;
 
+/**
+ * The API path of pod @ns/@name, then @sub ("" or "/binding"), into @out
+ * (@n bytes). Returns its length; >= @n when it did not fit.
+ */
+size_t gx_kwrite_pod_path(char *out, size_t n, const char *ns, const char *name, const char *sub);
+
 /** A merge patch that sets the labels and annotations of @m (and nothing else). */
 enum gx_err gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m) GX_WUR;
 

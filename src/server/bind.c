@@ -410,15 +410,15 @@ op_call(struct bind_op *op, const char *method, const char *sub, const struct gx
 {
     char path[720];
     long timeout = op_timeout(op);
-    int n = snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s%s", op->ns, op->name, sub);
+    size_t n = gx_kwrite_pod_path(path, sizeof(path), op->ns, op->name, sub);
 
     /*
      * A write carries its deadline to the API server too (?timeout=), which
      * abandons it then: a Binding that timed out here cannot land minutes
      * later, so gx_admit_in_flight's window holds.
      */
-    if (body != NULL && n > 0 && (size_t)n < sizeof(path)) {
-        (void)snprintf(path + n, sizeof(path) - (size_t)n, "?timeout=%ldms", timeout);
+    if (body != NULL && n < sizeof(path)) {
+        (void)snprintf(path + n, sizeof(path) - n, "?timeout=%ldms", timeout);
     }
     op->xfer = gx_kube_request(op->app->sync.kube, method, path, body ? body->data : NULL,
                                body ? body->len : 0, ctype, timeout, done, op);

@@ -13,6 +13,7 @@
 
 #include "bgwrite.h"
 #include "admit.h"
+#include "kwrite.h"
 #include "log.h"
 
 /* A managed pod as the watch last showed it. */
@@ -265,7 +266,7 @@ read_start(struct gx_app *app, const char *node, const struct gx_tenant *t)
 {
     struct gx_recon_read *rr;
     const char *slash = strchr(t->pod, '/');
-    char path[700];
+    char path[700], ns[256];
 
     if (app->recon.n_reads >= RECON_READS_MAX || slash == NULL || app->sync.kube == NULL) {
         return;
@@ -285,8 +286,8 @@ read_start(struct gx_app *app, const char *node, const struct gx_tenant *t)
     (void)snprintf(rr->node, sizeof(rr->node), "%s", node);
     rr->booking = gx_ledger_booking(app->ledger, t->uid);
     rr->read_ms = gx_wall_ms();
-    (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s", (int)(slash - t->pod),
-                   t->pod, slash + 1);
+    (void)snprintf(ns, sizeof(ns), "%.*s", (int)(slash - t->pod), t->pod);
+    (void)gx_kwrite_pod_path(path, sizeof(path), ns, slash + 1, "");
     LIST_INSERT_HEAD(&app->recon.reads, rr, link);
     app->recon.n_reads++;
     rr->xfer = gx_kube_request(app->sync.kube, "GET", path, NULL, 0, NULL, 0, read_done, rr);

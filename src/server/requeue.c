@@ -56,7 +56,7 @@ poke(struct gx_app *app, const struct gx_waiter *w, int64_t now_ms)
     struct gx_buf b;
 
     (void)snprintf(stamp, sizeof(stamp), "%lld", (long long)now_ms);
-    (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->ns, w->name);
+    (void)gx_kwrite_pod_path(path, sizeof(path), w->ns, w->name, "");
     p = calloc(1, sizeof(*p));
     gx_buf_init(&b, 4096);
     if (p == NULL || gx_kwrite_meta_patch(&b, &m) != GX_OK) {

@@ -25,6 +25,7 @@ import time
 import urllib.request
 
 from e2e import ANN, Checks, create, finish, get_pods, log, pod, rig, wait_for
+from gxtest import read_port
 
 MODE = sys.argv[2] if len(sys.argv) > 2 else "one"
 NODES = int(os.environ.get("GX_BURST_NODES", "200"))
@@ -84,8 +85,7 @@ try:
         c.start("roundrobin", [os.path.join(c.bin, "faultproxy"), "--port-file", pf,
                                "--control-port-file", c.path("rr.control"), "--upstream",
                                ",".join(f"http://127.0.0.1:{p}" for p in ports)])
-        sched["extender_port"] = wait_for(
-            lambda: os.path.getsize(pf) and int(open(pf).read()), 30, "round-robin port", must=True)
+        sched["extender_port"] = wait_for(lambda: read_port(pf), 30, "round-robin port", must=True)
     c.schedulers.append(sched)
     pods = workload(PODS)
     create(c, *pods)

@@ -38,6 +38,16 @@ def wait_for(cond, timeout, what=None, interval=0.1, must=False):
     return None
 
 
+def read_port(path):
+    """The port a process wrote to @path once it listens; None before that."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def stop_all(c, exts, api):
     """The end of a test on the fake API server: the extenders' logs when a check failed,
     then every extender and the API server stopped."""
@@ -237,9 +247,8 @@ class FakeApiServer:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
         deadline = time.time() + 30
         while time.time() < deadline:
-            if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
-                with open(port_file) as f:
-                    self.port = int(f.read().strip())
+            self.port = read_port(port_file)
+            if self.port:
                 self.url = f"http://127.0.0.1:{self.port}"
                 return
             if self.proc.poll() is not None:

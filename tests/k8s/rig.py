@@ -32,7 +32,7 @@ SA_NAME = "gpu-extender"
 SA_USER = f"system:serviceaccount:{SA_NS}:{SA_NAME}"
 SCHED_SA_USER = "system:serviceaccount:kube-system:gpu-scheduler"
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from gxtest import wait_for  # noqa: E402 - the one poll loop of every test
+from gxtest import read_port, wait_for  # noqa: E402 - one poll loop, one port file rule
 
 DEMO_NODES = os.path.join(ROOT, "config", "demo", "nodes.json")
 
@@ -324,11 +324,8 @@ class Cluster:
         def ports():
             if not self.alive("faultproxy"):
                 raise RuntimeError("faultproxy exited: " + self.logs("faultproxy"))
-            if os.path.getsize(pf) if os.path.exists(pf) else 0:
-                if os.path.exists(cf) and os.path.getsize(cf):
-                    with open(pf) as a, open(cf) as b:
-                        return int(a.read()), int(b.read())
-            return None
+            p, q = read_port(pf), read_port(cf)
+            return (p, q) if p and q else None
         port, ctl = wait_for(ports, 30, "faultproxy ports", must=True)
         self.fault_url = f"https://127.0.0.1:{port}"
         self.fault_ctl = f"http://127.0.0.1:{ctl}"
