@@ -39,7 +39,9 @@ else
     base=${GX_K8S_BIN:-$(env -u GX_K8S_TOOLCHAIN "$here/build.sh")}
 fi
 
-stamp=$( (cd "$mod" && go version && echo "$base" && sha256sum go.mod go.sum build.sh "$here/build.sh" &&
+# Contents only, never where the clone is: a fresh clone in another folder reuses the cache.
+stamp=$( (cd "$mod" && go version && echo "$base" && sha256sum go.mod go.sum build.sh &&
+          sha256sum < "$here/build.sh" &&
           find . -name '*.go' -print0 | sort -z | xargs -0 -r sha256sum) | sha256sum | cut -d' ' -f1)
 
 fresh() {
