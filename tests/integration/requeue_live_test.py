@@ -60,8 +60,9 @@ try:
     c.ok(time.time() - t0 < 10, f"within seconds ({time.time() - t0:.1f} s)")
     c.eq(pokes("bad"), [], "a pod refused for a bad request is not poked")
     c.eq(refused(ext, waiter), None, "the waiter fits now")
-    metrics = ext.request("GET", "/metrics")[1].decode()
-    c.ok("gpu_extender_requeue_pokes_total 1" in metrics, "the poke is counted")
+    # counted when the PATCH's answer is back, which may be after the fake recorded it
+    c.ok(wait_for(lambda: "gpu_extender_requeue_pokes_total 1" in
+                  ext.request("GET", "/metrics")[1].decode(), 5), "the poke is counted")
     # once poked, the waiter is forgotten: a second release pokes nobody
     api.control("DELETE", f"/control/pods/team-a/{fillers[1]['metadata']['name']}")
     time.sleep(2.5)
