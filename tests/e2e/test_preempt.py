@@ -165,7 +165,9 @@ def hold_real(c):
     """The real flow: a lower-priority pod waits for the share the scheduler's preemption frees.
     It waits longer, so it is out of its backoff when the victim's deletion requeues both and is
     tried first; the hold must refuse it until the preemptor has bound."""
-    layout = place(c, [("a1", "gx-low", 2, False, 8), ("a2", "gx-low", 1), ("a3", "gx-mid", 1),
+    # a1's grace outlasts kube-scheduler's longest backoff (podMaxBackoffSeconds, 10 s): late,
+    # retried several times as the preemption starts, is retried once more while a1 terminates
+    layout = place(c, [("a1", "gx-low", 2, False, 20), ("a2", "gx-low", 1), ("a3", "gx-mid", 1),
                        ("b1", "gx-low", 1), ("b2", "gx-low", 1), ("b3", "gx-low", 1),
                        ("b4", "gx-low", 1)])
     create(c, gpod("late", "gx-low", 2))
