@@ -97,15 +97,18 @@ def gpod(name, prio, slices=1, exclusive=False, grace=1, labels=None):
 
 
 def place(c, specs):
-    """Create pods one at a time (binpack fills card 0 first); returns {name: (uid, card)}."""
+    """Create pods one at a time (binpack fills card 0 first); returns {name: (uid, card)}.
+    A spec is gpod's arguments or a pod."""
     out = {}
     for spec in specs:
-        create(c, gpod(*spec))
-        got = wait_bound(c, [spec[0]], timeout=60)
-        p = got.get(spec[0])
-        if not chk.ok(p is not None, f"{spec[0]} bound"):
+        want = spec if isinstance(spec, dict) else gpod(*spec)
+        name = want["metadata"]["name"]
+        create(c, want)
+        got = wait_bound(c, [name], timeout=60)
+        p = got.get(name)
+        if not chk.ok(p is not None, f"{name} bound"):
             continue
-        out[spec[0]] = (p["metadata"]["uid"],
+        out[name] = (p["metadata"]["uid"],
                         p["metadata"].get("annotations", {}).get(ANN + "gpu-index"))
     return out
 
@@ -161,21 +164,28 @@ def stays_pending(c, name, secs=12):
     return [m for r, m in events(c, name) if r == "FailedScheduling"]
 
 
+def on_port(p, port=9400):
+    """@p serving on a host port: kube-scheduler places no second such pod until it is gone."""
+    p["spec"]["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port}]
+    return p
+
+
 def hold_real(c):
     """The real flow: a lower-priority pod waits for the share the scheduler's preemption frees.
-    It waits longer, so it is out of its backoff when the victim's deletion requeues both and is
-    tried first; the hold must refuse it until the preemptor has bound."""
-    # a1's grace outlasts kube-scheduler's longest backoff (podMaxBackoffSeconds, 10 s): late,
-    # retried several times as the preemption starts, is retried once more while a1 terminates
-    layout = place(c, [("a1", "gx-low", 2, False, 20), ("a2", "gx-low", 1), ("a3", "gx-mid", 1),
-                       ("b1", "gx-low", 1), ("b2", "gx-low", 1), ("b3", "gx-low", 1),
-                       ("b4", "gx-low", 1)])
+    The extender frees a victim's share when its deletion starts; the preemptor cannot come
+    before the victim's pod object is gone (a host port both use, as a metrics port does), so
+    late, retried while a1 terminates, fits the freed share and the hold must refuse it."""
+    # late asks no port: its filters pass with hi nominated, so the extender sees it. a1's
+    # grace outlasts kube-scheduler's longest backoff (podMaxBackoffSeconds, 10 s).
+    layout = place(c, [on_port(gpod("a1", "gx-low", 2, False, 20)), ("a2", "gx-low", 1),
+                       ("a3", "gx-mid", 1), ("b1", "gx-low", 1), ("b2", "gx-low", 1),
+                       ("b3", "gx-low", 1), ("b4", "gx-low", 1)])
     create(c, gpod("late", "gx-low", 2))
     chk.ok(stays_pending(c, "late", secs=4) is not None, "late waits: the node is full")
     before = alive(c)
     active0 = metric(c, "gpu_extender_preempt_holds_activated_total")
     rejected0 = metric(c, "gpu_extender_preempt_hold_rejections_total")
-    create(c, gpod("hi", "gx-high", 2))
+    create(c, on_port(gpod("hi", "gx-high", 2)))
     got = wait_bound(c, ["hi"], timeout=90)
     hi = got.get("hi")
     if chk.ok(hi is not None, "the preemptor binds"):
