@@ -100,8 +100,9 @@ Test(cards, only_booked_or_claimed_cards_have_series)
     cr_assert_not_null(strstr(m, "gpu_extender_card_booked_share{node=\"node-\\\"a\\\"\",gpu=\"0\","
                                  "UUID=\"GPU-0\"} 0.75\n"),
                        "%s", m);
-    cr_assert_not_null(strstr(m, "gpu_extender_card_booked_memory_mib{node=\"node-\\\"a\\\"\","
-                                 "gpu=\"0\",UUID=\"GPU-0\"} 4096\n"));
+    cr_assert_not_null(strstr(m, "gpu_extender_card_booked_memory_bytes{node=\"node-\\\"a\\\"\","
+                                 "gpu=\"0\",UUID=\"GPU-0\"} 4294967296\n"),
+                       "4 GiB in bytes: %s", m);
     cr_assert_not_null(strstr(m, "gpu_extender_card_tenants{node=\"node-\\\"a\\\"\",gpu=\"0\","
                                  "UUID=\"GPU-0\"} 2\n"));
     cr_assert_null(strstr(m, "UUID=\"GPU-1\""), "an idle card has no series");
@@ -112,8 +113,8 @@ Test(cards, only_booked_or_claimed_cards_have_series)
     cr_assert_not_null(strstr(m, "gpu_extender_card_series_dropped 0\n"));
     cr_assert_not_null(
         strstr(m, "gpu_extender_namespace_booked_milli_gpus{tenant_namespace=\"ml\"} 250\n"));
-    cr_assert_not_null(
-        strstr(m, "gpu_extender_namespace_booked_memory_mib{tenant_namespace=\"ml\"} 4096\n"));
+    cr_assert_not_null(strstr(
+        m, "gpu_extender_namespace_booked_memory_bytes{tenant_namespace=\"ml\"} 4294967296\n"));
     cr_assert_null(strstr(m, "gpu_extender_namespace_quota_milli_gpus{"), "no quota, no series");
     free(m);
     world_free(&w);

@@ -19,6 +19,8 @@ Test(metrics, histogram_buckets_are_cumulative_when_rendered)
     gx_buf_init(&b, 1 << 20);
     cr_assert_eq(gx_metrics_render(&m, &g, &b), GX_OK);
     cr_assert(strstr(
+        b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"5e-05\"} 1\n"));
+    cr_assert(strstr(
         b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0001\"} 1\n"));
     cr_assert(strstr(
         b.data, "gpu_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2\n"));

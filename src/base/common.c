@@ -92,6 +92,15 @@ gx_mono_ms(void)
 }
 
 int64_t
+gx_mono_us(void)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
 gx_wall_ms(void)
 {
     return clock_ms(CLOCK_REALTIME);

@@ -49,6 +49,9 @@ void gx_why_prefix(struct gx_why *why, const char *fmt, ...) GX_PRINTF(2, 3);
 /** Monotonic milliseconds, for intervals and timeouts. */
 int64_t gx_mono_ms(void);
 
+/** Monotonic microseconds, for durations that are often under a millisecond. */
+int64_t gx_mono_us(void);
+
 /** Wall-clock milliseconds since the epoch, for sample ages. */
 int64_t gx_wall_ms(void);
 

@@ -9,9 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GX_HISTO_BUCKETS 14
+#define GX_HISTO_BUCKETS 19
 
-/** A latency histogram in seconds with fixed buckets (100 us .. 10 s). */
+/**
+ * A latency histogram in seconds with fixed buckets, 25 us .. 30 s: a filter
+ * on a few hundred nodes takes well under a millisecond, a bind may run to
+ * its deadline (ledger.bind_deadline_ms, at most 30 s).
+ */
 struct gx_histo {
     uint64_t bucket[GX_HISTO_BUCKETS]; /* non-cumulative counts */
     uint64_t count;

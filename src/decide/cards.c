@@ -74,7 +74,10 @@ put_card_labels(struct gx_buf *b, enum gx_err *rc, const struct card_row *r)
     gx_buf_put(b, rc, "\"}");
 }
 
-enum family { F_SHARE, F_MIB, F_TENANTS, F_CLAIMED, F_COUNT };
+enum family { F_SHARE, F_BYTES, F_TENANTS, F_CLAIMED, F_COUNT };
+
+/* Bytes of @mib: metrics are in base units, as Prometheus' conventions ask. */
+#define MIB_BYTES(mib) ((int64_t)(mib)*1024 * 1024)
 
 static const struct {
     const char *name, *help;
@@ -82,8 +85,8 @@ static const struct {
     [F_SHARE] = {"gpu_extender_card_booked_share",
                  "Share of the card booked in the ledger, 0..1 (1: a whole-GPU holder or a DRA "
                  "claim)."},
-    [F_MIB] = {"gpu_extender_card_booked_memory_mib",
-               "GPU memory the card's shared tenants declared, MiB."},
+    [F_BYTES] = {"gpu_extender_card_booked_memory_bytes",
+                 "GPU memory the card's shared tenants declared, bytes."},
     [F_TENANTS] = {"gpu_extender_card_tenants", "Pods the ledger places on the card."},
     [F_CLAIMED] = {"gpu_extender_card_dra_claimed",
                    "1 when a DRA ResourceClaim holds the card (no ledger booking can take it)."},
@@ -95,8 +98,8 @@ family_value(enum family f, const struct card_row *r)
     switch (f) {
     case F_SHARE:
         return r->share;
-    case F_MIB:
-        return (double)r->u.memory_mib;
+    case F_BYTES:
+        return (double)MIB_BYTES(r->u.memory_mib);
     case F_TENANTS:
         return (double)r->u.tenants;
     case F_CLAIMED:
@@ -136,6 +139,16 @@ put_family(struct gx_buf *b, enum gx_err *rc, const struct gx_config *cfg,
     }
 }
 
+/* The namespace families, in ns_cb's pass order: name and help. */
+static const char *const ns_families[4][2] = {
+    {"gpu_extender_namespace_booked_milli_gpus",
+     "GPU share the namespace's pods hold in the ledger, milli-GPU."},
+    {"gpu_extender_namespace_booked_memory_bytes",
+     "GPU memory the namespace's shared pods declared, bytes."},
+    {"gpu_extender_namespace_quota_milli_gpus", "quotas.* limit of the namespace, milli-GPU."},
+    {"gpu_extender_namespace_quota_memory_bytes", "quotas.* limit of the namespace, bytes."},
+};
+
 struct ns_ctx {
     struct gx_buf *b;
     enum gx_err *rc;
@@ -153,23 +166,19 @@ ns_cb(void *arg, const char *ns, const struct gx_quota_use *use, const struct gx
         v = use->milli;
         break;
     case 1:
-        v = use->memory_mib;
+        v = MIB_BYTES(use->memory_mib);
         break;
     case 2:
         v = lim->milli;
         break;
     default:
-        v = lim->memory_mib;
+        v = lim->memory_mib < 0 ? -1 : MIB_BYTES(lim->memory_mib);
         break;
     }
     if (c->pass >= 2 && v < 0) {
         return; /* no limit: no series */
     }
-    gx_buf_put(c->b, c->rc,
-               (const char *const[]){"gpu_extender_namespace_booked_milli_gpus",
-                                     "gpu_extender_namespace_booked_memory_mib",
-                                     "gpu_extender_namespace_quota_milli_gpus",
-                                     "gpu_extender_namespace_quota_memory_mib"}[c->pass]);
+    gx_buf_put(c->b, c->rc, ns_families[c->pass][0]);
     gx_buf_put(c->b, c->rc, "{tenant_namespace=\"");
     put_label(c->b, c->rc, ns);
     gx_buf_putf(c->b, c->rc, "\"} %lld\n", (long long)v);
@@ -179,14 +188,6 @@ enum gx_err
 gx_cards_metrics(const struct gx_config *cfg, const struct gx_snapshot *snap,
                  const struct gx_ledger *l, struct gx_buf *out)
 {
-    static const char *const ns_help[4][2] = {
-        {"gpu_extender_namespace_booked_milli_gpus",
-         "GPU share the namespace's pods hold in the ledger, milli-GPU."},
-        {"gpu_extender_namespace_booked_memory_mib",
-         "GPU memory the namespace's shared pods declared, MiB."},
-        {"gpu_extender_namespace_quota_milli_gpus", "quotas.* limit of the namespace, milli-GPU."},
-        {"gpu_extender_namespace_quota_memory_mib", "quotas.* limit of the namespace, MiB."},
-    };
     size_t max = cfg->metrics_max_cards > 0 ? (size_t)cfg->metrics_max_cards : 0;
     size_t shown = 0, dropped = 0, claimed = 0, ns_dropped = 0;
     enum gx_err rc = GX_OK;
@@ -206,8 +207,8 @@ gx_cards_metrics(const struct gx_config *cfg, const struct gx_snapshot *snap,
                 dropped, claimed);
     for (int pass = 0; pass < 4 && rc == GX_OK; pass++) {
         struct ns_ctx c = {out, &rc, pass};
-        gx_buf_putf(out, &rc, "# HELP %s %s\n# TYPE %s gauge\n", ns_help[pass][0], ns_help[pass][1],
-                    ns_help[pass][0]);
+        gx_buf_putf(out, &rc, "# HELP %s %s\n# TYPE %s gauge\n", ns_families[pass][0],
+                    ns_families[pass][1], ns_families[pass][0]);
         if (rc == GX_OK) {
             rc = gx_quota_each(cfg, snap, l, max, ns_cb, &c, &ns_dropped);
         }

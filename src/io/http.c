@@ -87,7 +87,7 @@ struct gx_http_req {
     bool over_budget; /* refused by the memory budget: answered 503 here */
     enum req_state state;
     uint64_t id;
-    int64_t start_ms;
+    int64_t start_us;
     char peer[64];
     /* a response prepared while suspended, queued when MHD calls back */
     struct MHD_Response *pending;
@@ -356,7 +356,7 @@ req_new(struct gx_http *h, struct MHD_Connection *conn, const char *method, cons
     r->method = method;
     r->path = url;
     r->id = ++h->next_id;
-    r->start_ms = gx_mono_ms();
+    r->start_us = gx_mono_us();
     r->state = REQ_READING;
     gx_buf_init(&r->body, h->max_body);
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -794,7 +794,13 @@ gx_http_id(const struct gx_http_req *r)
 int64_t
 gx_http_start_ms(const struct gx_http_req *r)
 {
-    return r->start_ms;
+    return r->start_us / 1000;
+}
+
+double
+gx_http_elapsed_s(const struct gx_http_req *r)
+{
+    return (double)(gx_mono_us() - r->start_us) / 1e6;
 }
 
 const char *

@@ -100,6 +100,7 @@ const char *gx_http_query(const struct gx_http_req *r, const char *key);
 bool gx_http_too_big(const struct gx_http_req *r);
 uint64_t gx_http_id(const struct gx_http_req *r);
 int64_t gx_http_start_ms(const struct gx_http_req *r); /* monotonic */
+double gx_http_elapsed_s(const struct gx_http_req *r); /* since it began, to the microsecond */
 const char *gx_http_peer(const struct gx_http_req *r); /* "ip" of the client */
 
 /**

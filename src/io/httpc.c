@@ -36,7 +36,7 @@ struct gx_httpc_xfer {
     bool stream;
     enum gx_err abort_rc; /* set when the data callback aborted */
     char errbuf[CURL_ERROR_SIZE];
-    int64_t start_ms;
+    int64_t start_us;
 };
 
 /* Per-socket state handed to curl with curl_multi_assign. */
@@ -122,7 +122,7 @@ check_done(struct gx_httpc *c)
         (void)curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         memset(&res, 0, sizeof(res));
         (void)curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &res.status);
-        res.seconds = (double)(gx_mono_ms() - x->start_ms) / 1000.0;
+        res.seconds = (double)(gx_mono_us() - x->start_us) / 1e6;
         res.body = x->resp.data ? x->resp.data : "";
         res.body_len = x->resp.len;
         if (x->abort_rc != GX_OK) {
@@ -415,7 +415,7 @@ gx_httpc_start(struct gx_httpc *c, const struct gx_httpc_req *req, gx_httpc_done
     x->data = data;
     x->ctx = ctx;
     x->stream = req->stream;
-    x->start_ms = gx_mono_ms();
+    x->start_us = gx_mono_us();
     gx_buf_init(&x->resp, req->max_body ? req->max_body : (size_t)64 << 20);
     x->easy = curl_easy_init();
     if (x->easy == NULL || !setup_easy(x, req) ||

@@ -14,9 +14,7 @@ void
 gx_reply_body(struct gx_metrics *m, struct gx_http_req *r, enum gx_verb verb, int status,
               const char *content_type, struct gx_buf *body)
 {
-    double secs = (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0;
-
-    gx_metrics_request(m, verb, status, secs);
+    gx_metrics_request(m, verb, status, gx_http_elapsed_s(r));
     gx_http_respond(r, status, content_type, body);
 }
 

@@ -357,8 +357,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
     other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
-    gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200,
-                       (double)(gx_mono_ms() - gx_http_start_ms(r)) / 1000.0);
+    gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, gx_http_elapsed_s(r));
     gx_buf_init(&b, (size_t)16 << 20);
     if (gx_metrics_render(&app->metrics, &g, &b) != GX_OK ||
         gx_cards_metrics(app->cfg, app->sync.snap, app->ledger, &b) != GX_OK) {

@@ -2,6 +2,7 @@
 endpoint, both ExtenderArgs modes, bind, and every bad input."""
 import copy
 import json
+import re
 import signal
 import socket
 import sys
@@ -200,6 +201,9 @@ try:
     c.eq(st, 200, "metrics status")
     c.ok('gpu_extender_requests_total{verb="filter",code="2xx"}' in text, "request counter per verb")
     c.ok('gpu_extender_request_duration_seconds_bucket{verb="filter",le="+Inf"}' in text, "duration histogram")
+    fsum = re.search(r'^gpu_extender_request_duration_seconds_sum\{verb="filter"\} (\S+)$', text, re.M)
+    c.ok(fsum is not None and float(fsum.group(1)) > 0,
+         f"filters of a few nodes (under a millisecond) still add to _sum: {fsum and fsum.group(1)}")
     c.ok('gpu_extender_filter_rejections_total{reason="no_gpus"}' in text, "rejections by reason")
     c.ok('gpu_extender_binds_total{outcome="bound"}' in text, "binds by outcome")
 
