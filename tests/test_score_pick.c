@@ -188,6 +188,29 @@ Test(score_pick, reason_comes_from_the_card_that_got_furthest)
     world_free(&w);
 }
 
+/*
+ * Issue 22's node: one card at 87 % of a 90 % limit, one busy with a pod the
+ * scheduler did not place, one holding shares. What would have to change is
+ * the two taken cards, not the load of the third: "no slot", not "busy".
+ */
+Test(score_pick, the_reason_that_kept_out_most_cards_decides)
+{
+    struct world w;
+
+    world_init(&w, "gpu-1", 3);
+    w.cfg.max_utilization_pct = 90;
+    w.cfg.util_ceiling_pct = 100;
+    w.cards[0].v[GX_SIG_UTIL] = 87; /* 87 + 20 expected > the ceiling */
+    w.cards[1].pod = "vllm-llama3-8b-6c9d7f5b8-x2kqp";
+    book(&w, "full", 2, false, 4, 0);
+    cr_assert_eq(decide(&w, req_shared(1, 0, 20)).reason, GX_REASON_NO_SLOT);
+    /* one taken card against the busy one: a tie, to the card that got furthest */
+    w.cards[1].pod = NULL;
+    w.cards[1].v[GX_SIG_TEMP] = 99;
+    cr_assert_eq(decide(&w, req_shared(1, 0, 20)).reason, GX_REASON_BUSY);
+    world_free(&w);
+}
+
 Test(score_pick, util_ceiling_counts_declared_and_expected_load)
 {
     struct world w;

@@ -318,6 +318,28 @@ further(enum gx_reason a, enum gx_reason b)
 }
 
 /*
+ * The reason no card took a share, from the count of cards each reason kept
+ * out (@took): the one that kept out the most, ties to the card that got
+ * furthest through the checks. Two cards holding shares and a third a little
+ * too busy for the share's expected load make "no slot": the shares are what
+ * would have to change, not the load of the one card (issue 22).
+ */
+static enum gx_reason
+shared_reason(const size_t took[GX_REASON_COUNT])
+{
+    enum gx_reason best = GX_REASON_NONE;
+
+    for (int i = GX_REASON_NONE + 1; i < GX_REASON_COUNT; i++) {
+        enum gx_reason r = (enum gx_reason)i;
+        if (took[r] > 0 && (best == GX_REASON_NONE || took[r] > took[best] ||
+                            (took[r] == took[best] && further(r, best)))) {
+            best = r;
+        }
+    }
+    return best != GX_REASON_NONE ? best : GX_REASON_NO_SLOT;
+}
+
+/*
  * True when no card of @node could hold the share even empty: more slots or
  * milli than a card has, or more declared memory than a card of the node's
  * size less the reserve. Such a pod waits forever and no victim helps.
@@ -341,7 +363,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
 {
     const struct gx_config *cfg = d->cfg;
     int slots = gx_config_card_slots(cfg, node->product, node->replicas);
-    enum gx_reason best_fail = GX_REASON_NONE;
+    size_t took[GX_REASON_COUNT] = {0};
     int best = -1, best_used = 0, candidates = 0, used;
     /* a milli share books milli; a slice share books slots (ledger.h's one rule) */
     int ask_milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli) : 0;
@@ -391,9 +413,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
             r = card_headroom(d, req, node, c, w.fresh, u);
         }
         if (r != GX_REASON_NONE) {
-            if (further(r, best_fail)) {
-                best_fail = r;
-            }
+            took[r]++;
             continue;
         }
         candidates++;
@@ -426,7 +446,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     }
     out->usable_cards = candidates;
     if (best < 0) {
-        out->reason = best_fail != GX_REASON_NONE ? best_fail : GX_REASON_NO_SLOT;
+        out->reason = shared_reason(took);
         return;
     }
     gx_score_card_parts(d, node, &node->cards[best], best_fresh, &bu, &p);
