@@ -955,14 +955,26 @@ def chk_examples(docs, cfg):
         problems.append(f"pods-shared.yaml must hold three Pods, has {len(shared)}")
     for d in shared:
         problems += [f"pods-shared.yaml {d.name}: {p}" for p in shared_pod_problems(d.body, names)]
+    milli = [d for d in ex if d.path.endswith("/pod-gpu-milli.yaml") and d.kind == "Pod"]
+    if len(milli) != 1:
+        problems.append(f"pod-gpu-milli.yaml must hold one Pod, has {len(milli)}")
+    for d in milli:
+        milli_ann = cfg_get(cfg, "names.gpu_milli_annotation", "gpu-extender.io/gpu-milli")
+        problems += [f"pod-gpu-milli.yaml: {p}"
+                     for p in shared_pod_problems(d.body, names, share_ann=milli_ann)]
     return problems
 
 
-def shared_pod_problems(pod, names, need_virtual=True):
+def shared_pod_problems(pod, names, need_virtual=True, share_ann=None):
+    """What is wrong with a shared pod sized by @share_ann (the slice count when None)."""
     problems = []
     ann = (pod.get("metadata") or {}).get("annotations") or {}
-    if not re.fullmatch(r"[1-9][0-9]*", str(ann.get(names["slices_ann"], ""))):
-        problems.append(f"annotation {names['slices_ann']} must be a positive integer string")
+    share_ann = share_ann or names["slices_ann"]
+    share = str(ann.get(share_ann, ""))
+    if not re.fullmatch(r"[1-9][0-9]*", share) or (share_ann != names["slices_ann"]
+                                                    and int(share) > 1000):
+        problems.append(f"annotation {share_ann} must be a positive integer string"
+                        + ("" if share_ann == names["slices_ann"] else " up to 1000"))
     if not re.fullmatch(r"[0-9]+(Ki|Mi|Gi|Ti)?", str(ann.get(names["memory_ann"], ""))):
         problems.append(f"annotation {names['memory_ann']} must be a quantity such as 6Gi")
     spec = pod.get("spec") or {}
