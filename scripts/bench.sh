@@ -6,7 +6,7 @@
 # snapshot build. Writes bench/results/results.{json,md} and
 # docs/perf-latency.svg. Takes about 5 minutes on 2 cores.
 #   GX_BENCH_SIZES=100,1000,5000  GX_BENCH_DURATION=3  GX_BENCH_DATA=/tmp/gx-bench-data
-# `scripts/bench.sh ratios` prints only the two cost ratios of issue 11 (full Nodes
+# `scripts/bench.sh ratios` prints only the two cost ratios (full Nodes
 # 5,000/1,000 and prioritize/filter at 5,000 names; bench/ratios.py, ~2 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."

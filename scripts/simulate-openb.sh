@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-sim-out}
 bin=${GX_BIN:-build-simrel/gpu-extender}
-# the traces of the project's shared folder beside the checkout (GX_TRACES to point elsewhere)
+# the openb traces (the FGD paper's public CSVs); by default a shared/traces/openb beside the checkout
 traces=${GX_TRACES:-$(cd .. && pwd)/shared/traces/openb}
 seeds=${GX_SEEDS:-42-51}
 threads=${GX_THREADS:-2}

@@ -128,7 +128,7 @@ Test(admit, reserve_books_once_and_repeats_idempotently)
 }
 
 /*
- * A reservation its own pod can use (issue 19): the node fills up with the
+ * A reservation its own pod can use: the node fills up with the
  * pod's own booking, so the score refuses it there, yet the filter keeps
  * that node (bind takes the booking over) and refuses the others while a
  * Binding of the pod may still land.
@@ -304,7 +304,7 @@ Test(admit, reconcile_verdicts_follow_the_pod_watch)
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &pending, expired), GX_FIX_RELEASE);
     t.state = GX_TENANT_BOUND;
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, &here, settled), GX_FIX_NONE);
-    /* the lost bookings of issue 19: a view that lags is no evidence, bound or not */
+    /* the lost bookings under a slow API server: a view that lags is no evidence, bound or not */
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, settled), GX_FIX_CONFIRM);
     cr_assert_eq(gx_admit_fix(&w.cfg, "gpu-a", &t, NULL, expired), GX_FIX_CONFIRM);
     world_free(&w);

@@ -175,7 +175,7 @@ Test(podreq, classifies_annotation_shared, .init = setup, .fini = teardown)
     cr_assert_float_eq(r.util_pct, -1.0, 1e-9);
 }
 
-/* A Kubernetes quantity; a bare number is bytes (issue 22: "6442450944" was read as 6 PiB). */
+/* A Kubernetes quantity; a bare number is bytes ("6442450944" was once read as 6 PiB). */
 Test(podreq, reads_memory_annotation_as_a_quantity, .init = setup, .fini = teardown)
 {
     static const struct {

@@ -93,7 +93,7 @@ Test(score_pick, full_slots_reject_with_time_slot_reason)
 }
 
 /*
- * A share no card of the node could hold even empty (issue 22): its own,
+ * A share no card of the node could hold even empty: its own,
  * unresolvable reason, not a slot or memory shortage that waiting or a
  * victim would lift.
  */

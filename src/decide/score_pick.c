@@ -322,7 +322,7 @@ further(enum gx_reason a, enum gx_reason b)
  * out (@took): the one that kept out the most, ties to the card that got
  * furthest through the checks. Two cards holding shares and a third a little
  * too busy for the share's expected load make "no slot": the shares are what
- * would have to change, not the load of the one card (issue 22).
+ * would have to change, not the load of the one card.
  */
 static enum gx_reason
 shared_reason(const size_t took[GX_REASON_COUNT])

@@ -9,7 +9,7 @@
  * another writer's change (409) sends a round back to GET, after a short
  * jittered pause, within the updates' retries and deadlines. Started one
  * GET per update, a burst of binds on one node made this process conflict
- * with itself: a third of the binds failed (issue 19).
+ * with itself: a third of the binds failed.
  *
  * An update whose mutate fails is taken out of the round and its changes
  * are undone; one with nothing to write ends with the round's read. The

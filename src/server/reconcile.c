@@ -176,7 +176,7 @@ gx_recon_synced(const struct gx_app *app)
 /*
  * A pod missing from the view, read directly before its booking is judged:
  * under load the watch lags the API server by seconds, and absence from it
- * released bound pods' bookings (issue 19).
+ * released bound pods' bookings under a slow API server.
  */
 struct gx_recon_read {
     struct gx_app *app;

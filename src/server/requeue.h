@@ -5,7 +5,7 @@
  * rejected only on a cluster event (v1.37: a pod or node change, an
  * assigned pod added or deleted), and a Lease write is none: after a burst,
  * pods refused while in-flight bookings held the cards waited for the
- * scheduler's 5-minute flush (issue 19). When the ledger holds fewer
+ * scheduler's 5-minute flush. When the ledger holds fewer
  * tenants than a second ago, the pods the filter refused (decide/waiters.h)
  * get an annotation, gpu-extender.io/requeued-at: an update of the pod that
  * requeues it at once. Live mode only.
