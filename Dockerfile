@@ -22,8 +22,8 @@ RUN apt-get update \
       libmicrohttpd12 libevent-2.1-7 libcurl4 libcjson1 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/gpu-extender /usr/local/bin/gpu-extender
-# Default configuration; in Kubernetes the ConfigMap volume (manifests/
-# 03-configmap.yaml) is mounted over /etc/gpu-extender.
+# Default configuration; in Kubernetes the ConfigMap volume (generated from
+# manifests/config.json, or the chart's config) is mounted over /etc/gpu-extender.
 COPY config/config.json /etc/gpu-extender/config.json
 LABEL org.opencontainers.image.title="gpu-extender" \
       org.opencontainers.image.description="kube-scheduler extender for GPU placement and time-slice sharing" \

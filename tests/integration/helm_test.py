@@ -44,7 +44,6 @@ import argparse
 import base64
 import copy
 import difflib
-import glob
 import json
 import os
 import shutil
@@ -54,7 +53,7 @@ import tempfile
 
 import yaml
 
-from gxtest import Checker
+from gxtest import Checker, find_kubectl
 
 CHART = "charts/gpu-extender"
 HELM_ONLY_LABELS = {
@@ -145,27 +144,6 @@ class Kustomize:
 
 def load_stream(text):
     return [d for d in yaml.safe_load_all(text) if d]
-
-
-def find_kubectl(arg):
-    if arg:
-        return arg
-    if os.environ.get("KUBECTL"):
-        return os.environ["KUBECTL"]
-    cache = os.environ.get("GX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                           "gpu-extender")
-    found = [p for p in glob.glob(os.path.join(cache, "k8s-*", "kubectl")) if os.access(p, os.X_OK)]
-    found += [p for p in glob.glob(os.path.join(cache, "k8s-*", "bin", "kubectl"))
-              if os.access(p, os.X_OK)]
-
-    def ver(p):
-        d = os.path.basename(os.path.dirname(p))
-        if d == "bin":
-            d = os.path.basename(os.path.dirname(os.path.dirname(p)))
-        parts = d[len("k8s-"):].lstrip("v").split(".")
-        return [int(x) if x.isdigit() else 0 for x in parts]
-
-    return max(found, key=ver) if found else None
 
 
 # ---------------------------------------------------------------- normalising
