@@ -436,11 +436,45 @@ def chk_check_config(helm, binary):
         rc, out = check_config(binary, config_of(helm.template(*sets)))
         if rc != 0:
             problems.append(f"{label}: --check-config exited {rc}: {out[:500]}")
-    for label, sets in (("unknown key", ["config.score.nonsense=1"]),
-                        ("bad policy", ["config.score.policy=nonsense"])):
-        rc, out = check_config(binary, config_of(helm.template(*sets)))
-        if rc != 1:
-            problems.append(f"{label}: --check-config exited {rc}, want 1 ({out[:200]})")
+    # A rule across keys is beyond the schema: the binary still refuses it.
+    rc, out = check_config(binary, config_of(helm.template(
+        "config.sharing.memory_reserve_mib=0", "config.score.label_rules[0].label=a",
+        "config.score.label_rules[0].operator=Gt", "config.score.label_rules[0].weight=1",
+        "config.score.label_rules[0].values[0]=x")))
+    if rc != 1:
+        problems.append(f"label rule Gt x: --check-config exited {rc}, want 1 ({out[:200]})")
+    return problems
+
+
+def chk_config_schema(helm, root):
+    """values.schema.json's config (generated from the key table) refuses typos, wrong types,
+    values out of range and unknown names at helm template/lint, and accepts every config
+    the repository ships."""
+    problems = []
+    for sets, want in ((["config.scoring.policyy=x"], "at '/config': additional properties "
+                                                      "'scoring' not allowed"),
+                       (["config.score.policyy=x"], "additional properties 'policyy'"),
+                       (["config.score.policy=nonsense"], "/config/score/policy"),
+                       (["config.server.port=70000"], "/config/server/port"),
+                       (["config.server.port=abc"], "/config/server/port"),
+                       (["config.sharing.product_slots.A100=0"], "/config/sharing/product_slots"),
+                       (["config.metrics.names.util=not-a-name"], "/config/metrics/names/util"),
+                       (["config.score.label_rules[0].label=a"], "/config/score/label_rules/0")):
+        res = helm.template_fails(*sets)
+        if res.returncode == 0 or want not in res.stderr:
+            problems.append(f"--set {' '.join(sets)}: exit {res.returncode}, want an error "
+                            f"naming {want!r}: {res.stderr.strip()[:300]}")
+    res = run([helm.helm, "lint", "--strict", CHART, "--set", "config.scoring.policyy=x"],
+              cwd=root, check=False)
+    if res.returncode == 0 or "scoring" not in res.stdout + res.stderr:
+        problems.append(f"helm lint with config.scoring.policyy: exit {res.returncode}")
+    for rel in ("config/config.json", "manifests/config.json",
+                "manifests/overlays/all-pods/config.json"):
+        with open(os.path.join(root, rel)) as f:
+            cfg = json.load(f)
+        res = helm.template_fails(values={"config": cfg})
+        if res.returncode != 0:
+            problems.append(f"{rel} as config: exit {res.returncode}: {res.stderr.strip()[:300]}")
     return problems
 
 
@@ -845,6 +879,8 @@ def main():
            chk_all_pods, helm, root)
     ck.run("gpu-extender --check-config accepts the chart's config, rejects broken ones",
            chk_check_config, helm, a.binary)
+    ck.run("values.schema.json checks config against the key table", chk_config_schema,
+           helm, root)
     ck.run("replicas 3 + TLS + caData + monitoring change exactly the expected fields",
            chk_non_default, helm, kz)
     ck.run("TLS without caData mounts the shipped HTTPS scheduler config", chk_tls_ca_file,
