@@ -1099,6 +1099,63 @@ def chk_dockerfile(root, cfg):
     return problems
 
 
+def go_mod_version(root, rel):
+    """The k8s.io/kubernetes version pinned in @rel (a go.mod of tests/)."""
+    with open(os.path.join(root, rel), encoding="utf-8") as fh:
+        m = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", fh.read(), flags=re.M)
+    if not m:
+        raise LookupError(f"{rel}: no k8s.io/kubernetes version")
+    return m.group(1)
+
+
+def chk_versions(root, docs):
+    """One answer to "which Kubernetes": the README's table names the releases the tests pin
+    (tests/k8s, tests/k8s-next), the manifests' kube-scheduler is the tested release, and the
+    chart's kubeVersion, the table and docs/sharing.md agree on the oldest supported one."""
+    problems = []
+    tested = go_mod_version(root, "tests/k8s/go.mod")
+    nxt = go_mod_version(root, "tests/k8s-next/go.mod")
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    m = re.search(r"^## Supported Kubernetes versions\n(.*?)^## ", readme, flags=re.S | re.M)
+    if not m:
+        return ["README.md has no section '## Supported Kubernetes versions'"]
+    table = m.group(1)
+    for v, what in ((tested, "tests/k8s/go.mod"), (nxt, "tests/k8s-next/go.mod")):
+        if v not in table:
+            problems.append(f"README's table does not name {v} ({what})")
+    sched = [c.get("image") for d in find(docs, "Deployment", SCHEDULER_NAME,
+                                          under="manifests/scheduler/")
+             for c in all_containers(pod_specs(d)[0][1])]
+    if sched != [f"registry.k8s.io/kube-scheduler:{tested}"]:
+        problems.append(f"manifests' kube-scheduler {sched}, want the tested {tested}")
+    with open(os.path.join(root, "charts/gpu-extender/Chart.yaml"), encoding="utf-8") as fh:
+        kv = str(yaml.safe_load(fh).get("kubeVersion", ""))
+    km = re.fullmatch(r">=\s*1\.(\d+)\.0-0", kv)
+    if not km:
+        return problems + [f"Chart.yaml kubeVersion {kv!r}: want '>=1.N.0-0'"]
+    oldest = f"1.{km.group(1)}"
+    if f"before {oldest} | **not supported**" not in table:
+        problems.append(f"README's table does not say releases before {oldest} (Chart.yaml "
+                        "kubeVersion) are not supported")
+    with open(os.path.join(root, "docs/sharing.md"), encoding="utf-8") as fh:
+        sharing = fh.read()
+    if f"back to {oldest}" not in sharing:
+        problems.append(f"docs/sharing.md does not name {oldest} as the oldest release")
+    # No other kube-scheduler version shipped or documented.
+    for top in ("README.md", "docs", "charts", "manifests"):
+        paths = [os.path.join(root, top)] if top.endswith(".md") else [
+            os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(root, top)) for f in fs
+            if f.endswith((".md", ".yaml", ".tpl"))]
+        for path in paths:
+            with open(path, encoding="utf-8") as fh:
+                for v in re.findall(r"kube-scheduler:(v[0-9][^\s`'\"]*)", fh.read()):
+                    if v != tested:
+                        problems.append(f"{os.path.relpath(path, root)}: kube-scheduler:{v}, "
+                                        f"not the tested {tested}")
+    return problems
+
+
 def run_check_config(binary, path):
     res = subprocess.run([binary, "--check-config", path], capture_output=True, text=True,
                          timeout=60)
@@ -1181,6 +1238,8 @@ def main():
     ck.run("examples: scheduler name and GPU requests", chk_examples, docs, cfg)
     ck.run("docs/sharing.md: YAML examples and reasons", chk_sharing_doc, root, cfg)
     ck.run("Dockerfile: multi-stage, non-root, entrypoint", chk_dockerfile, root, cfg)
+    ck.run("Kubernetes versions: README table, manifests, Chart.yaml and sharing.md agree",
+           chk_versions, root, docs)
     ck.run("gpu-extender --check-config accepts the ConfigMap config", chk_binary_accepts,
            a.binary, docs)
     ck.run("gpu-extender --check-config rejects broken copies", chk_binary_rejects,
