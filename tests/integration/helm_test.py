@@ -14,8 +14,9 @@ What is checked:
     warning and no error; INFO lines are allowed (the chart has no icon);
   - the chart's copies in files/ and values.yaml's config equal manifests/
     and config/config.json;
-  - `helm template` with default values renders exactly the objects of
-    `kubectl kustomize manifests` (which includes the scheduler/ overlay),
+  - `helm template -n gpu-extender` with default values renders exactly the
+    objects of `kubectl kustomize manifests` (which includes the scheduler/
+    overlay) but the Namespace, which the chart never creates,
     with monitoring.enabled=true those of manifests/ plus manifests/monitoring,
     with scheduler.enabled=false those of manifests/ minus manifests/scheduler.
     Objects are matched by kind/namespace/name and compared after dropping
@@ -28,9 +29,11 @@ What is checked:
   - the chart's config.json passes `gpu-extender --check-config` (defaults,
     TLS, an override) and a broken override is rejected;
   - non-default values (replicas 3, TLS with caData, monitoring, the second
-    scheduler, another namespace) change exactly the fields they should:
+    scheduler, another release namespace, the placement values of both
+    Deployments, the images) change exactly the fields they should:
     every differing field is listed and compared with the expected set;
-  - values.schema.json turns misspelt keys and wrong types into errors.
+  - values.schema.json turns misspelt keys and wrong types into errors, inside
+    config too (its schema is generated from the key table).
 
 kustomize: the kubectl given with --kubectl (or $KUBECTL), else the newest
 $HOME/.cache/gpu-extender/k8s-*/kubectl built by tests/k8s/build.sh, else
