@@ -17,6 +17,7 @@
 #include "app.h"
 #include "buf.h"
 #include "config.h"
+#include "config_schema.h"
 #include "explain_pod.h"
 #include "log.h"
 #include "simcli.h"
@@ -27,6 +28,7 @@ usage(FILE *f)
     (void)fprintf(
         f, "usage: gpu-extender --config FILE          serve the extender\n"
            "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
+           "       gpu-extender --config-schema        print the config's JSON Schema\n"
            "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
            "                                           explain decisions for a pod\n"
            "       gpu-extender explain --server URL --pod POD.json [--json]\n"
@@ -254,6 +256,17 @@ main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--config") == 0) {
         return serve(argv[2]);
+    }
+    if (argc == 2 && strcmp(argv[1], "--config-schema") == 0) {
+        char *schema = NULL;
+
+        if (gx_config_schema(&schema) != GX_OK) {
+            (void)fprintf(stderr, "gpu-extender: config schema: out of memory\n");
+            return 1;
+        }
+        (void)printf("%s\n", schema);
+        free(schema);
+        return 0;
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);

@@ -21,6 +21,10 @@ struct cJSON;
 #define GX_CONFIG_PATH_MAX 192
 /* The element rows of an array-of-objects key live under this path suffix. */
 #define GX_CONFIG_ELEM_SUFFIX "[]"
+/* Most elements any list or map key accepts (keeps lookups and checks cheap). */
+#define GX_CONFIG_LIST_MAX 1024
+/* What a GX_KF_METRIC_NAME string must match (checked in config_read.c, stated in the schema). */
+#define GX_CONFIG_METRIC_NAME_RE "^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 
 /** What a row's field holds, and so how it is parsed, defaulted, compared and freed. */
 enum gx_ktype {

@@ -20,9 +20,6 @@
 
 #include "log.h"
 
-/* Most elements any list or map key accepts (keeps lookups and checks cheap). */
-#define LIST_MAX 1024
-
 /* Format a dotted key for a message; a key longer than the buffer is cut. */
 static void GX_PRINTF(3, 4) path_printf(char *out, size_t n, const char *fmt, ...)
 {
@@ -130,14 +127,14 @@ get_string(const cJSON *v, const struct gx_kspec *k, const char *key, const stru
     return GX_OK;
 }
 
-/* True (with @why filled) if a list or map of @n elements is over LIST_MAX. */
+/* True (with @why filled) if a list or map of @n elements is over GX_CONFIG_LIST_MAX. */
 static bool
 too_many(size_t n, const char *key, struct gx_why *why)
 {
-    if (n <= LIST_MAX) {
+    if (n <= GX_CONFIG_LIST_MAX) {
         return false;
     }
-    gx_why_set(why, "%s: at most %d elements", key, LIST_MAX);
+    gx_why_set(why, "%s: at most %d elements", key, GX_CONFIG_LIST_MAX);
     return true;
 }
 

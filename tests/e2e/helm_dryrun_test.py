@@ -1,12 +1,13 @@
 """The Helm chart's output passes `kubectl apply --dry-run=server --validate=strict` against the
 real API server of the pinned release: default values (the objects of the kustomize base),
 every optional part on (replicas 3, TLS with caData, monitoring with the Prometheus Operator
-CRDs of tests/k8s/crds/), the second scheduler off, another namespace and scheduler name, and all
-pods through the extender over TLS.
+CRDs of tests/k8s/crds/), the second scheduler off, another release namespace and scheduler name,
+all pods through the extender over TLS, and every placement value of both Deployments.
 Helm is the one tests/helm/build.sh builds from its Go module. The object-by-object comparison
 with kustomize is tests/integration/test_helm.sh; this test proves the server accepts what the
 chart renders (schemas, defaulting, admission, RBAC objects)."""
 import base64
+import json
 import os
 import subprocess
 
@@ -27,16 +28,36 @@ VARIANTS = [
       "monitoring.serviceMonitor.labels.release=kps"]),
     ("TLS with the CA ConfigMap", ["tls.enabled=true"]),
     ("no second scheduler", ["scheduler.enabled=false"]),
-    ("namespace gpu-x, scheduler gpu-sched-2",
-     ["namespace.name=gpu-x", "namespace.create=false", "scheduler.name=gpu-sched-2"]),
+    ("release namespace gpu-x, scheduler gpu-sched-2",
+     ["scheduler.name=gpu-sched-2"], "gpu-x"),
     ("all pods through the extender, TLS", ["scheduler.allPods=true", "tls.enabled=true"]),
 ]
+# extender.* and scheduler.*: the placement values, as --set-json.
+PLACEMENT = {
+    "podAnnotations": {"example.com/team": "gpu"},
+    "podLabels": {"example.com/tier": "infra"},
+    "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+    "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists",
+                     "effect": "NoSchedule"}],
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                   "whenUnsatisfiable": "ScheduleAnyway"}],
+    "priorityClassName": "system-node-critical",
+    "podSecurityContext": {"fsGroup": 65532},
+    "securityContext": {"runAsUser": 1000},
+}
+VARIANTS.append(("placement of both Deployments",
+                 [f"--set-json={c}.{k}={json.dumps(v)}" for c in ("extender", "scheduler")
+                  for k, v in PLACEMENT.items()]))
 
 
-def template(sets):
-    cmd = [helm, "template", "gpu-extender", CHART]
+def template(sets, ns="gpu-extender"):
+    # The release namespace holds the extender; the chart does not create it.
+    cmd = [helm, "template", "gpu-extender", CHART, "--namespace", ns]
     for s in sets:
-        cmd += ["--set", s]
+        cmd += [s] if s.startswith("--") else ["--set", s]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"helm template {sets}: {r.stderr.strip()}")
@@ -49,10 +70,11 @@ try:
     for crd in ("servicemonitors", "prometheusrules"):
         c.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                   f"crd/{crd}.monitoring.coreos.com")
-    # namespace.create=false means the namespace exists already.
+    # helm install -n NS --create-namespace: the namespace exists before the chart's objects
+    # (the rig made gpu-extender from manifests/00-namespace.yaml).
     c.kubectl("create", "namespace", "gpu-x")
-    for what, sets in VARIANTS:
-        rendered = template(sets)
+    for what, sets, *ns in VARIANTS:
+        rendered = template(sets, *ns)
         n_docs = sum(1 for d in yaml.safe_load_all(rendered) if d)
         r = c.kubectl("apply", "--dry-run=server", "--validate=strict", "-f", "-",
                       input=rendered, check=False)

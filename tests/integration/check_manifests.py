@@ -4,18 +4,20 @@
 
 Usage:
   check_manifests.py --root DIR --binary PATH   run every check
-  check_manifests.py --root DIR --sync-configmap
-      rewrite manifests/03-configmap.yaml from config/config.json
 
 Every check prints "ok   <name>" or "FAIL <name>: <why>"; the last line is
 "N passed, M failed" and the exit status is 1 when anything failed.
-The ConfigMap's config.json is extracted to a temporary directory and given to
+The files are read as kustomize would render them: a kustomization's
+configMapGenerator becomes its ConfigMap and its `images:` set the images of
+the workloads below it. The ConfigMap's config.json (manifests/config.json,
+which must equal config/config.json byte for byte) is given to
 `gpu-extender --check-config`, which must accept it (exit 0) and must reject
 a broken copy of it (exit 1).
 """
 
 import argparse
 import copy
+import difflib
 import json
 import os
 import re
@@ -26,7 +28,7 @@ import urllib.parse
 
 import yaml
 
-from gxtest import Checker
+from gxtest import Checker, find_kubectl
 
 CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
@@ -100,8 +102,73 @@ def yaml_files(top):
     return out
 
 
+def kustomizations(root):
+    """(directory relative to root, parsed kustomization.yaml) under manifests/."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, "manifests")):
+        dirnames.sort()
+        if "kustomization.yaml" in filenames:
+            with open(os.path.join(dirpath, "kustomization.yaml"), encoding="utf-8") as fh:
+                out.append((os.path.relpath(dirpath, root), yaml.safe_load(fh) or {}))
+    return out
+
+
+def generated(root, problems):
+    """The ConfigMaps of the configMapGenerators (files: only), as kustomize makes them; not
+    the overlays', which replace the base's objects of the same name by design."""
+    docs = []
+    for rel, k in kustomizations(root):
+        if rel.startswith("manifests/overlays/"):
+            continue
+        for i, g in enumerate(k.get("configMapGenerator") or []):
+            data = {}
+            for f in g.get("files") or []:
+                key, _, src = f.partition("=") if "=" in f else (os.path.basename(f), "", f)
+                path = os.path.normpath(os.path.join(root, rel, src))
+                # kubectl's kustomize reads no file outside the kustomization's directory
+                if not path.startswith(os.path.join(root, rel) + os.sep):
+                    problems.append(f"{rel}/kustomization.yaml: configMapGenerator file {src} is "
+                                    "outside its directory (kubectl kustomize refuses it)")
+                    continue
+                with open(path, encoding="utf-8") as fh:
+                    data[key] = fh.read()
+            opts = g.get("options") or {}
+            md = {"name": g.get("name"), "labels": dict(opts.get("labels") or {})}
+            if g.get("namespace"):
+                md["namespace"] = g["namespace"]
+            docs.append(Doc(os.path.join(rel, "kustomization.yaml"), f"configMapGenerator[{i}]",
+                            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md,
+                             "data": data}))
+    return docs
+
+
+def set_images(root, docs):
+    """Apply each kustomization's images: to the workloads in its directory and below."""
+    for rel, k in kustomizations(root):
+        for img in k.get("images") or []:
+            for d in docs:
+                if not d.path.startswith(rel + "/"):
+                    continue
+                for _, spec in pod_specs(d):
+                    for c in all_containers(spec):
+                        name = image_name(str(c.get("image", "")))
+                        if name == img.get("name"):
+                            tag = img.get("newTag")
+                            new = img.get("newName") or name
+                            c["image"] = f"{new}:{tag}" if tag else new
+
+
+def image_name(ref):
+    """An image reference without its tag or digest ("registry:5000/a/b:1.0" -> "registry:5000/a/b")."""
+    ref = ref.split("@")[0]
+    head, _, last = ref.rpartition("/")
+    last = last.split(":")[0]
+    return f"{head}/{last}" if head else last
+
+
 def load_all(root):
-    """Parse every YAML file under manifests/. Returns (docs, problems)."""
+    """Parse every YAML file under manifests/, plus what the kustomizations generate and
+    their images. Returns (docs, problems)."""
     docs, problems = [], []
     for path in yaml_files(os.path.join(root, "manifests")):
         rel = os.path.relpath(path, root)
@@ -122,6 +189,8 @@ def load_all(root):
             docs.append(Doc(rel, i, body))
         if n == 0:
             problems.append(f"{rel}: no YAML document")
+    docs += generated(root, problems)
+    set_images(root, docs)
     return docs, problems
 
 
@@ -139,7 +208,9 @@ def one(docs, kind, name, under=None):
 
 
 def is_kustomization(doc):
-    return doc.kind == "Kustomization" or os.path.basename(doc.path) == "kustomization.yaml"
+    """The kustomization itself (not what its generators make)."""
+    return doc.kind == "Kustomization" or (os.path.basename(doc.path) == "kustomization.yaml"
+                                           and isinstance(doc.index, int))
 
 
 def core(docs):
@@ -216,60 +287,12 @@ def config_names(cfg):
     }
 
 
-CONFIGMAP_HEADER = """\
-# The extender's configuration (one JSON document, every key documented in
-# docs/configuration.md). Generated from config/config.json by
-#   /usr/bin/python3 tests/integration/check_manifests.py --root . --sync-configmap
-# and kept equal to it by tests/integration/test_manifests.sh.
-#
-# Mounted as a directory at /etc/gpu-extender (04-deployment.yaml): after
-# `kubectl apply` the kubelet swaps the volume's ..data symlink within about a
-# minute and the extender reloads the file, keeping the previous config if the
-# new one is invalid. Restart-only keys (server.*, sources.files.*; see
-# docs/configuration.md) need a rollout:
-#   kubectl -n gpu-extender rollout restart deployment/gpu-extender
-# Check an edit before applying it:  gpu-extender --check-config config.json
-"""
-
-
-def render_configmap(text):
-    lines = text.rstrip("\n").split("\n")
-    body = "".join(("    " + line if line.strip() else "") + "\n" for line in lines)
-    return (CONFIGMAP_HEADER
-            + "apiVersion: v1\n"
-            + "kind: ConfigMap\n"
-            + "metadata:\n"
-            + "  name: gpu-extender-config\n"
-            + "  namespace: gpu-extender\n"
-            + "  labels:\n"
-            + "    app.kubernetes.io/name: gpu-extender\n"
-            + "    app.kubernetes.io/component: extender\n"
-            + "    app.kubernetes.io/part-of: gpu-extender\n"
-            + "data:\n"
-            + "  config.json: |\n"
-            + body)
-
-
-def sync_configmap(root):
-    text, _ = read_config(root)
-    out = render_configmap(text)
-    dest = os.path.join(root, "manifests", "03-configmap.yaml")
-    with open(dest, "w", encoding="utf-8") as fh:
-        fh.write(out)
-    doc = yaml.safe_load(out)
-    if json.loads(doc["data"]["config.json"]) != json.loads(text):
-        print("sync produced a ConfigMap that differs from config/config.json", file=sys.stderr)
-        return 1
-    print(f"wrote {os.path.relpath(dest, root)}")
-    return 0
-
-
 # ---------------------------------------------------------------- checks
 
 def chk_documents(docs):
     problems = []
     for d in docs:
-        if is_kustomization(d):
+        if is_kustomization(d) and d.kind != "ConfigMap":
             if d.body.get("apiVersion") is None or d.kind != "Kustomization":
                 problems.append(f"{d.where()}: kustomization without apiVersion/kind")
             continue
@@ -342,7 +365,7 @@ def chk_kustomizations(root):
         with open(top, encoding="utf-8") as fh:
             k = yaml.safe_load(fh) or {}
         want = ["00-namespace.yaml", "01-serviceaccount.yaml", "02-rbac.yaml",
-                "03-configmap.yaml", "04-deployment.yaml", "05-service.yaml", "06-pdb.yaml"]
+                "04-deployment.yaml", "05-service.yaml", "06-pdb.yaml"]
         listed = list(k.get("resources") or [])
         if [r for r in listed if r in want] != want:
             problems.append(f"manifests/kustomization.yaml must list {want} in order")
@@ -356,15 +379,11 @@ def chk_kustomizations(root):
 
 
 def chk_kustomize_build(root):
-    """Render with kubectl's built-in kustomize when kubectl exists."""
-    kubectl = None
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        cand = os.path.join(d, "kubectl")
-        if os.access(cand, os.X_OK):
-            kubectl = cand
-            break
+    """Render with kubectl's built-in kustomize (the one tests/k8s/build.sh built, else one on
+    PATH): the objects, the generated ConfigMap holding config/config.json, the images."""
+    kubectl = find_kubectl()
     if kubectl is None:
-        print("     (kubectl not installed: kustomize rendering not checked)")
+        print("     (no kubectl: kustomize rendering not checked)")
         return []
     try:
         res = subprocess.run([kubectl, "kustomize", os.path.join(root, "manifests")],
@@ -372,10 +391,22 @@ def chk_kustomize_build(root):
     except subprocess.TimeoutExpired:
         return ["kubectl kustomize timed out"]
     if res.returncode != 0:
-        return [f"kubectl kustomize failed: {res.stderr.strip()[:500]}"]
-    kinds = [d.get("kind") for d in yaml.safe_load_all(res.stdout) if d]
-    missing = [k for k in EXPECTED_KINDS if k not in kinds]
-    return [f"rendered output lacks {missing}"] if missing else []
+        return [f"{kubectl} kustomize failed: {res.stderr.strip()[:500]}"]
+    out = [d for d in yaml.safe_load_all(res.stdout) if d]
+    kinds = [d.get("kind") for d in out]
+    problems = [f"rendered output lacks {k}" for k in EXPECTED_KINDS if k not in kinds]
+    ref, _ = read_config(root)
+    cms = [d for d in out if d.get("kind") == "ConfigMap"
+           and d["metadata"].get("name") == "gpu-extender-config"]
+    if len(cms) != 1 or (cms[0].get("data") or {}).get("config.json") != ref:
+        problems.append("rendered ConfigMap gpu-extender-config does not hold config/config.json")
+    images = sorted(c.get("image") for d in out if d.get("kind") == "Deployment"
+                    for c in all_containers(pod_specs(Doc("", 0, d))[0][1]))
+    if [i.split(":")[0] for i in images] != ["gpu-extender", "registry.k8s.io/kube-scheduler"] \
+            or any(":" not in i for i in images):
+        problems.append(f"rendered images {images}: want gpu-extender:TAG and "
+                        "registry.k8s.io/kube-scheduler:TAG")
+    return problems
 
 
 def rbac_rules(docs):
@@ -658,7 +689,7 @@ def chk_service_pdb(docs, cfg):
 
 
 def configmap_config(docs):
-    cm = one(docs, "ConfigMap", "gpu-extender-config")
+    cm = one(docs, "ConfigMap", "gpu-extender-config", under="manifests/kustomization.yaml")
     if cm.namespace != "gpu-extender":
         raise LookupError("ConfigMap gpu-extender-config must be in gpu-extender")
     text = (cm.body.get("data") or {}).get("config.json")
@@ -668,18 +699,39 @@ def configmap_config(docs):
 
 
 def chk_configmap_equal(docs, root):
-    text = configmap_config(docs)
-    try:
-        embedded = json.loads(text)
-    except ValueError as exc:
-        return [f"config.json in the ConfigMap is not JSON: {exc}"]
-    _, ref = read_config(root)
-    if embedded != ref:
-        keys = sorted(set(embedded) ^ set(ref)) or sorted(
-            k for k in ref if embedded.get(k) != ref.get(k))
-        return [f"differs from config/config.json (top-level keys {keys}); run "
-                "check_manifests.py --root . --sync-configmap"]
+    """The ConfigMap is generated from manifests/config.json, a byte-for-byte copy of
+    config/config.json (kustomize reads no file outside manifests/)."""
+    cm = one(docs, "ConfigMap", "gpu-extender-config", under="manifests/kustomization.yaml")
+    text = (cm.body.get("data") or {}).get("config.json")
+    ref, _ = read_config(root)
+    if text != ref:
+        diff = difflib.unified_diff(ref.splitlines(), (text or "").splitlines(),
+                                    "config/config.json", "manifests/config.json", lineterm="", n=0)
+        return ["manifests/config.json differs from config/config.json; after editing one, "
+                "copy it: cp config/config.json manifests/config.json\n    "
+                + "\n    ".join(list(diff)[:20])]
     return []
+
+
+def chk_images(root, docs):
+    """Images are set in one place: the kustomizations' images: (registry/name and tag are one
+    edit); the Deployments name the image without a tag."""
+    problems = []
+    tops = {rel: k for rel, k in kustomizations(root)}
+    want = {"manifests": "gpu-extender", "manifests/scheduler": "registry.k8s.io/kube-scheduler"}
+    for rel, name in want.items():
+        imgs = [i for i in (tops.get(rel) or {}).get("images") or [] if i.get("name") == name]
+        if len(imgs) != 1 or not imgs[0].get("newTag"):
+            problems.append(f"{rel}/kustomization.yaml: images: needs one entry {name} with newTag")
+    for path in yaml_files(os.path.join(root, "manifests")):
+        with open(path, encoding="utf-8") as fh:
+            for m in re.finditer(r"^\s*image:\s*(\S+)", fh.read(), flags=re.M):
+                rel = os.path.relpath(path, root)
+                if m.group(1) in want.values() or rel.startswith("manifests/examples/"):
+                    continue
+                problems.append(f"{rel}: image {m.group(1)} (name it without a tag and set it in "
+                                "the kustomization's images:)")
+    return problems
 
 
 def scheduler_configs(docs):
@@ -1059,6 +1111,63 @@ def chk_dockerfile(root, cfg):
     return problems
 
 
+def go_mod_version(root, rel):
+    """The k8s.io/kubernetes version pinned in @rel (a go.mod of tests/)."""
+    with open(os.path.join(root, rel), encoding="utf-8") as fh:
+        m = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", fh.read(), flags=re.M)
+    if not m:
+        raise LookupError(f"{rel}: no k8s.io/kubernetes version")
+    return m.group(1)
+
+
+def chk_versions(root, docs):
+    """One answer to "which Kubernetes": the README's table names the releases the tests pin
+    (tests/k8s, tests/k8s-next), the manifests' kube-scheduler is the tested release, and the
+    chart's kubeVersion, the table and docs/sharing.md agree on the oldest supported one."""
+    problems = []
+    tested = go_mod_version(root, "tests/k8s/go.mod")
+    nxt = go_mod_version(root, "tests/k8s-next/go.mod")
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    m = re.search(r"^## Supported Kubernetes versions\n(.*?)^## ", readme, flags=re.S | re.M)
+    if not m:
+        return ["README.md has no section '## Supported Kubernetes versions'"]
+    table = m.group(1)
+    for v, what in ((tested, "tests/k8s/go.mod"), (nxt, "tests/k8s-next/go.mod")):
+        if v not in table:
+            problems.append(f"README's table does not name {v} ({what})")
+    sched = [c.get("image") for d in find(docs, "Deployment", SCHEDULER_NAME,
+                                          under="manifests/scheduler/")
+             for c in all_containers(pod_specs(d)[0][1])]
+    if sched != [f"registry.k8s.io/kube-scheduler:{tested}"]:
+        problems.append(f"manifests' kube-scheduler {sched}, want the tested {tested}")
+    with open(os.path.join(root, "charts/gpu-extender/Chart.yaml"), encoding="utf-8") as fh:
+        kv = str(yaml.safe_load(fh).get("kubeVersion", ""))
+    km = re.fullmatch(r">=\s*1\.(\d+)\.0-0", kv)
+    if not km:
+        return problems + [f"Chart.yaml kubeVersion {kv!r}: want '>=1.N.0-0'"]
+    oldest = f"1.{km.group(1)}"
+    if f"before {oldest} | **not supported**" not in table:
+        problems.append(f"README's table does not say releases before {oldest} (Chart.yaml "
+                        "kubeVersion) are not supported")
+    with open(os.path.join(root, "docs/sharing.md"), encoding="utf-8") as fh:
+        sharing = fh.read()
+    if f"back to {oldest}" not in sharing:
+        problems.append(f"docs/sharing.md does not name {oldest} as the oldest release")
+    # No other kube-scheduler version shipped or documented.
+    for top in ("README.md", "docs", "charts", "manifests"):
+        paths = [os.path.join(root, top)] if top.endswith(".md") else [
+            os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(root, top)) for f in fs
+            if f.endswith((".md", ".yaml", ".tpl"))]
+        for path in paths:
+            with open(path, encoding="utf-8") as fh:
+                for v in re.findall(r"kube-scheduler:(v[0-9][^\s`'\"]*)", fh.read()):
+                    if v != tested:
+                        problems.append(f"{os.path.relpath(path, root)}: kube-scheduler:{v}, "
+                                        f"not the tested {tested}")
+    return problems
+
+
 def run_check_config(binary, path):
     res = subprocess.run([binary, "--check-config", path], capture_output=True, text=True,
                          timeout=60)
@@ -1107,12 +1216,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--binary", default=None, help="path of the gpu-extender binary")
-    ap.add_argument("--sync-configmap", action="store_true",
-                    help="rewrite manifests/03-configmap.yaml from config/config.json")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
-    if a.sync_configmap:
-        return sync_configmap(root)
 
     ck = Checker()
     docs, problems = load_all(root)
@@ -1139,11 +1244,14 @@ def main():
            docs, cfg)
     ck.run("Service and PDB select the extender pods", chk_service_pdb, docs, cfg)
     ck.run("ConfigMap config.json equals config/config.json", chk_configmap_equal, docs, root)
+    ck.run("images are set by the kustomizations' images:", chk_images, root, docs)
     ck.run("KubeSchedulerConfiguration extender entries", chk_scheduler_config, docs, cfg)
     ck.run("scheduler Deployment: config mount and RBAC", chk_scheduler_deployment, docs)
     ck.run("examples: scheduler name and GPU requests", chk_examples, docs, cfg)
     ck.run("docs/sharing.md: YAML examples and reasons", chk_sharing_doc, root, cfg)
     ck.run("Dockerfile: multi-stage, non-root, entrypoint", chk_dockerfile, root, cfg)
+    ck.run("Kubernetes versions: README table, manifests, Chart.yaml and sharing.md agree",
+           chk_versions, root, docs)
     ck.run("gpu-extender --check-config accepts the ConfigMap config", chk_binary_accepts,
            a.binary, docs)
     ck.run("gpu-extender --check-config rejects broken copies", chk_binary_rejects,

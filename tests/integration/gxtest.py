@@ -1,5 +1,6 @@
 """Helpers shared by the integration tests: run the real gpu-extender binary
 with a temporary config, talk HTTP to it, count checks."""
+import glob
 import json
 import os
 import shutil
@@ -14,6 +15,32 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
+
+def find_kubectl(arg=None):
+    """kubectl for kustomize: @arg, else $KUBECTL, else $GX_K8S_BIN/kubectl, else the newest
+    kubectl tests/k8s/build.sh cached, else one on PATH; None if there is none."""
+    if arg:
+        return arg
+    if os.environ.get("KUBECTL"):
+        return os.environ["KUBECTL"]
+    k8s_bin = os.environ.get("GX_K8S_BIN")
+    if k8s_bin and os.access(os.path.join(k8s_bin, "kubectl"), os.X_OK):
+        return os.path.join(k8s_bin, "kubectl")
+    cache = os.environ.get("GX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                           "gpu-extender")
+    found = [p for p in glob.glob(os.path.join(cache, "k8s-*", "kubectl")) if os.access(p, os.X_OK)]
+    found += [p for p in glob.glob(os.path.join(cache, "k8s-*", "bin", "kubectl"))
+              if os.access(p, os.X_OK)]
+
+    def ver(p):
+        d = os.path.basename(os.path.dirname(p))
+        if d == "bin":
+            d = os.path.basename(os.path.dirname(os.path.dirname(p)))
+        parts = d[len("k8s-"):].lstrip("v").split(".")
+        return [int(x) if x.isdigit() else 0 for x in parts]
+
+    return max(found, key=ver) if found else shutil.which("kubectl")
 
 
 def wait_for(cond, timeout, what=None, interval=0.1, must=False):

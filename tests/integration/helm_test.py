@@ -14,8 +14,9 @@ What is checked:
     warning and no error; INFO lines are allowed (the chart has no icon);
   - the chart's copies in files/ and values.yaml's config equal manifests/
     and config/config.json;
-  - `helm template` with default values renders exactly the objects of
-    `kubectl kustomize manifests` (which includes the scheduler/ overlay),
+  - `helm template -n gpu-extender` with default values renders exactly the
+    objects of `kubectl kustomize manifests` (which includes the scheduler/
+    overlay) but the Namespace, which the chart never creates,
     with monitoring.enabled=true those of manifests/ plus manifests/monitoring,
     with scheduler.enabled=false those of manifests/ minus manifests/scheduler.
     Objects are matched by kind/namespace/name and compared after dropping
@@ -28,9 +29,11 @@ What is checked:
   - the chart's config.json passes `gpu-extender --check-config` (defaults,
     TLS, an override) and a broken override is rejected;
   - non-default values (replicas 3, TLS with caData, monitoring, the second
-    scheduler, another namespace) change exactly the fields they should:
+    scheduler, another release namespace, the placement values of both
+    Deployments, the images) change exactly the fields they should:
     every differing field is listed and compared with the expected set;
-  - values.schema.json turns misspelt keys and wrong types into errors.
+  - values.schema.json turns misspelt keys and wrong types into errors, inside
+    config too (its schema is generated from the key table).
 
 kustomize: the kubectl given with --kubectl (or $KUBECTL), else the newest
 $HOME/.cache/gpu-extender/k8s-*/kubectl built by tests/k8s/build.sh, else
@@ -44,7 +47,6 @@ import argparse
 import base64
 import copy
 import difflib
-import glob
 import json
 import os
 import shutil
@@ -54,7 +56,7 @@ import tempfile
 
 import yaml
 
-from gxtest import Checker
+from gxtest import Checker, find_kubectl
 
 CHART = "charts/gpu-extender"
 HELM_ONLY_LABELS = {
@@ -63,6 +65,20 @@ HELM_ONLY_LABELS = {
 }
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
 RELEASE = "gpu-extender"
+# The release namespace the tests install into: the manifests' namespace.
+NAMESPACE = "gpu-extender"
+
+
+def manifests_scheduler_tag(root):
+    """newTag of the kube-scheduler image in manifests/scheduler/kustomization.yaml."""
+    with open(os.path.join(root, "manifests/scheduler/kustomization.yaml")) as f:
+        k = yaml.safe_load(f)
+    tags = [i.get("newTag") for i in k.get("images") or []
+            if i.get("name") == "registry.k8s.io/kube-scheduler"]
+    if len(tags) != 1 or not tags[0]:
+        raise RuntimeError("manifests/scheduler/kustomization.yaml: no newTag for "
+                           "registry.k8s.io/kube-scheduler")
+    return tags[0]
 
 
 # ---------------------------------------------------------------- tools
@@ -76,12 +92,21 @@ def run(cmd, cwd=None, check=True):
 
 
 class Helm:
+    """`helm template` into the release namespace of the manifests (gpu-extender), as if the
+    API server were the version of the manifests' kube-scheduler image (KUBE_VERSION): the
+    chart's scheduler image defaults to the API server's version."""
+
     def __init__(self, helm, root):
         self.helm = helm
         self.root = root
+        self.kube_version = manifests_scheduler_tag(root)
 
-    def template(self, *sets, values=None):
-        cmd = [self.helm, "template", RELEASE, CHART]
+    def cmd(self, namespace, kube_version):
+        return [self.helm, "template", RELEASE, CHART, "--namespace", namespace,
+                "--kube-version", kube_version or self.kube_version]
+
+    def template(self, *sets, values=None, namespace=NAMESPACE, kube_version=None):
+        cmd = self.cmd(namespace, kube_version)
         for s in sets:
             cmd += ["--set", s]
         if values is not None:
@@ -96,8 +121,11 @@ class Helm:
                 os.unlink(path)
         return load_stream(out)
 
-    def template_fails(self, *sets):
-        cmd = [self.helm, "template", RELEASE, CHART]
+    def template_fails(self, *sets, values=None):
+        cmd = self.cmd(NAMESPACE, None)
+        if values is not None:
+            for k, v in values.items():
+                cmd += ["--set-json", f"{k}={json.dumps(v)}"]
         for s in sets:
             cmd += ["--set", s]
         return run(cmd, cwd=self.root, check=False)
@@ -115,6 +143,11 @@ class Kustomize:
             v = run([self.kubectl, "version", "--client"], check=False).stdout.strip()
             return f"kubectl kustomize ({self.kubectl}; {' / '.join(v.splitlines())})"
         return "kustomization.yaml resources: read by helm_test.py (no built kubectl yet)"
+
+    def base(self, rel):
+        """What the chart renders of @rel: everything but the Namespace, which the chart leaves
+        to `helm install --create-namespace` (the kustomize base creates it)."""
+        return [d for d in self.build(rel) if d.get("kind") != "Namespace"]
 
     def build(self, rel):
         if self.kubectl:
@@ -145,27 +178,6 @@ class Kustomize:
 
 def load_stream(text):
     return [d for d in yaml.safe_load_all(text) if d]
-
-
-def find_kubectl(arg):
-    if arg:
-        return arg
-    if os.environ.get("KUBECTL"):
-        return os.environ["KUBECTL"]
-    cache = os.environ.get("GX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                           "gpu-extender")
-    found = [p for p in glob.glob(os.path.join(cache, "k8s-*", "kubectl")) if os.access(p, os.X_OK)]
-    found += [p for p in glob.glob(os.path.join(cache, "k8s-*", "bin", "kubectl"))
-              if os.access(p, os.X_OK)]
-
-    def ver(p):
-        d = os.path.basename(os.path.dirname(p))
-        if d == "bin":
-            d = os.path.basename(os.path.dirname(os.path.dirname(p)))
-        parts = d[len("k8s-"):].lstrip("v").split(".")
-        return [int(x) if x.isdigit() else 0 for x in parts]
-
-    return max(found, key=ver) if found else None
 
 
 # ---------------------------------------------------------------- normalising
@@ -337,12 +349,12 @@ def chk_copies(root):
 
 def chk_default(helm, kz):
     chart = helm.template()
-    return compare_sets(chart, kz.build("manifests")) + helm_labels_problems(chart)
+    return compare_sets(chart, kz.base("manifests")) + helm_labels_problems(chart)
 
 
 def chk_monitoring(helm, kz):
     chart = helm.template("monitoring.enabled=true")
-    return compare_sets(chart, kz.build("manifests") + kz.build("manifests/monitoring"),
+    return compare_sets(chart, kz.base("manifests") + kz.build("manifests/monitoring"),
                         kz_label="kustomize manifests + manifests/monitoring")
 
 
@@ -350,7 +362,7 @@ def chk_no_scheduler(helm, kz):
     sched = {oid(d) for d in kz.build("manifests/scheduler")}
     if not sched:
         return ["manifests/scheduler renders nothing"]
-    base = [d for d in kz.build("manifests") if oid(d) not in sched]
+    base = [d for d in kz.base("manifests") if oid(d) not in sched]
     return compare_sets(helm.template("scheduler.enabled=false"), base,
                         kz_label="kustomize manifests - manifests/scheduler")
 
@@ -427,11 +439,45 @@ def chk_check_config(helm, binary):
         rc, out = check_config(binary, config_of(helm.template(*sets)))
         if rc != 0:
             problems.append(f"{label}: --check-config exited {rc}: {out[:500]}")
-    for label, sets in (("unknown key", ["config.score.nonsense=1"]),
-                        ("bad policy", ["config.score.policy=nonsense"])):
-        rc, out = check_config(binary, config_of(helm.template(*sets)))
-        if rc != 1:
-            problems.append(f"{label}: --check-config exited {rc}, want 1 ({out[:200]})")
+    # A rule across keys is beyond the schema: the binary still refuses it.
+    rc, out = check_config(binary, config_of(helm.template(
+        "config.sharing.memory_reserve_mib=0", "config.score.label_rules[0].label=a",
+        "config.score.label_rules[0].operator=Gt", "config.score.label_rules[0].weight=1",
+        "config.score.label_rules[0].values[0]=x")))
+    if rc != 1:
+        problems.append(f"label rule Gt x: --check-config exited {rc}, want 1 ({out[:200]})")
+    return problems
+
+
+def chk_config_schema(helm, root):
+    """values.schema.json's config (generated from the key table) refuses typos, wrong types,
+    values out of range and unknown names at helm template/lint, and accepts every config
+    the repository ships."""
+    problems = []
+    for sets, want in ((["config.scoring.policyy=x"], "at '/config': additional properties "
+                                                      "'scoring' not allowed"),
+                       (["config.score.policyy=x"], "additional properties 'policyy'"),
+                       (["config.score.policy=nonsense"], "/config/score/policy"),
+                       (["config.server.port=70000"], "/config/server/port"),
+                       (["config.server.port=abc"], "/config/server/port"),
+                       (["config.sharing.product_slots.A100=0"], "/config/sharing/product_slots"),
+                       (["config.metrics.names.util=not-a-name"], "/config/metrics/names/util"),
+                       (["config.score.label_rules[0].label=a"], "/config/score/label_rules/0")):
+        res = helm.template_fails(*sets)
+        if res.returncode == 0 or want not in res.stderr:
+            problems.append(f"--set {' '.join(sets)}: exit {res.returncode}, want an error "
+                            f"naming {want!r}: {res.stderr.strip()[:300]}")
+    res = run([helm.helm, "lint", "--strict", CHART, "--set", "config.scoring.policyy=x"],
+              cwd=root, check=False)
+    if res.returncode == 0 or "scoring" not in res.stdout + res.stderr:
+        problems.append(f"helm lint with config.scoring.policyy: exit {res.returncode}")
+    for rel in ("config/config.json", "manifests/config.json",
+                "manifests/overlays/all-pods/config.json"):
+        with open(os.path.join(root, rel)) as f:
+            cfg = json.load(f)
+        res = helm.template_fails(values={"config": cfg})
+        if res.returncode != 0:
+            problems.append(f"{rel} as config: exit {res.returncode}: {res.stderr.strip()[:300]}")
     return problems
 
 
@@ -455,7 +501,7 @@ def chk_non_default(helm, kz):
                        "prometheusRule": {"labels": {"release": "kps"}}},
         "scheduler": {"enabled": True},
     }))
-    want = index(kz.build("manifests") + kz.build("manifests/monitoring"))
+    want = index(kz.base("manifests") + kz.build("manifests/monitoring"))
     problems = []
     if set(chart) != set(want):
         problems.append(f"objects differ: chart only {sorted(map(fmt, set(chart) - set(want)))}, "
@@ -533,11 +579,9 @@ def chk_tls_ca_file(helm, kz):
 
 def chk_namespace(helm, binary):
     """Another namespace moves every namespaced extender object and its addresses."""
-    chart = helm.template("namespace.name=gpu-x", "namespace.create=false",
-                          "scheduler.name=gpu-sched-2", "scheduler.namespace=sched-ns")
+    chart = helm.template("scheduler.name=gpu-sched-2", "scheduler.namespace=sched-ns",
+                          namespace="gpu-x")
     problems = []
-    if any(d["kind"] == "Namespace" for d in chart):
-        problems.append("namespace.create=false still renders a Namespace")
     for d in chart:
         k, ns, n = oid(d)
         if k in CLUSTER_SCOPED:
@@ -569,11 +613,169 @@ def chk_namespace(helm, binary):
     return problems
 
 
-def chk_required(helm):
-    res = helm.template_fails("namespace.name=")
-    if res.returncode == 0 or "namespace.name is required" not in res.stderr:
-        return [f"empty namespace.name rendered (exit {res.returncode}): {res.stderr[:300]}"]
-    return []
+def chk_release_namespace(helm):
+    """The release namespace holds the extender; the chart never creates a Namespace (helm
+    uninstall would delete the ledger's Leases with it), and the old namespace.* values are
+    refused by name instead of being ignored."""
+    problems = []
+    for sets in ([], ["monitoring.enabled=true", "tls.enabled=true"], ["scheduler.enabled=false"]):
+        for ns in ("gpu-system", "gpu-extender"):
+            chart = helm.template(*sets, namespace=ns)
+            kinds = sorted({d["kind"] for d in chart})
+            if "Namespace" in kinds:
+                problems.append(f"-n {ns} {sets}: renders a Namespace")
+            extender = [d for d in chart if oid(d)[1] and (d["metadata"].get("labels") or {})
+                        .get("app.kubernetes.io/name") == "gpu-extender"]
+            wrong = [fmt(oid(d)) for d in extender if oid(d)[1] != ns]
+            if not extender or wrong:
+                problems.append(f"-n {ns} {sets}: not in the release namespace: {wrong}")
+            if config_of(chart, ns)["kubernetes"]["namespace"] != ns:
+                problems.append(f"-n {ns}: config kubernetes.namespace is not {ns}")
+    for sets in (["namespace.name=gpu-x"], ["namespace.create=false"]):
+        res = helm.template_fails(*sets)
+        if res.returncode == 0 or "additional properties 'namespace'" not in res.stderr:
+            problems.append(f"--set {sets[0]}: exit {res.returncode}, want the schema to refuse "
+                            f"'namespace': {res.stderr.strip()[:300]}")
+    return problems
+
+
+# Placement values of one component, and what they must render.
+PLACEMENT = {
+    "podAnnotations": {"example.com/team": "gpu"},
+    "podLabels": {"example.com/tier": "infra"},
+    "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+    "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists",
+                     "effect": "NoSchedule"}],
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                   "whenUnsatisfiable": "ScheduleAnyway"}],
+    "priorityClassName": "infra-critical",
+    "podSecurityContext": {"fsGroup": 65532},
+    "securityContext": {"runAsUser": 1000},
+}
+
+
+def chk_placement(helm, kz):
+    """extender.* and scheduler.* placement values change exactly their fields of their own
+    Deployment: pod labels and annotations, nodeSelector (merged with kubernetes.io/os),
+    tolerations, affinity (replacing the default anti-affinity), topologySpreadConstraints
+    (labelSelector defaulted to the pods' selector), priorityClassName, pod and container
+    securityContext (merged with the defaults)."""
+    chart = index(helm.template(values={"extender": PLACEMENT, "scheduler": PLACEMENT}))
+    want = index(kz.base("manifests"))
+    problems = []
+    if set(chart) != set(want):
+        return [f"objects differ: {sorted(map(fmt, set(chart) ^ set(want)))}"]
+    t = "spec.template."
+    sp = t + "spec."
+    c0 = sp + "containers[0]."
+    for i, sel in ((("Deployment", "gpu-extender", "gpu-extender"),
+                    {"app.kubernetes.io/name": "gpu-extender",
+                     "app.kubernetes.io/component": "extender"}),
+                   (("Deployment", "kube-system", "gpu-scheduler"),
+                    {"app.kubernetes.io/name": "gpu-scheduler",
+                     "app.kubernetes.io/component": "scheduler"})):
+        tsc = dict(PLACEMENT["topologySpreadConstraints"][0], labelSelector={"matchLabels": sel})
+        exp = {
+            t + "metadata.annotations": PLACEMENT["podAnnotations"],
+            t + "metadata.labels.example.com/tier": "infra",
+            sp + "nodeSelector.node-role.kubernetes.io/infra": "",
+            sp + "tolerations": PLACEMENT["tolerations"],
+            sp + "affinity.nodeAffinity": PLACEMENT["affinity"]["nodeAffinity"],
+            sp + "affinity.podAntiAffinity": None,
+            sp + "topologySpreadConstraints": [tsc],
+            sp + "priorityClassName": "infra-critical",
+            sp + "securityContext.fsGroup": 65532,
+            c0 + "securityContext.runAsUser": 1000,
+        }
+        a, b = normalise(chart[i]), normalise(want[i])
+        got = paths_differing(a, b)
+        # Dotted label keys: compare the paths' values, not their spelling.
+        for path, value in exp.items():
+            have = a
+            for part in split_placement(path):
+                if isinstance(part, int):
+                    have = have[part] if isinstance(have, list) and part < len(have) else None
+                else:
+                    have = have.get(part) if isinstance(have, dict) else None
+            if have != value:
+                problems.append(f"{fmt(i)}: {path} = {have!r}, want {value!r}")
+        extra = [g for g in got if not any(g.startswith(p) for p in exp)]
+        if extra:
+            problems.append(f"{fmt(i)}: unexpected changes at {extra}")
+        if b["spec"]["template"]["spec"].get("nodeSelector") != {"kubernetes.io/os": "linux"} or \
+                a["spec"]["template"]["spec"]["nodeSelector"].get("kubernetes.io/os") != "linux":
+            problems.append(f"{fmt(i)}: nodeSelector does not keep kubernetes.io/os: linux")
+    for i in sorted(want):
+        if i[0] != "Deployment" and normalise(chart[i]) != normalise(want[i]):
+            problems.append(f"{fmt(i)} changed by placement values")
+    res = helm.template_fails(values={"extender.podLabels": {"app.kubernetes.io/component": "x"}})
+    if res.returncode == 0 or "podLabels: app.kubernetes.io/component is set by the chart" \
+            not in res.stderr:
+        problems.append(f"a podLabel replacing a selector label: exit {res.returncode}: "
+                        f"{res.stderr.strip()[:300]}")
+    return problems
+
+
+def split_placement(path):
+    """Split a path of chk_placement: label keys with dots and slashes stay whole."""
+    out = []
+    for known in ("example.com/tier", "node-role.kubernetes.io/infra"):
+        if path.endswith("." + known):
+            return path[:-len(known) - 1].split(".") + [known]
+    for part in path.split("."):
+        if part.endswith("]"):
+            name, n = part[:-1].split("[")
+            out += [name]
+            out.append(int(n))
+        else:
+            out.append(part)
+    return out
+
+
+def chk_images(helm):
+    """image.registry/.repository/.tag and scheduler.image.* are one value each; the extender's
+    tag defaults to appVersion, the scheduler's to the API server's version (vendor suffix cut)."""
+    problems = []
+    with open(os.path.join(helm.root, CHART, "Chart.yaml")) as f:
+        app = yaml.safe_load(f)["appVersion"]
+
+    def images(*sets, kube_version=None):
+        docs = helm.template(*sets, kube_version=kube_version)
+        dep = get(docs, "Deployment", "gpu-extender")["spec"]["template"]["spec"]
+        sch = get(docs, "Deployment", "gpu-scheduler")["spec"]["template"]["spec"]
+        return (container({"spec": {"template": {"spec": dep}}})["image"],
+                sch["containers"][0]["image"], dep.get("imagePullSecrets"),
+                sch.get("imagePullSecrets"))
+
+    for sets, kv, want in (
+            ([], "1.30.4", (f"gpu-extender:{app}", "registry.k8s.io/kube-scheduler:v1.30.4")),
+            ([], "v1.31.2-eks-3c7e4f1", (f"gpu-extender:{app}",
+                                         "registry.k8s.io/kube-scheduler:v1.31.2")),
+            (["image.registry=ghcr.io/acme", "image.tag=1.2.3",
+              "scheduler.image.registry=mirror.example.com:5000/k8s",
+              "scheduler.image.tag=v1.36.1"], None,
+             ("ghcr.io/acme/gpu-extender:1.2.3", "mirror.example.com:5000/k8s/kube-scheduler:v1.36.1")),
+            (["image.repository=team/gpu-ext", "scheduler.image.registry="], "1.33.0",
+             (f"team/gpu-ext:{app}", "kube-scheduler:v1.33.0"))):
+        have = images(*sets, kube_version=kv)[:2]
+        if have != want:
+            problems.append(f"--set {sets} --kube-version {kv}: images {have}, want {want}")
+    secrets = images("imagePullSecrets[0].name=reg", "scheduler.imagePullSecrets[0].name=mirror")
+    if secrets[2:] != ([{"name": "reg"}], [{"name": "mirror"}]):
+        problems.append(f"imagePullSecrets rendered {secrets[2:]}")
+    for sets, want in ((["scheduler.image=registry.k8s.io/kube-scheduler:v1.35.0"],
+                        "/scheduler/image"),
+                       (["scheduler.pullPolicy=Always"], "additional properties 'pullPolicy'"),
+                       (["image.tag=1.0 beta"], "/image/tag"),
+                       (["image.repository=Bad/Name"], "/image/repository")):
+        res = helm.template_fails(*sets)
+        if res.returncode == 0 or want not in res.stderr:
+            problems.append(f"--set {sets[0]}: exit {res.returncode}, want an error naming "
+                            f"{want!r}: {res.stderr.strip()[:300]}")
+    return problems
 
 
 def chk_schema(helm):
@@ -585,7 +787,11 @@ def chk_schema(helm):
                        (["tls.enable=true"], "additional properties 'enable'"),
                        (["tls.caData=not base64!"], "/tls/caData"),
                        (["scheduler.extender.ignorable=maybe"], "/scheduler/extender/ignorable"),
-                       (["monitoring.serviceMonitor.lables.release=x"], "'lables'")):
+                       (["monitoring.serviceMonitor.lables.release=x"], "'lables'"),
+                       (["extender.nodSelector.a=b"], "additional properties 'nodSelector'"),
+                       (["scheduler.tolerations=none"], "/scheduler/tolerations"),
+                       (["extender.affinity.podAntiAfinity.x=y"], "'podAntiAfinity'"),
+                       (["extender.priorityClassName=1"], "/extender/priorityClassName")):
         res = helm.template_fails(*sets)
         if res.returncode == 0 or want not in res.stderr:
             problems.append(f"--set {' '.join(sets)}: exit {res.returncode}, want an error "
@@ -676,13 +882,20 @@ def main():
            chk_all_pods, helm, root)
     ck.run("gpu-extender --check-config accepts the chart's config, rejects broken ones",
            chk_check_config, helm, a.binary)
+    ck.run("values.schema.json checks config against the key table", chk_config_schema,
+           helm, root)
     ck.run("replicas 3 + TLS + caData + monitoring change exactly the expected fields",
            chk_non_default, helm, kz)
     ck.run("TLS without caData mounts the shipped HTTPS scheduler config", chk_tls_ca_file,
            helm, kz)
     ck.run("namespace and scheduler name move every object and address", chk_namespace,
            helm, a.binary)
-    ck.run("an empty namespace.name is refused", chk_required, helm)
+    ck.run("the release namespace holds the extender; no Namespace is rendered",
+           chk_release_namespace, helm)
+    ck.run("extender.* and scheduler.* placement values change exactly their fields",
+           chk_placement, helm, kz)
+    ck.run("images: registry, repository and tag; the scheduler's follows the API server",
+           chk_images, helm)
     ck.run("values.schema.json refuses misspelt keys and wrong types", chk_schema, helm)
     print(f"{ck.passed} passed, {ck.failed} failed")
     return 1 if ck.failed else 0

@@ -4,8 +4,13 @@ scheduler configuration, the ServiceMonitor's job label, the alerts and the
 dashboard all refer to them, so one release per cluster.
 */}}
 
+{{/*
+The extender's namespace is the release's: helm install -n gpu-system
+--create-namespace. The chart never creates it, so `helm uninstall` leaves the
+namespace and the ledger Leases in it (the time-slice bookings of running pods).
+*/}}
 {{- define "gpu-extender.namespace" -}}
-{{- required "namespace.name is required" .Values.namespace.name -}}
+{{- .Release.Namespace -}}
 {{- end -}}
 
 {{/* Labels Helm adds on top of the manifests' own; never in selectors. */}}
@@ -49,8 +54,109 @@ app.kubernetes.io/name: {{ .Values.scheduler.name }}
 app.kubernetes.io/component: scheduler
 {{- end -}}
 
+{{/*
+An image reference "[registry/]repository:tag" from a block of values with
+registry, repository and tag; an empty tag takes the default given:
+  include "gpu-extender.imageRef" (list .Values.image .Chart.AppVersion)
+*/}}
+{{- define "gpu-extender.imageRef" -}}
+{{- $img := index . 0 -}}
+{{- $tag := default (index . 1) $img.tag -}}
+{{- if $img.registry -}}
+{{- printf "%s/%s:%s" (trimSuffix "/" $img.registry) $img.repository $tag -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "gpu-extender.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "gpu-extender.imageRef" (list .Values.image .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The kube-scheduler image: scheduler.image.tag, else the API server's own
+version (vMAJOR.MINOR.PATCH of .Capabilities.KubeVersion, vendor suffixes such
+as "-eks-..." or "+k3s1" cut), so the second scheduler is never newer than the
+API server. `helm template` without a cluster takes --kube-version.
+*/}}
+{{- define "gpu-extender.schedulerImage" -}}
+{{- $kube := regexFind "^v[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version -}}
+{{- include "gpu-extender.imageRef" (list .Values.scheduler.image $kube) -}}
+{{- end -}}
+
+{{/*
+Metadata of a Deployment's pod template: the selector labels, part-of, the
+component's podLabels (which may not replace a selector label) and
+podAnnotations.
+  include "gpu-extender.podMetadata" (list $values $selectorLabelsYaml)
+*/}}
+{{- define "gpu-extender.podMetadata" -}}
+{{- $v := index . 0 -}}
+{{- $sel := index . 1 | fromYaml -}}
+labels:
+  {{- toYaml $sel | nindent 2 }}
+  app.kubernetes.io/part-of: gpu-extender
+{{- range $k, $val := $v.podLabels }}
+{{- if or (hasKey $sel $k) (eq $k "app.kubernetes.io/part-of") }}
+{{- fail (printf "podLabels: %s is set by the chart (a selector label); choose another label" $k) }}
+{{- end }}
+  {{ $k }}: {{ $val | quote }}
+{{- end }}
+{{- with $v.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Placement and pod security of a Deployment's pod spec, from one component's
+block of values (extender or scheduler): priorityClassName, nodeSelector,
+tolerations, affinity, topologySpreadConstraints and podSecurityContext.
+Without affinity, a preferred pod anti-affinity spreads the replicas over
+nodes; a spread constraint without labelSelector gets the pods' selector.
+  include "gpu-extender.podPlacement" (list $values $selectorLabelsYaml)
+*/}}
+{{- define "gpu-extender.podPlacement" -}}
+{{- $v := index . 0 -}}
+{{- $sel := index . 1 | fromYaml -}}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+affinity:
+{{- if $v.affinity }}
+  {{- toYaml $v.affinity | nindent 2 }}
+{{- else }}
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- toYaml $sel | nindent 14 }}
+{{- end }}
+{{- with $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+{{- range . }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $sel) }}
+{{- end }}
+  - {{ toYaml $c | nindent 4 | trim }}
+{{- end }}
+{{- end }}
+{{- with $v.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/* The extender's config as a dict: values plus what the chart decides. */}}
