@@ -93,11 +93,13 @@ with open(EXTRA_PAGE, "w") as f:
     f.write('# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu="0",'
             'UUID="GPU-8a3c6f10-d7e2-4b95-1c08-6f9e2d4b7a35",Hostname="gpu-node-c:9400"} 99\n')
 DEMO_PAGES = [os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{n}.prom") for n in "abc"]
+# binpack: the probes compare decisions before a change and after its undo, and fgd (the
+# demo's policy) learns from every filter, so the same request may get another answer later
 BASE_FILES = {"sources.files.refresh_s": 1, "server.debug_endpoints": True,
-              "sources.files.metrics": DEMO_PAGES + [EXTRA_PAGE]}
+              "score.policy": "binpack", "sources.files.metrics": DEMO_PAGES + [EXTRA_PAGE]}
 BASE_TLS = {"sources.files.refresh_s": 1, "sources.files.metrics": [],
             "prometheus.url": PROMS_URL, "prometheus.interval_s": 1}
-BASE_PROM = {"sources.files.refresh_s": 1, "server.debug_endpoints": True,
+BASE_PROM = {"sources.files.refresh_s": 1, "server.debug_endpoints": True, "score.policy": "binpack",
              "sources.files.metrics": [], "prometheus.url": PROM_URL,
              "prometheus.interval_s": 3600}
 ext = None
