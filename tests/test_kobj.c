@@ -774,3 +774,47 @@ Test(kobj, one_pass_pod_tree_keeps_values, .init = setup, .fini = teardown)
     /* a document cut short is a syntax error */
     cr_assert_eq(gx_kobj_decode_pod("{\"a\":[1,2,3", 11, DEPTH, &arena, &pod, &why), GX_EPARSE);
 }
+
+Test(kobj, pod_where_holds_the_node_selector_and_the_required_terms, .init = setup,
+     .fini = teardown)
+{
+    const char *json =
+        "{\"spec\":{\"nodeSelector\":{\"nvidia.com/gpu.family\":\"ada-lovelace\"},"
+        "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.product\","
+        "\"operator\":\"In\",\"values\":[\"NVIDIA-GeForce-RTX-4090\",\"NVIDIA-L4\"]},"
+        "{\"key\":\"nvidia.com/gpu.memory\",\"operator\":\"Gt\",\"values\":[\"20000\"]}]},"
+        "{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n\"]}]}]},"
+        "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1,\"preference\":"
+        "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"Exists\"}]}}]}}}}";
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+    const struct gx_sel_term *t;
+
+    cr_assert_eq(decode_pod(json, &pod, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(pod.where.n_selector, 1);
+    cr_assert_str_eq(pod.where.selector[0].value, "ada-lovelace");
+    cr_assert_eq(pod.where.n_terms, 2, "the preferred terms are not kept");
+    t = &pod.where.terms[0];
+    cr_assert_eq(t->n_exprs, 2);
+    cr_assert_eq(t->exprs[0].op, GX_SEL_IN);
+    cr_assert_eq(t->exprs[0].n_values, 2);
+    cr_assert_str_eq(t->exprs[0].values[1], "NVIDIA-L4");
+    cr_assert_eq(t->exprs[1].op, GX_SEL_GT, "Gt is a node selector operator");
+    cr_assert_eq(pod.where.terms[1].n_exprs, 0, "matchFields are not kept");
+    cr_assert_eq(decode_pod("{\"spec\":{}}", &pod, &why), GX_OK);
+    cr_assert_eq(pod.where.n_selector + pod.where.n_terms, 0, "no rule: any node");
+}
+
+Test(kobj, pod_where_of_the_wrong_type_names_its_path, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(decode_pod("{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringScheduling"
+                            "IgnoredDuringExecution\":{\"nodeSelectorTerms\":[7]}}}}}",
+                            &pod, &why),
+                 GX_EINVAL);
+    cr_assert_not_null(strstr(why.text, "nodeSelectorTerms[0]"), "%s", why.text);
+    cr_assert_eq(decode_pod("{\"spec\":{\"nodeSelector\":[\"a\"]}}", &pod, &why), GX_EINVAL);
+}

@@ -203,10 +203,10 @@ Test(snapshot, builds_fixture_cluster_with_cards_and_metrics)
 static bool
 decision_label(const char *key, const char *rule_key)
 {
-    return strcmp(key, rule_key) == 0 || strcmp(key, "nvidia.com/gpu.product") == 0 ||
-           strcmp(key, "nvidia.com/gpu.count") == 0 || strcmp(key, "nvidia.com/gpu.memory") == 0 ||
-           strcmp(key, "nvidia.com/gpu.replicas") == 0 ||
-           strcmp(key, "nvidia.com/gpu.sharing-strategy") == 0 ||
+    /* the GPU's and CUDA's labels: pods pin themselves by them (where.h) */
+    return strcmp(key, rule_key) == 0 || strncmp(key, "nvidia.com/gpu.", 15) == 0 ||
+           strncmp(key, "nvidia.com/cuda.", 16) == 0 ||
+           strcmp(key, "node.kubernetes.io/instance-type") == 0 ||
            strcmp(key, "feature.node.kubernetes.io/memory-numa") == 0;
 }
 
@@ -247,7 +247,7 @@ Test(snapshot, keeps_only_decision_labels_sorted_and_finds_by_name)
         cr_assert_eq(n->n_labels, kept, "%s", n->name);
     }
     n = find(snap, "gpu-node-b");
-    cr_assert_eq(n->n_labels, 7);
+    cr_assert_eq(n->n_labels, 32, "GFD's gpu and cuda labels and memory-numa, of 100");
     cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.family"), "ada-lovelace");
     cr_assert_str_eq(gx_node_label(n, "feature.node.kubernetes.io/memory-numa"), "true");
     cr_assert_null(gx_node_label(n, "kubernetes.io/hostname"), "no decision reads it");
@@ -280,8 +280,9 @@ Test(snapshot, without_rules_keeps_only_gpu_labels)
     n = find(snap, "cpu-node-d");
     cr_assert_eq(n->n_labels, 1, "memory-numa only, of 70");
     n = find(snap, "gpu-node-c");
-    cr_assert_eq(n->n_labels, 5);
-    cr_assert_null(gx_node_label(n, "nvidia.com/gpu.family"));
+    cr_assert_eq(n->n_labels, 31);
+    cr_assert_null(gx_node_label(n, "kubernetes.io/hostname"));
+    cr_assert_null(gx_node_label(n, "nvidia.com/gfd.timestamp"), "not a kind of node");
     cr_assert_str_eq(gx_node_label(n, "nvidia.com/gpu.replicas"), "4");
     cr_assert_eq(n->replicas, 4);
     cr_assert_eq(n->sharing, GX_SHARING_TIME_SLICING);

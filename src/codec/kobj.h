@@ -26,6 +26,43 @@ struct gx_container {
     bool restartable; /* init container with restartPolicy: Always (a sidecar) */
 };
 
+/** Operator of one matchExpressions requirement of a label selector. */
+enum gx_sel_op {
+    GX_SEL_IN,
+    GX_SEL_NOT_IN,
+    GX_SEL_EXISTS,
+    GX_SEL_DOES_NOT_EXIST,
+    GX_SEL_GT, /* node selectors only: the label's integer value is greater */
+    GX_SEL_LT,
+    GX_SEL_INVALID /* any other text: the selector matches nothing (as kube-scheduler reads it) */
+};
+
+/** One requirement of a matchExpressions list (a PDB's selector, a node selector term). */
+struct gx_sel_expr {
+    const char *key;
+    enum gx_sel_op op;
+    const char **values;
+    size_t n_values;
+};
+
+/** One nodeSelectorTerm: all of its label requirements (matchFields are not kept). */
+struct gx_sel_term {
+    struct gx_sel_expr *exprs;
+    size_t n_exprs;
+};
+
+/**
+ * Where a pod may run by node labels, as kube-scheduler's NodeAffinity
+ * reads it: every spec.nodeSelector pair, and one of the terms of the
+ * required node affinity (no terms: any node the selector allows).
+ */
+struct gx_where {
+    struct gx_kv *selector;
+    size_t n_selector;
+    struct gx_sel_term *terms;
+    size_t n_terms;
+};
+
 struct gx_pod {
     const char *name, *namespace, *uid; /* "" when absent */
     const char *node_name;              /* spec.nodeName, NULL while pending */
@@ -45,6 +82,7 @@ struct gx_pod {
     size_t n_init_containers;
     struct gx_kv *overhead; /* spec.overhead */
     size_t n_overhead;
+    struct gx_where where; /* spec.nodeSelector and required node affinity */
 };
 
 struct gx_taint {
@@ -147,23 +185,6 @@ struct gx_rclaim {
     size_t n_results;
     const char **reserved_for; /* status.reservedFor[].name */
     size_t n_reserved_for;
-};
-
-/** Operator of one matchExpressions requirement of a label selector. */
-enum gx_sel_op {
-    GX_SEL_IN,
-    GX_SEL_NOT_IN,
-    GX_SEL_EXISTS,
-    GX_SEL_DOES_NOT_EXIST,
-    GX_SEL_INVALID /* any other text: the selector matches nothing (as kube-scheduler reads it) */
-};
-
-/** One requirement of spec.selector.matchExpressions. */
-struct gx_sel_expr {
-    const char *key;
-    enum gx_sel_op op;
-    const char **values;
-    size_t n_values;
 };
 
 /** A policy/v1 PodDisruptionBudget: whom it protects and how many of them may go now. */

@@ -164,6 +164,16 @@ void kobj_doc_free(struct doc *doc);
 
 /* ---- one decoder per kind: object @o whose own path is @path ("" at the root) ---- */
 
+/*
+ * The optional matchExpressions of @obj at @path (kobj_where.c); @node
+ * allows node selectors' Gt and Lt. An unknown operator is GX_SEL_INVALID.
+ */
+enum gx_err kobj_sel_exprs(struct dec *d, const cJSON *obj, const char *path, bool node,
+                           struct gx_sel_expr **out, size_t *n) GX_WUR;
+
+/* Where the pod spec @spec at @sp may run (kobj_where.c). */
+enum gx_err kobj_where(struct dec *d, const cJSON *spec, const char *sp,
+                       struct gx_where *out) GX_WUR;
 enum gx_err kobj_pod_obj(struct dec *d, const cJSON *o, const char *path,
                          struct gx_pod *out) GX_WUR;
 enum gx_err kobj_node_obj(struct dec *d, const cJSON *o, const char *path,

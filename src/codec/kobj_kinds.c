@@ -224,84 +224,6 @@ kobj_claim_obj(struct dec *d, const cJSON *o, const char *path, struct gx_rclaim
 
 /* ---- PodDisruptionBudget ---- */
 
-/* An optional array of strings at @path.@key into an arena array. */
-static enum gx_err
-get_strings(struct dec *d, const cJSON *obj, const char *path, const char *key, const char ***out,
-            size_t *n)
-{
-    char xp[PATH_MAX_LEN];
-    const cJSON *arr, *c;
-    size_t count, i = 0;
-    enum gx_err rc = kobj_get_array(d, obj, path, key, &arr);
-
-    *out = NULL;
-    *n = 0;
-    if (rc != GX_OK) {
-        return rc;
-    }
-    count = kobj_count_children(arr);
-    if (count > 0 && (*out = kobj_alloc_array(d, count, sizeof(**out))) == NULL) {
-        return kobj_nomem(d);
-    }
-    for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
-        if (!cJSON_IsString(c)) {
-            kobj_index_path(xp, sizeof(xp), path, key, i);
-            gx_why_set(d->why, "%s: must be a string", xp);
-            return GX_EINVAL;
-        }
-        if (((*out)[i] = kobj_shared_str(d, c->valuestring)) == NULL) {
-            return kobj_nomem(d);
-        }
-    }
-    *n = count;
-    return GX_OK;
-}
-
-/* spec.selector.matchExpressions of a PDB (@sel at @selp). */
-static enum gx_err
-decode_sel_exprs(struct dec *d, const cJSON *sel, const char *selp, struct gx_pdb *p)
-{
-    static const char *const ops[] = {[GX_SEL_IN] = "In",
-                                      [GX_SEL_NOT_IN] = "NotIn",
-                                      [GX_SEL_EXISTS] = "Exists",
-                                      [GX_SEL_DOES_NOT_EXIST] = "DoesNotExist"};
-    char xp[PATH_MAX_LEN];
-    const cJSON *arr, *c;
-    size_t count, i = 0;
-    enum gx_err rc = kobj_get_array(d, sel, selp, "matchExpressions", &arr);
-
-    if (rc != GX_OK) {
-        return rc;
-    }
-    count = kobj_count_children(arr);
-    if (count > 0 && (p->exprs = kobj_alloc_array(d, count, sizeof(*p->exprs))) == NULL) {
-        return kobj_nomem(d);
-    }
-    for (c = arr != NULL ? arr->child : NULL; c != NULL && i < count; c = c->next, i++) {
-        struct gx_sel_expr *x = &p->exprs[i];
-        const char *op = NULL;
-
-        kobj_index_path(xp, sizeof(xp), selp, "matchExpressions", i);
-        if (!cJSON_IsObject(c)) {
-            gx_why_set(d->why, "%s: must be an object", xp);
-            return GX_EINVAL;
-        }
-        if ((rc = kobj_get_shared_string(d, c, xp, "key", "", &x->key)) != GX_OK ||
-            (rc = kobj_get_string(d, c, xp, "operator", "", &op)) != GX_OK ||
-            (rc = get_strings(d, c, xp, "values", &x->values, &x->n_values)) != GX_OK) {
-            return rc;
-        }
-        x->op = GX_SEL_INVALID;
-        for (size_t k = 0; k < GX_ARRAY_LEN(ops); k++) {
-            if (strcmp(op, ops[k]) == 0) {
-                x->op = (enum gx_sel_op)k;
-            }
-        }
-    }
-    p->n_exprs = count;
-    return GX_OK;
-}
-
 /* Decode a PodDisruptionBudget object @o at @path. */
 enum gx_err
 kobj_pdb_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pdb *out)
@@ -326,7 +248,7 @@ kobj_pdb_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pdb *out
         (rc = kobj_get_object(d, parts[1], sp, "selector", &sel)) != GX_OK ||
         (rc = kobj_get_map(d, sel, selp, "matchLabels", MAP_SHARE_VALUES, &p.match_labels,
                            &p.n_match_labels)) != GX_OK ||
-        (rc = decode_sel_exprs(d, sel, selp, &p)) != GX_OK ||
+        (rc = kobj_sel_exprs(d, sel, selp, false, &p.exprs, &p.n_exprs)) != GX_OK ||
         (rc = kobj_get_field(d, parts[2], tp, "disruptionsAllowed", cJSON_IsNumber, "a number",
                              &allowed)) != GX_OK ||
         (rc = kobj_get_object(d, parts[2], tp, "disruptedPods", &disrupted)) != GX_OK) {

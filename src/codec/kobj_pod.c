@@ -148,7 +148,8 @@ kobj_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out
         (rc = decode_containers(d, spec, sp, "initContainers", true, &p.init_containers,
                                 &p.n_init_containers)) != GX_OK ||
         (rc = kobj_get_map(d, spec, sp, "overhead", MAP_QUANTITIES | MAP_SHARE_VALUES, &p.overhead,
-                           &p.n_overhead)) != GX_OK) {
+                           &p.n_overhead)) != GX_OK ||
+        (rc = kobj_where(d, spec, sp, &p.where)) != GX_OK) {
         return rc;
     }
     /* spec.priority is an int32; anything else is clamped, never wrapped */

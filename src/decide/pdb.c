@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "where.h"
 
 struct entry {
     struct gx_arena a;
@@ -25,36 +26,6 @@ struct gx_pdbs {
     size_t n_all;
     bool dirty;
 };
-
-static bool
-has_value(const struct gx_sel_expr *x, const char *v)
-{
-    for (size_t i = 0; i < x->n_values; i++) {
-        if (strcmp(x->values[i], v) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* One requirement against the pod's label value @v (NULL: no such label). */
-static bool
-expr_matches(const struct gx_sel_expr *x, const char *v)
-{
-    switch (x->op) {
-    case GX_SEL_IN:
-        return v != NULL && has_value(x, v);
-    case GX_SEL_NOT_IN:
-        return v == NULL || !has_value(x, v);
-    case GX_SEL_EXISTS:
-        return v != NULL;
-    case GX_SEL_DOES_NOT_EXIST:
-        return v == NULL;
-    case GX_SEL_INVALID:
-        break;
-    }
-    return false;
-}
 
 /* An invalid selector matches nothing: an unknown operator, In/NotIn without values. */
 static bool
@@ -86,7 +57,8 @@ gx_pdb_selects(const struct gx_pdb *p, const struct gx_pdb_pod *pod)
         }
     }
     for (size_t i = 0; i < p->n_exprs; i++) {
-        if (!expr_matches(&p->exprs[i], gx_kv_get(pod->labels, pod->n_labels, p->exprs[i].key))) {
+        if (!gx_sel_expr_matches(&p->exprs[i],
+                                 gx_kv_get(pod->labels, pod->n_labels, p->exprs[i].key))) {
             return false;
         }
     }

@@ -8,8 +8,9 @@
  *
  * Memory: a node carries about 100 labels (mostly NFD cpu-cpuid flags) that
  * no decision reads; copying them all cost 46 MiB at 5,000 nodes. Only the
- * keys below and those of cfg->label_rules are kept, and label strings that
- * repeat across nodes are stored once per snapshot. No I/O.
+ * keys below, GFD's GPU and CUDA labels (pods pin themselves by those) and
+ * those of cfg->label_rules are kept, and label strings that repeat across
+ * nodes are stored once per snapshot. No I/O.
  */
 #include "snapshot.h"
 
@@ -34,6 +35,14 @@ static const char *const own_labels[] = {
     LABEL_PRODUCT, LABEL_COUNT, LABEL_MEMORY, LABEL_REPLICAS, LABEL_SHARING, LABEL_MEMORY_NUMA,
 };
 
+/*
+ * Labels pods pin themselves by (node affinity, nodeSelector): the GPU's
+ * product, family, memory and the like (GFD) and the instance type. The fgd
+ * model asks them of every node for its typical pods (where.h).
+ */
+static const char *const where_prefixes[] = {"nvidia.com/gpu.", "nvidia.com/cuda.",
+                                             "node.kubernetes.io/instance-type"};
+
 /* Build-time state: the arena and the map of strings already stored in it. */
 struct build {
     const struct gx_config *cfg;
@@ -49,12 +58,17 @@ kv_cmp(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-/* True when a decision reads label @key: one of own_labels or a label rule's key. */
-static bool
-label_kept(const struct gx_config *cfg, const char *key)
+/* A decision reads label @key: one of own_labels, a GFD label, or a label rule's key. */
+bool
+gx_snapshot_label_kept(const struct gx_config *cfg, const char *key)
 {
     for (size_t i = 0; i < GX_ARRAY_LEN(own_labels); i++) {
         if (strcmp(own_labels[i], key) == 0) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < GX_ARRAY_LEN(where_prefixes); i++) {
+        if (strncmp(key, where_prefixes[i], strlen(where_prefixes[i])) == 0) {
             return true;
         }
     }
@@ -275,7 +289,7 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
     size_t kept = 0;
 
     for (size_t i = 0; i < ni->n_labels; i++) {
-        kept += ni->labels[i].key != NULL && label_kept(b->cfg, ni->labels[i].key);
+        kept += ni->labels[i].key != NULL && gx_snapshot_label_kept(b->cfg, ni->labels[i].key);
     }
     if (kept == 0) {
         return GX_OK;
@@ -288,7 +302,7 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
         const char *k = ni->labels[i].key, *lv = ni->labels[i].value;
         struct gx_kv *kv = &node->labels[node->n_labels];
 
-        if (k == NULL || !label_kept(b->cfg, k)) {
+        if (k == NULL || !gx_snapshot_label_kept(b->cfg, k)) {
             continue;
         }
         kv->key = shared_str(b, k);

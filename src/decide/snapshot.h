@@ -101,6 +101,9 @@ const struct gx_node *gx_snapshot_find(const struct gx_snapshot *snap, const cha
  */
 const char *gx_node_label(const struct gx_node *node, const char *key);
 
+/** True when a snapshot built with @cfg keeps node label @key (struct gx_node's labels). */
+bool gx_snapshot_label_kept(const struct gx_config *cfg, const char *key);
+
 /** True when signal @sig of @card is known and not older than the config's max age. */
 bool gx_card_fresh(const struct gx_config *cfg, const struct gx_card *card, enum gx_signal sig,
                    int64_t now_ms);
