@@ -216,8 +216,9 @@ explain(int argc, char **argv)
         goto out;
     }
     base = event_base_new();
-    if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK) {
-        (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
+    if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK ||
+        gx_explain_pod_offline(app->cfg, &why) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: explain: %s: %s\n", config, why.text);
         goto out;
     }
     if (gx_explain_pod(app, text, len, json, &out, &why) != GX_OK) {

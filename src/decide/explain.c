@@ -279,6 +279,32 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
     }
 }
 
+/* The "source:" and "warning:" lines. */
+static void
+put_notes_text(struct gx_buf *b, enum gx_err *rc, const struct gx_explain_notes *notes)
+{
+    if (notes != NULL && notes->source != NULL) {
+        gx_buf_putf(b, rc, "source: %s\n", notes->source);
+    }
+    for (size_t i = 0; notes != NULL && i < notes->n_warnings; i++) {
+        gx_buf_putf(b, rc, "warning: %s\n", notes->warnings[i]);
+    }
+}
+
+/* ,"source":..,"warnings":[..] for JSON. */
+static void
+put_notes_json(struct gx_buf *b, enum gx_err *rc, const struct gx_explain_notes *notes)
+{
+    gx_buf_put(b, rc, ",\"source\":");
+    gx_buf_put_json_str(b, rc, notes != NULL ? notes->source : NULL);
+    gx_buf_put(b, rc, ",\"warnings\":[");
+    for (size_t i = 0; notes != NULL && i < notes->n_warnings; i++) {
+        gx_buf_put(b, rc, i ? "," : "");
+        gx_buf_put_json_str(b, rc, notes->warnings[i]);
+    }
+    gx_buf_put(b, rc, "]");
+}
+
 /* Column widths of the text table. */
 struct widths {
     int node, verdict, reason;
@@ -286,7 +312,7 @@ struct widths {
 
 enum gx_err
 gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
-                struct gx_buf *out)
+                const struct gx_explain_notes *notes, struct gx_buf *out)
 {
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
@@ -313,6 +339,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     gx_buf_putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
     gx_buf_put(out, &rc, "\n");
+    put_notes_text(out, &rc, notes);
     put_quota_text(out, &rc, ctx, ns);
     gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE",
                 w.verdict, "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS",
@@ -383,7 +410,7 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 
 enum gx_err
 gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
-                struct gx_buf *out)
+                const struct gx_explain_notes *notes, struct gx_buf *out)
 {
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
@@ -397,6 +424,7 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     put_request(&desc, &rc, req);
     gx_buf_put(out, &rc, "{\"pod\":");
     gx_buf_put_json_str(out, &rc, pod_name);
+    put_notes_json(out, &rc, notes);
     gx_buf_put(out, &rc, ",\"request\":{\"kind\":");
     gx_buf_put_json_str(out, &rc, kind_name(req));
     gx_buf_put(out, &rc, ",\"text\":");

@@ -1,0 +1,144 @@
+"""`gpu-extender explain` as a platform engineer first meets it (issue 22), on the demo
+cluster (config/demo.json):
+
+1. the YAML examples of manifests/examples/ are explained (multi-document: the first
+   Pod, the others named); JSON pods still are;
+2. a kind other than Pod is refused with exit 1; a workload's pod template (Job,
+   Deployment, CronJob) is explained as a pod and the output says so;
+3. a pod of another scheduler, or requesting no managed resource, gets a warning line
+   (text) or a `warnings` entry (--json), and exit 0;
+4. a config without file sources (the API server's) says to use --server URL, exit 1.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from gxtest import ROOT, Checks
+
+c = Checks("explain_cli")
+binary = sys.argv[1]
+work = tempfile.mkdtemp(prefix="gx-explain-")
+DEMO = os.path.join(ROOT, "config", "demo.json")
+EXAMPLES = os.path.join(ROOT, "manifests", "examples")
+
+
+def run(*args):
+    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def explain(pod, *extra, config=DEMO):
+    return run("explain", "--config", config, "--pod", pod, *extra)
+
+
+def write(name, text):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# 1. YAML
+rc, out, err = explain(os.path.join(EXAMPLES, "pod-exclusive.yaml"))
+c.eq(rc, 0, f"pod-exclusive.yaml exits 0 ({err.strip()})")
+c.ok(out.startswith("pod /cuda-exclusive: exclusive 1 GPU\n"), f"pod-exclusive.yaml: {out[:80]!r}")
+c.ok("warning:" not in out, f"a pod of gpu-scheduler with a GPU has no warning: {out[:300]!r}")
+rc, out, err = explain(os.path.join(EXAMPLES, "pods-shared.yaml"), "--json")
+c.eq(rc, 0, f"pods-shared.yaml exits 0 ({err.strip()})")
+doc = json.loads(out) if rc == 0 else {}
+c.eq(doc.get("pod"), "/cuda-shared-1", "of several documents the first Pod is explained")
+c.ok("cuda-shared-2" in (doc.get("source") or "") and "cuda-shared-3" in (doc.get("source") or ""),
+     f"the other documents are named: {doc.get('source')!r}")
+c.eq(doc.get("warnings"), [], "no warning for the shipped examples")
+rc, out, err = explain(os.path.join(ROOT, "config", "demo", "pod-shared.json"))
+c.eq(rc, 0, f"a JSON pod is still explained ({err.strip()})")
+rc, out, err = explain(write("bad.yaml", "kind: Pod\n  spec: [\n"))
+c.ok(rc == 1 and "line " in err, f"bad YAML: exit 1 with the line: {rc} {err.strip()!r}")
+
+# 2. kinds
+rc, out, err = explain(write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"))
+c.ok(rc == 1 and "kind Service is not a Pod" in err, f"a Service is refused: {rc} {err.strip()!r}")
+rc, out, err = explain(os.path.join(EXAMPLES, "job-multi-gpu.yaml"))
+c.eq(rc, 0, f"a Job is explained ({err.strip()})")
+c.ok("source: Job cuda-multi-gpu: its pod template, explained as a pod\n" in out,
+     f"the output says it is the Job's template: {out[:300]!r}")
+c.ok("exclusive 4 GPUs" in out, "the template's request is read")
+cron = write("cron.yaml", """apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: ml}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations:
+            gpu-extender.io/time-slices: "2"
+        spec:
+          schedulerName: gpu-scheduler
+          containers:
+          - name: c
+            image: x
+            resources: {limits: {gpu-extender.io/time-slice: 1}}
+""")
+rc, out, err = explain(cron, "--json")
+doc = json.loads(out) if rc == 0 else {}
+c.eq(rc, 0, f"a CronJob is explained ({err.strip()})")
+c.eq(doc.get("pod"), "ml/nightly", "the template is named after the CronJob")
+c.eq((doc.get("request") or {}).get("slices"), 2, "the quoted annotation stays a string and is read")
+c.ok("CronJob ml/nightly" in (doc.get("source") or ""), f"source: {doc.get('source')!r}")
+svc_and_dep = write("two.yaml", """apiVersion: v1
+kind: Service
+metadata: {name: web}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      schedulerName: gpu-scheduler
+      containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+""")
+rc, out, err = explain(svc_and_dep)
+c.eq(rc, 0, f"a Service then a Deployment: the Deployment is explained ({err.strip()})")
+c.ok("Deployment web: its pod template" in out and "Service web (line 1)" in out,
+     f"both documents are named: {out[:300]!r}")
+rc, out, err = explain(write("svcs.yaml", "kind: Service\nmetadata: {name: a}\n---\n"
+                             "kind: ConfigMap\nmetadata: {name: b}\n"))
+c.ok(rc == 1 and "Service a" in err and "ConfigMap b" in err,
+     f"no pod among several documents: each is named: {rc} {err.strip()!r}")
+
+# 3. warnings
+plain = write("plain.yaml", """apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: ml}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {cpu: 1}}}]
+""")
+rc, out, err = explain(plain)
+c.eq(rc, 0, f"a pod that never reaches the extender still exits 0 ({err.strip()})")
+warns = [l for l in out.splitlines() if l.startswith("warning: ")]
+c.eq(len(warns), 2, f"two warning lines: {out[:600]!r}")
+c.ok(any('"default-scheduler"' in w and "gpu-scheduler" in w and "shipped default" in w
+         for w in warns), f"the scheduler name warning: {warns!r}")
+c.ok(any("managed resources" in w and "nvidia.com/gpu" in w for w in warns),
+     f"the managed resources warning: {warns!r}")
+rc, out, err = explain(plain, "--json")
+doc = json.loads(out) if rc == 0 else {}
+c.eq(len(doc.get("warnings") or []), 2, "--json carries the warnings")
+
+# 4. a config without file sources
+with open(DEMO) as f:
+    live = json.load(f)
+live["sources"] = {}
+live["kubernetes"] = {"enabled": True, "url": "http://127.0.0.1:1"}
+live_cfg = write("live.json", json.dumps(live))
+os.symlink(os.path.join(ROOT, "config", "demo"), os.path.join(work, "demo"))
+rc, out, err = explain(os.path.join(ROOT, "config", "demo", "pod-shared.json"), config=live_cfg)
+c.ok(rc == 1 and "--server URL" in err and out == "",
+     f"an API server config points to --server: {rc} {err.strip()!r} {out[:100]!r}")
+
+c.done()
