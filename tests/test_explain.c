@@ -169,10 +169,12 @@ Test(explain, text_rows_match_score_verdicts)
     cr_assert_not_null(strstr(b.data, "GPU unhealthy"));
     cr_assert_not_null(strstr(b.data, "node has no GPUs"));
     cr_assert_not_null(
-        strstr(b.data, "  card 0 GPU-aaaa util 10% mem 400/24564 MiB temp 45C slots 1/4 booked "
-                       "6144 MiB tenants 1 [chosen]\n"),
+        strstr(b.data, "  card 0 GPU-aaaa util 10% mem 400/24564 MiB temp 45C slots 1/4 share "
+                       "0.25 booked 6144 MiB tenants 1 [chosen]\n"),
         "%s", b.data);
-    cr_assert_not_null(strstr(b.data, "tenants 1 [exclusive]\n"), "%s", b.data);
+    /* a whole-GPU holder takes every slot */
+    cr_assert_not_null(strstr(b.data, "slots 4/4 share 1.00 booked 0 MiB tenants 1 [exclusive]\n"),
+                       "%s", b.data);
     /* a card that cannot take work says why */
     cr_assert_not_null(strstr(b.data, "[unusable: hot]"), "%s", b.data);
     gx_buf_release(&b);
