@@ -7,7 +7,9 @@ cluster (config/demo.json):
    Deployment, CronJob) is explained as a pod and the output says so;
 3. a pod of another scheduler, or requesting no managed resource, gets a warning line
    (text) or a `warnings` entry (--json), and exit 0;
-4. a config without file sources (the API server's) says to use --server URL, exit 1.
+4. a config without file sources (the API server's) says to use --server URL, exit 1;
+5. a wrong command line says what was wrong first, then "see gpu-extender --help", exit 2;
+   --help (also of explain and simulate) prints usage on stdout, exit 0.
 """
 import json
 import os
@@ -140,5 +142,34 @@ os.symlink(os.path.join(ROOT, "config", "demo"), os.path.join(work, "demo"))
 rc, out, err = explain(os.path.join(ROOT, "config", "demo", "pod-shared.json"), config=live_cfg)
 c.ok(rc == 1 and "--server URL" in err and out == "",
      f"an API server config points to --server: {rc} {err.strip()!r} {out[:100]!r}")
+
+# 5. usage errors
+HINT = "see gpu-extender --help"
+for args, first in [
+    (["--foo"], "gpu-extender: unknown option '--foo'"),
+    (["frobnicate"], "gpu-extender: unknown command 'frobnicate'"),
+    (["--config"], "gpu-extender: missing value for --config"),
+    (["--check-config"], "gpu-extender: missing value for --check-config"),
+    (["--version", "x"], "gpu-extender: unexpected argument 'x' after --version"),
+    (["explain", "--config", DEMO], "gpu-extender: explain: --pod is required"),
+    (["explain", "--pod"], "gpu-extender: explain: missing value for --pod"),
+    (["explain", "--pod", "p.yaml", "--foo"], "gpu-extender: explain: unknown option '--foo'"),
+    (["explain", "--pod", "p.yaml"],
+     "gpu-extender: explain: give one of --config FILE and --server URL"),
+    (["simulate", "--nodes"], "gpu-extender: simulate: missing value for --nodes"),
+    (["simulate", "--foo"], "gpu-extender: simulate: unknown option '--foo'"),
+    (["simulate", "--nodes", "n.csv"], "gpu-extender: simulate: --pods is required"),
+    (["simulate", "--nodes", "n", "--pods", "p", "--threads", "x"],
+     "gpu-extender: simulate: --threads takes an integer"),
+]:
+    rc, out, err = run(*args)
+    lines = err.splitlines()
+    hint = "see gpu-extender simulate --help" if args[0] == "simulate" else HINT
+    c.ok(rc == 2 and len(lines) == 2 and lines[0].startswith(first) and lines[1] == hint
+         and out == "", f"{' '.join(args)}: exit 2, {first!r} then the hint: {rc} {err!r}")
+for args in (["--help"], ["-h"], ["explain", "--help"], ["simulate", "--help"]):
+    rc, out, err = run(*args)
+    c.ok(rc == 0 and out.startswith("usage: gpu-extender") and err == "",
+         f"{' '.join(args)}: usage on stdout, exit 0: {rc} {out[:60]!r} {err[:200]!r}")
 
 c.done()
