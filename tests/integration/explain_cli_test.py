@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-from gxtest import ROOT, Checks
+from gxtest import ROOT, Checks, Extender
 
 c = Checks("explain_cli")
 binary = sys.argv[1]
@@ -142,6 +142,19 @@ os.symlink(os.path.join(ROOT, "config", "demo"), os.path.join(work, "demo"))
 rc, out, err = explain(os.path.join(ROOT, "config", "demo", "pod-shared.json"), config=live_cfg)
 c.ok(rc == 1 and "--server URL" in err and out == "",
      f"an API server config points to --server: {rc} {err.strip()!r} {out[:100]!r}")
+
+# 1-3 through a running extender: --server posts the YAML to /debug/explain
+ext = Extender(binary).start()
+try:
+    rc, out, err = run("explain", "--server", ext.url(""), "--pod", cron, "--json")
+    doc = json.loads(out) if rc == 0 else {}
+    c.eq(rc, 0, f"--server explains a YAML CronJob ({err.strip()})")
+    c.ok("CronJob ml/nightly" in (doc.get("source") or "") and doc.get("warnings") == [],
+         f"--server: source and warnings: {doc.get('source')!r} {doc.get('warnings')!r}")
+    rc, out, err = run("explain", "--server", ext.url(""), "--pod", plain)
+    c.ok(rc == 0 and out.count("warning: ") == 2, f"--server warns too: {rc} {out[:300]!r}")
+finally:
+    ext.cleanup()
 
 # 5. usage errors
 HINT = "see gpu-extender --help"
