@@ -6,7 +6,7 @@ FROM debian:12-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
-      libmicrohttpd-dev libevent-dev libcurl4-openssl-dev libcjson-dev libgnutls28-dev \
+      libmicrohttpd-dev libevent-dev libcurl4-openssl-dev libcjson-dev libgnutls28-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -19,7 +19,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DGX_TESTS=OFF \
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libevent-2.1-7 libcurl4 libcjson1 libgnutls30 ca-certificates \
+      libmicrohttpd12 libevent-2.1-7 libcurl4 libcjson1 libgnutls30 libyaml-0-2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/gpu-extender /usr/local/bin/gpu-extender
 # Default configuration; in Kubernetes the ConfigMap volume (generated from

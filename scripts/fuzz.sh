@@ -21,11 +21,11 @@ build=${GX_FUZZ_BUILD_DIR:-build-fuzz}
 declare -A max_len=(
     [fuzz_extender_args]=1048576 [fuzz_bind_args]=4096 [fuzz_pod]=65536
     [fuzz_prom]=262144 [fuzz_expo]=262144 [fuzz_watch_event]=262144
-    [fuzz_config]=65536 [fuzz_ledger]=65536 [fuzz_node_list]=1048576
+    [fuzz_config]=65536 [fuzz_ledger]=65536 [fuzz_node_list]=1048576 [fuzz_manifest]=65536
 )
 declare -A dict=([fuzz_expo]=fuzz/expo.dict)
 all=(fuzz_extender_args fuzz_bind_args fuzz_pod fuzz_prom fuzz_expo fuzz_watch_event
-     fuzz_config fuzz_ledger fuzz_node_list)
+     fuzz_config fuzz_ledger fuzz_node_list fuzz_manifest)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
-      libmicrohttpd-dev libevent-dev libcurl4-openssl-dev libcjson-dev libcriterion-dev
+      libmicrohttpd-dev libevent-dev libcurl4-openssl-dev libcjson-dev libyaml-dev libcriterion-dev
       curl ca-certificates openssl python3 python3-yaml prometheus)
 if [ "${GX_DEPS_DEV:-0}" = 1 ]; then
     pkgs+=(git clang clang-format clang-tidy cppcheck libclang-rt-dev)

@@ -29,9 +29,10 @@ usage(FILE *f)
         f, "usage: gpu-extender --config FILE          serve the extender\n"
            "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
            "       gpu-extender --config-schema        print the config's JSON Schema\n"
-           "       gpu-extender explain --config FILE --pod POD.json [--json]\n"
-           "                                           explain decisions for a pod\n"
-           "       gpu-extender explain --server URL --pod POD.json [--json]\n"
+           "       gpu-extender explain --config FILE --pod POD.yaml [--json]\n"
+           "                                           explain decisions for a pod or a\n"
+           "                                           workload (JSON or YAML)\n"
+           "       gpu-extender explain --server URL --pod POD.yaml [--json]\n"
            "                                           ask a running instance (its\n"
            "                                           /debug/explain, server.debug_endpoints)\n"
            "       gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
@@ -177,53 +178,81 @@ explain_remote(const char *server, const char *pod_json, size_t len, bool json)
     return 0;
 }
 
+#define HELP "gpu-extender --help"
+
+/* explain's command line. */
+struct explain_opts {
+    const char *config, *pod, *server;
+    bool json;
+};
+
+/* explain's options into @o; 0, the exit status of a usage error, or -1 once --help is shown. */
+static int
+explain_args(int argc, char **argv, struct explain_opts *o)
+{
+    for (int i = 0; i < argc; i++) {
+        const char **slot = strcmp(argv[i], "--config") == 0   ? &o->config
+                            : strcmp(argv[i], "--pod") == 0    ? &o->pod
+                            : strcmp(argv[i], "--server") == 0 ? &o->server
+                                                               : NULL;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return -1;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            o->json = true;
+        } else if (slot == NULL) {
+            return gx_usage_error(HELP, "explain: unknown option '%s'", argv[i]);
+        } else if (i + 1 >= argc) {
+            return gx_usage_error(HELP, "explain: missing value for %s", argv[i]);
+        } else {
+            *slot = argv[++i];
+        }
+    }
+    if (o->pod == NULL) {
+        return gx_usage_error(HELP, "explain: --pod is required");
+    }
+    if ((o->config == NULL) == (o->server == NULL)) {
+        return gx_usage_error(HELP, "explain: give one of --config FILE and --server URL");
+    }
+    return 0;
+}
+
 static int
 explain(int argc, char **argv)
 {
-    const char *config = NULL, *pod = NULL, *server = NULL;
+    struct explain_opts o = {NULL, NULL, NULL, false};
     struct event_base *base = NULL;
     struct gx_app *app = NULL;
     struct gx_why why = {{0}};
     struct gx_buf out;
     char *text = NULL;
     size_t len = 0;
-    bool json = false;
-    int status = 1;
+    enum gx_err rc;
+    int status = explain_args(argc, argv, &o);
 
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            config = argv[++i];
-        } else if (strcmp(argv[i], "--pod") == 0 && i + 1 < argc) {
-            pod = argv[++i];
-        } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
-            server = argv[++i];
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+    if (status != 0) {
+        return status < 0 ? 0 : status;
     }
-    if ((config == NULL) == (server == NULL) || pod == NULL) {
-        usage(stderr);
-        return 2;
-    }
+    status = 1;
     gx_buf_init(&out, (size_t)64 << 20);
-    if (gx_read_file(pod, 16u << 20, &text, &len) != GX_OK) {
-        (void)fprintf(stderr, "gpu-extender: cannot read %s\n", pod);
+    if ((rc = gx_read_file(o.pod, 16u << 20, &text, &len)) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: explain: cannot read %s: %s\n", o.pod,
+                      gx_strerror(rc));
         goto out;
     }
-    if (server != NULL) {
-        status = explain_remote(server, text, len, json);
+    if (o.server != NULL) {
+        status = explain_remote(o.server, text, len, o.json);
         goto out;
     }
     base = event_base_new();
-    if (base == NULL || gx_app_new(base, config, &app, &why) != GX_OK) {
-        (void)fprintf(stderr, "gpu-extender: %s\n", why.text);
+    if (base == NULL || gx_app_new(base, o.config, &app, &why) != GX_OK ||
+        gx_explain_pod_offline(app->cfg, &why) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: explain: %s: %s\n", o.config, why.text);
         goto out;
     }
-    if (gx_explain_pod(app, text, len, json, &out, &why) != GX_OK) {
-        (void)fprintf(stderr, "gpu-extender: %s: %s\n", pod, why.text);
+    if (gx_explain_pod(app, text, len, o.json, &out, &why) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: %s: %s\n", o.pod, why.text);
         goto out;
     }
     (void)fputs(out.data ? out.data : "", stdout);
@@ -236,6 +265,25 @@ out:
         event_base_free(base);
     }
     return status;
+}
+
+/* What was wrong with a top-level command line; the exit status 2. */
+static int
+main_usage_error(int argc, char **argv)
+{
+    const char *a = argv[1];
+
+    if (argc < 2) {
+        return gx_usage_error(HELP, "no command given");
+    }
+    if ((strcmp(a, "--config") == 0 || strcmp(a, "--check-config") == 0) && argc == 2) {
+        return gx_usage_error(HELP, "missing value for %s", a);
+    }
+    if (strcmp(a, "--config") == 0 || strcmp(a, "--check-config") == 0 ||
+        strcmp(a, "--version") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        return gx_usage_error(HELP, "unexpected argument '%s' after %s", argv[argc - 1], a);
+    }
+    return gx_usage_error(HELP, a[0] == '-' ? "unknown option '%s'" : "unknown command '%s'", a);
 }
 
 int
@@ -272,6 +320,5 @@ main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    usage(stderr);
-    return 2;
+    return main_usage_error(argc, argv);
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "cards.h"
+#include "explain.h"
+#include "metrics.h"
 
 GX_SUITE(cards);
 
@@ -165,5 +167,85 @@ Test(cards, debug_json_names_the_pods_on_each_card)
                      "ml");
     cJSON_Delete(j);
     gx_buf_release(&b);
+    world_free(&w);
+}
+
+/* The number after "@name " in the exposition text @m; -1 when absent. */
+static double
+sample(const char *m, const char *name)
+{
+    const char *at = strstr(m, name);
+
+    return at != NULL ? strtod(at + strlen(name), NULL) : -1;
+}
+
+/*
+ * Issue 22: explain showed "slots 3/4", /debug/cards booked_share 0.97 and
+ * /metrics ledger_slots_used 4 for one full card. All three now read
+ * gx_cards_booking.
+ */
+Test(cards, explain_cards_and_metrics_agree_on_a_full_card)
+{
+    static const int slots[3] = {4, 4, 4};
+    struct world w;
+    struct gx_tenant t;
+    struct gx_decide_ctx ctx;
+    struct gx_podreq req = {.kind = GX_REQ_SHARED, .slices = 1, .util_pct = -1};
+    struct gx_metrics mx;
+    struct gx_metrics_gauges g;
+    struct gx_buf ex, cj, mt;
+    cJSON *edoc, *cdoc;
+    const cJSON *ecard, *ccard;
+
+    world_init(&w, 100);
+    book(&w, "ml/a", "u1", 0, 3, 0);
+    memset(&t, 0, sizeof(t));
+    (void)snprintf(t.uid, sizeof(t.uid), "u2");
+    (void)snprintf(t.pod, sizeof(t.pod), "ml/b");
+    t.card = 0;
+    t.slices = 1;
+    t.milli = 220;
+    t.util_pct = -1;
+    t.state = GX_TENANT_BOUND;
+    cr_assert_eq(gx_ledger_add(w.ledger, w.node.name, &t, 1, slots, 3), GX_OK);
+    ctx = (struct gx_decide_ctx){.cfg = w.cfg, .snap = &w.snap, .ledger = w.ledger, .now_ms = NOW};
+    gx_buf_init(&ex, 1 << 20);
+    gx_buf_init(&cj, 1 << 20);
+    gx_buf_init(&mt, 1 << 20);
+    cr_assert_eq(gx_explain_json(&ctx, &req, "ml/c", NULL, &ex), GX_OK);
+    cr_assert_eq(gx_cards_json(w.cfg, &w.snap, w.ledger, NOW, &cj), GX_OK);
+    memset(&g, 0, sizeof(g));
+    gx_metrics_init(&mx);
+    gx_cards_slots(w.cfg, &w.snap, w.ledger, &g.ledger_slots_used, &g.ledger_slots_total);
+    cr_assert_eq(gx_metrics_render(&mx, &g, &mt), GX_OK);
+    cr_assert_eq(gx_cards_metrics(w.cfg, &w.snap, w.ledger, &mt), GX_OK);
+
+    edoc = cJSON_Parse(ex.data);
+    cdoc = cJSON_Parse(cj.data);
+    cr_assert(edoc != NULL && cdoc != NULL);
+    ecard = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(edoc, "nodes"), 0), "cards"), 0);
+    ccard = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cdoc, "nodes"), 0), "cards"), 0);
+    /* the card is full: 3 slices and 220 milli-GPU (one more slot) of 4 slots */
+    cr_expect_eq(cJSON_GetObjectItem(ecard, "slots_used")->valueint, 4);
+    cr_expect_eq(cJSON_GetObjectItem(ccard, "slots_used")->valueint, 4);
+    /* the claimed card 2 is full too: 4 + 4 of 12 */
+    cr_expect_eq(sample(mt.data, "\ngpu_extender_ledger_slots_used "), 8, "%s", mt.data);
+    cr_expect_eq(sample(mt.data, "\ngpu_extender_ledger_slots_total "), 12);
+    cr_expect_float_eq(cJSON_GetObjectItem(ecard, "booked_share")->valuedouble, 0.97, 1e-9);
+    cr_expect_float_eq(cJSON_GetObjectItem(ccard, "booked_share")->valuedouble, 0.97, 1e-9);
+    cr_expect_float_eq(sample(mt.data, "gpu_extender_card_booked_share{node=\"node-\\\"a\\\"\","
+                                       "gpu=\"0\",UUID=\"GPU-0\"} "),
+                       0.97, 1e-9, "%s", mt.data);
+    /* one key, one meaning: the count is tenant_count, the list tenants */
+    cr_expect_eq(cJSON_GetObjectItem(ecard, "tenant_count")->valueint, 2);
+    cr_expect(cJSON_IsArray(cJSON_GetObjectItem(ecard, "tenants")));
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(ecard, "tenants")), 2);
+    cJSON_Delete(edoc);
+    cJSON_Delete(cdoc);
+    gx_buf_release(&ex);
+    gx_buf_release(&cj);
+    gx_buf_release(&mt);
     world_free(&w);
 }

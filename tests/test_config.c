@@ -774,3 +774,67 @@ Test(config, tls_priorities_are_checked_and_default_to_tls12_and_13)
     cr_assert(strstr(c->tls_priorities, "-VERS-ALL") != NULL, "%s", c->tls_priorities);
     gx_config_free(c);
 }
+
+/* Issue 22: what start-up refuses, gx_config_load refuses too, naming the key. */
+Test(config, load_rejects_files_start_up_cannot_read_naming_the_key)
+{
+    char json[1024];
+    const char *ok = tmp_file("ok.prom", "# nothing\n");
+
+    expect_load_error("{\"sources\":{\"files\":{\"nodes\":\"/x/nodes.json\"}}}",
+                      "sources.files.nodes: /x/nodes.json: No such file or directory");
+    (void)snprintf(json, sizeof(json),
+                   "{\"sources\":{\"files\":{\"metrics\":[\"%s\",\"/x/b.prom\"]}}}", ok);
+    expect_load_error(json, "sources.files.metrics[1]: /x/b.prom: No such file or directory");
+    expect_load_error("{\"kubernetes\":{\"enabled\":true,\"url\":\"https://k:6443\","
+                      "\"token_file\":\"/x/token\"}}",
+                      "kubernetes.token_file: /x/token: No such file or directory");
+    expect_load_error("{\"kubernetes\":{\"enabled\":true,\"url\":\"https://k:6443\","
+                      "\"ca_file\":\"/tmp\"}}",
+                      "kubernetes.ca_file: /tmp: is a directory");
+    expect_load_error("{\"prometheus\":{\"url\":\"http://p:9090\",\"ca_file\":\"/x/ca\"}}",
+                      "prometheus.ca_file: /x/ca: No such file or directory");
+    expect_load_error("{\"prometheus\":{\"url\":\"http://p:9090\","
+                      "\"bearer_token_file\":\"/x/t\"}}",
+                      "prometheus.bearer_token_file: /x/t");
+    (void)unlink(ok);
+}
+
+Test(config, load_skips_files_start_up_does_not_read)
+{
+    struct gx_config *c = NULL;
+    struct gx_why why = {""};
+    const char *path =
+        tmp_file("unused.json", "{\"kubernetes\":{\"enabled\":true,\"url\":\"https://k:6443\","
+                                "\"insecure_skip_verify\":true,\"ca_file\":\"/x/ca\"}}");
+
+    /* no CA is read when verification is off */
+    cr_assert_eq(gx_config_load(path, &c, &why), GX_OK, "%s", why.text);
+    gx_config_free(c);
+    (void)unlink(path);
+}
+
+Test(config, node_selector_must_parse_as_a_label_selector)
+{
+    static const char *const good[] = {
+        "nvidia.com/gpu.present=true",
+        "a,!b, c != d,e==f",
+        "env in (prod, staging),tier notin (frontend)",
+        "gpu>2,x<10",
+        "a=",
+        "k8s.io/x in ()",
+    };
+    static const char *const bad[] = {
+        "a=b=c", "a,,b", "a,", "-a=b", "a in b", "a in (b", "a=b c", "a>x", "A.Io/x=y", "!a=b",
+    };
+    char json[256];
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        (void)snprintf(json, sizeof(json), "{\"kubernetes\":{\"node_selector\":\"%s\"}}", good[i]);
+        gx_config_free(parse_ok(json));
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        (void)snprintf(json, sizeof(json), "{\"kubernetes\":{\"node_selector\":\"%s\"}}", bad[i]);
+        expect_error(json, GX_EINVAL, "kubernetes.node_selector: '");
+    }
+}

@@ -141,7 +141,7 @@ Test(explain, text_rows_match_score_verdicts)
 
     world_init(&w);
     gx_buf_init(&b, 1 << 20);
-    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ml/trainer", &b), GX_OK);
+    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ml/trainer", NULL, &b), GX_OK);
     cr_assert(strncmp(b.data, "pod ml/trainer: shared 1 slice, memory 6144 MiB\n",
                       strlen("pod ml/trainer: shared 1 slice, memory 6144 MiB\n")) == 0,
               "%s", b.data);
@@ -169,10 +169,12 @@ Test(explain, text_rows_match_score_verdicts)
     cr_assert_not_null(strstr(b.data, "GPU unhealthy"));
     cr_assert_not_null(strstr(b.data, "node has no GPUs"));
     cr_assert_not_null(
-        strstr(b.data, "  card 0 GPU-aaaa util 10% mem 400/24564 MiB temp 45C slots 1/4 booked "
-                       "6144 MiB tenants 1 [chosen]\n"),
+        strstr(b.data, "  card 0 GPU-aaaa util 10% mem 400/24564 MiB temp 45C slots 1/4 share "
+                       "0.25 booked 6144 MiB tenants 1 [chosen]\n"),
         "%s", b.data);
-    cr_assert_not_null(strstr(b.data, "tenants 1 [exclusive]\n"), "%s", b.data);
+    /* a whole-GPU holder takes every slot */
+    cr_assert_not_null(strstr(b.data, "slots 4/4 share 1.00 booked 0 MiB tenants 1 [exclusive]\n"),
+                       "%s", b.data);
     /* a card that cannot take work says why */
     cr_assert_not_null(strstr(b.data, "[unusable: hot]"), "%s", b.data);
     gx_buf_release(&b);
@@ -189,12 +191,12 @@ Test(explain, describes_exclusive_and_cpu_requests)
 
     world_init(&w);
     gx_buf_init(&b, 1 << 20);
-    cr_assert_eq(gx_explain_text(&w.ctx, &ex, "ns/big", &b), GX_OK);
+    cr_assert_eq(gx_explain_text(&w.ctx, &ex, "ns/big", NULL, &b), GX_OK);
     cr_assert(find_line(b.data, "pod ns/big: exclusive 2 GPUs", line, sizeof(line)));
     cr_assert(find_line(b.data, "gpu-hot", line, sizeof(line)));
     cr_assert_not_null(strstr(line, "too few usable GPUs"), "%s", line);
     gx_buf_reset(&b);
-    cr_assert_eq(gx_explain_text(&w.ctx, &none, "ns/cpu", &b), GX_OK);
+    cr_assert_eq(gx_explain_text(&w.ctx, &none, "ns/cpu", NULL, &b), GX_OK);
     cr_assert(find_line(b.data, "pod ns/cpu: no GPU request", line, sizeof(line)));
     cr_assert(find_line(b.data, "cpu-1", line, sizeof(line)));
     cr_assert_not_null(strstr(line, " fit "), "%s", line);
@@ -212,7 +214,7 @@ Test(explain, json_carries_the_same_verdicts)
 
     world_init(&w);
     gx_buf_init(&b, 1 << 20);
-    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ml/<trainer>", &b), GX_OK);
+    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ml/<trainer>", NULL, &b), GX_OK);
     doc = cJSON_ParseWithLength(b.data, b.len);
     cr_assert_not_null(doc, "%s", b.data);
     cr_assert_str_eq(cJSON_GetObjectItem(doc, "pod")->valuestring, "ml/<trainer>");
@@ -262,11 +264,44 @@ Test(explain, leaves_buffer_unchanged_when_too_small)
     world_init(&w);
     gx_buf_init(&b, 64);
     cr_assert_eq(gx_buf_adds(&b, "keep"), GX_OK);
-    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ns/p", &b), GX_ETOOBIG);
+    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ns/p", NULL, &b), GX_ETOOBIG);
     cr_assert_str_eq(b.data, "keep");
-    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ns/p", &b), GX_ETOOBIG);
+    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ns/p", NULL, &b), GX_ETOOBIG);
     cr_assert_str_eq(b.data, "keep");
     cr_assert_eq(b.len, 4);
+    gx_buf_release(&b);
+    world_free(&w);
+}
+
+Test(explain, says_the_source_and_the_warnings)
+{
+    struct world w;
+    struct gx_podreq req = {.kind = GX_REQ_NONE, .util_pct = -1};
+    const char *warn[] = {"first \"warning\"", "second"};
+    struct gx_explain_notes notes = {"Deployment ml/web: its pod template", warn, 2};
+    struct gx_buf b;
+    cJSON *doc;
+
+    world_init(&w);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ml/web", &notes, &b), GX_OK);
+    cr_expect_not_null(strstr(b.data, "\nsource: Deployment ml/web: its pod template\n"), "%s",
+                       b.data);
+    cr_expect_not_null(strstr(b.data, "\nwarning: first \"warning\"\nwarning: second\n"), "%s",
+                       b.data);
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ml/web", &notes, &b), GX_OK);
+    doc = cJSON_ParseWithLength(b.data, b.len);
+    cr_assert_not_null(doc, "%s", b.data);
+    cr_expect_str_eq(cJSON_GetObjectItem(doc, "source")->valuestring,
+                     "Deployment ml/web: its pod template");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "warnings")), 2);
+    cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "warnings"), 0)->valuestring,
+                     "first \"warning\"");
+    cJSON_Delete(doc);
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ml/web", NULL, &b), GX_OK);
+    cr_expect_not_null(strstr(b.data, "\"source\":null,\"warnings\":[]"), "%s", b.data);
     gx_buf_release(&b);
     world_free(&w);
 }

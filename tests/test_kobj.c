@@ -818,3 +818,84 @@ Test(kobj, pod_where_of_the_wrong_type_names_its_path, .init = setup, .fini = te
     cr_assert_not_null(strstr(why.text, "nodeSelectorTerms[0]"), "%s", why.text);
     cr_assert_eq(decode_pod("{\"spec\":{\"nodeSelector\":[\"a\"]}}", &pod, &why), GX_EINVAL);
 }
+
+/* gx_kobj_pod_of on @json: the Pod JSON in @b, the document's name in @what. */
+static enum gx_err
+pod_of_doc(const char *json, struct gx_buf *b, char *what, bool *tpl, struct gx_why *why)
+{
+    gx_buf_init(b, 1 << 20);
+    return gx_kobj_pod_of(json, strlen(json), 64, b, what, 300, tpl, why);
+}
+
+Test(kobj, pod_of_takes_a_pod_as_it_is, .init = setup, .fini = teardown)
+{
+    const char *pod = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\"},"
+                      "\"spec\":{\"schedulerName\":\"gpu-scheduler\",\"containers\":[]}}";
+    struct gx_buf b;
+    struct gx_why why = {{0}};
+    struct gx_pod p;
+    char what[300];
+    bool tpl = true;
+
+    cr_assert_eq(pod_of_doc(pod, &b, what, &tpl, &why), GX_OK, "%s", why.text);
+    cr_expect(!tpl);
+    cr_expect_str_eq(what, "Pod ml/a");
+    cr_expect_str_eq(b.data, pod);
+    cr_assert_eq(gx_kobj_decode_pod(b.data, b.len, 64, &arena, &p, &why), GX_OK, "%s", why.text);
+    cr_expect_str_eq(p.scheduler_name, "gpu-scheduler");
+    gx_buf_release(&b);
+}
+
+Test(kobj, pod_of_a_workload_is_its_template_named_as_the_workload, .init = setup, .fini = teardown)
+{
+    const char *docs[] = {
+        "{\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+        "{\"nvidia.com/gpu\":2}}}]}}}}",
+        "{\"kind\":\"CronJob\",\"metadata\":{\"name\":\"web\",\"namespace\":\"ml\"},"
+        "\"spec\":{\"jobTemplate\":{\"spec\":{\"template\":{\"metadata\":{\"labels\":"
+        "{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+        "{\"nvidia.com/gpu\":2}}}]}}}}}}",
+    };
+
+    for (size_t i = 0; i < 2; i++) {
+        struct gx_buf b;
+        struct gx_why why = {{0}};
+        struct gx_pod p;
+        char what[300];
+        bool tpl = false;
+
+        cr_assert_eq(pod_of_doc(docs[i], &b, what, &tpl, &why), GX_OK, "%s", why.text);
+        cr_expect(tpl);
+        cr_expect_str_eq(what, i == 0 ? "Deployment ml/web" : "CronJob ml/web");
+        cr_assert_eq(gx_kobj_decode_pod(b.data, b.len, 64, &arena, &p, &why), GX_OK, "%s: %s",
+                     b.data, why.text);
+        cr_expect_str_eq(p.name, "web");
+        cr_expect_str_eq(p.namespace, "ml");
+        cr_expect_str_eq(gx_kv_get(p.labels, p.n_labels, "a"), "b");
+        cr_expect_eq(p.n_containers, 1);
+        gx_buf_release(&b);
+    }
+}
+
+Test(kobj, pod_of_refuses_other_kinds_and_workloads_without_template, .init = setup,
+     .fini = teardown)
+{
+    struct gx_buf b;
+    struct gx_why why = {{0}};
+    char what[300];
+    bool tpl;
+
+    cr_expect_eq(
+        pod_of_doc("{\"kind\":\"Service\",\"metadata\":{\"name\":\"s\"}}", &b, what, &tpl, &why),
+        GX_EINVAL);
+    cr_expect_str_eq(what, "Service s");
+    cr_expect(strstr(why.text, "kind Service is not a Pod") != NULL, "%s", why.text);
+    cr_expect_eq(b.len, 0);
+    cr_expect_eq(pod_of_doc("{\"kind\":\"Job\",\"spec\":{}}", &b, what, &tpl, &why), GX_EINVAL);
+    cr_expect(strstr(why.text, "Job without a pod template (spec.template)") != NULL, "%s",
+              why.text);
+    cr_expect_eq(pod_of_doc("[1]", &b, what, &tpl, &why), GX_EINVAL);
+    cr_expect_eq(pod_of_doc("{", &b, what, &tpl, &why), GX_EPARSE);
+}

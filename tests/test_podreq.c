@@ -421,3 +421,23 @@ Test(podreq, host_requests_add_overhead_to_the_peak, .init = setup, .fini = tear
     gx_podreq_host(&pod, &cpu, &mem);
     cr_assert(cpu == 1000 && mem == 0);
 }
+
+Test(podreq, managed_only_with_a_managed_resource, .init = setup, .fini = teardown)
+{
+    cr_expect(!gx_podreq_managed(cfg, &(struct gx_pod){0}));
+    {
+        struct gx_pod p = pod_of("{'spec':{'containers':[" GPU(1) "]}}");
+        cr_expect(gx_podreq_managed(cfg, &p));
+    }
+    {
+        struct gx_pod p = pod_of("{'spec':{'containers':[{'resources':{'limits':"
+                                 "{'gpu-extender.io/time-slice':'1'}}}]}}");
+        cr_expect(gx_podreq_managed(cfg, &p));
+    }
+    {
+        /* the annotation alone routes nothing to the extender */
+        struct gx_pod p = pod_of("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'1'}},"
+                                 "'spec':{'containers':[{'resources':{'limits':{'cpu':'1'}}}]}}");
+        cr_expect(!gx_podreq_managed(cfg, &p));
+    }
+}

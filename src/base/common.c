@@ -51,6 +51,19 @@ gx_why_set(struct gx_why *why, const char *fmt, ...)
     va_end(ap);
 }
 
+int
+gx_usage_error(const char *help, const char *fmt, ...)
+{
+    va_list ap;
+
+    (void)fputs("gpu-extender: ", stderr);
+    va_start(ap, fmt);
+    (void)vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    (void)fprintf(stderr, "\nsee %s\n", help);
+    return 2;
+}
+
 void
 gx_why_prefix(struct gx_why *why, const char *fmt, ...)
 {

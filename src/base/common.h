@@ -46,6 +46,13 @@ void gx_why_set(struct gx_why *why, const char *fmt, ...) GX_PRINTF(2, 3);
 /** Prefix the existing reason in @why with "prefix: ". */
 void gx_why_prefix(struct gx_why *why, const char *fmt, ...) GX_PRINTF(2, 3);
 
+/**
+ * A wrong command line: print "gpu-extender: MESSAGE" and "see @help"
+ * (e.g. "gpu-extender --help") on stderr. Returns 2, the exit status of a
+ * usage error, for `return gx_usage_error(...)`.
+ */
+int gx_usage_error(const char *help, const char *fmt, ...) GX_PRINTF(2, 3);
+
 /** Monotonic milliseconds, for intervals and timeouts. */
 int64_t gx_mono_ms(void);
 

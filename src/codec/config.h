@@ -191,9 +191,20 @@ enum gx_err gx_config_parse(const char *text, size_t len, const char *base_dir,
 /**
  * Read, parse and validate a file (see gx_config_parse). Also reads the
  * files start-up would refuse to serve with: the TLS certificate and key
- * must be readable and form a valid pair (GX_EINVAL naming the key).
+ * must be readable and form a valid pair, and every other file the config
+ * names (sources.files.*, the token, password and CA files) must be
+ * readable (GX_EINVAL naming the key: "sources.files.nodes: /x: No such
+ * file or directory").
  */
 enum gx_err gx_config_load(const char *path, struct gx_config **out, struct gx_why *why) GX_WUR;
+
+/**
+ * GX_OK when @path (NULL: not set) is a file that can be opened for
+ * reading; else GX_EINVAL with "@key: @path: reason" in @why. The one
+ * check of a named file, for gx_config_load and the sources that read
+ * files of their own (the in-cluster CA). Does I/O.
+ */
+enum gx_err gx_config_check_readable(const char *key, const char *path, struct gx_why *why) GX_WUR;
 
 /** A config with every default (no file sources). You own it. */
 enum gx_err gx_config_default(struct gx_config **out) GX_WUR;

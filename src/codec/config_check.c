@@ -3,11 +3,13 @@
  * config_check.c - the rules that tie several config keys together, checked
  * once every key is read: the URL prefix's shape, the TLS settings (the
  * cert and key set together, a priority string GnuTLS accepts), the memory
- * budget against the largest body, the Prometheus URL's scheme.
+ * budget against the largest body, the Prometheus URL's scheme, the node
+ * label selector's syntax (config_selector.c).
  *
  * One key's own type and range are checked by the reader (config_read.c);
- * whether the TLS files exist and match is checked by gx_config_load
- * (config_load.c). This file does no I/O.
+ * whether the files the config names can be read, and the TLS pair
+ * matches, is checked by gx_config_load (config_load.c). This file does no
+ * I/O.
  */
 #include "config_int.h"
 
@@ -59,6 +61,10 @@ gx_config_check(const struct gx_config *cfg, struct gx_why *why)
         return GX_EINVAL;
     }
     if (gx_tls_check_priorities(cfg->tls_priorities, why) != GX_OK) {
+        return GX_EINVAL;
+    }
+    if (gx_config_check_selector("kubernetes.node_selector", cfg->kube_node_selector, why) !=
+        GX_OK) {
         return GX_EINVAL;
     }
     if (cfg->prom_url != NULL && !url_scheme_ok(cfg->prom_url)) {

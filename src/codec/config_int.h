@@ -162,4 +162,7 @@ enum gx_err gx_config_read(const struct cJSON *root, struct gx_config *cfg, bool
 /** Check the rules across keys of a walked @cfg; GX_EINVAL with @why naming the key. */
 enum gx_err gx_config_check(const struct gx_config *cfg, struct gx_why *why) GX_WUR;
 
+/* config_selector.c: GX_EINVAL with "@key: ..." when @sel (NULL: none) is no label selector */
+enum gx_err gx_config_check_selector(const char *key, const char *sel, struct gx_why *why) GX_WUR;
+
 #endif

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_load.c - gx_config_load(): read the config file (4 MiB cap), parse
- * it with its directory as base_dir, and read the TLS certificate and key
- * it names: start-up would refuse to serve with a missing or broken pair,
- * so --check-config and a reload must refuse it too.
+ * it with its directory as base_dir, read the TLS certificate and key it
+ * names and check that every other file it names can be read (the file
+ * sources, the API server's and Prometheus' token, password and CA files):
+ * start-up would refuse to serve without them, so --check-config and a
+ * reload refuse them too, naming the key.
  *
  * The only file of the config module that does I/O; parsing and checking
  * are gx_config_parse's (config.c).
  */
 #include "config_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tls.h"
 
@@ -71,6 +78,65 @@ out:
     return rc;
 }
 
+enum gx_err
+gx_config_check_readable(const char *key, const char *path, struct gx_why *why)
+{
+    struct stat st;
+    int fd;
+
+    if (path == NULL) {
+        return GX_OK;
+    }
+    /* O_NONBLOCK: a FIFO must not hang the check */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        gx_why_set(why, "%s: %s: %s", key, path, strerror(errno));
+        return GX_EINVAL;
+    }
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        gx_why_set(why, "%s: %s: %s", key, path,
+                   S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+        (void)close(fd);
+        return GX_EINVAL;
+    }
+    (void)close(fd);
+    return GX_OK;
+}
+
+/*
+ * The files start-up reads: the file sources (start-up loads them before it
+ * serves) and the credentials of the API server and Prometheus. The API
+ * server's CA is skipped when verification is off, as start-up skips it.
+ */
+static enum gx_err
+check_named_files(const struct gx_config *cfg, struct gx_why *why)
+{
+    const struct {
+        const char *key, *path;
+    } files[] = {
+        {"sources.files.nodes", cfg->kube_enabled ? NULL : cfg->nodes_file},
+        {"kubernetes.token_file", cfg->kube_token_file},
+        {"kubernetes.ca_file", cfg->kube_insecure ? NULL : cfg->kube_ca_file},
+        {"prometheus.bearer_token_file", cfg->prom_bearer_token_file},
+        {"prometheus.basic_auth.password_file", cfg->prom_basic_password_file},
+        {"prometheus.ca_file", cfg->prom_insecure ? NULL : cfg->prom_ca_file},
+    };
+    char key[64];
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (gx_config_check_readable(files[i].key, files[i].path, why) != GX_OK) {
+            return GX_EINVAL;
+        }
+    }
+    for (size_t i = 0; i < cfg->n_metrics_files; i++) {
+        (void)snprintf(key, sizeof(key), "sources.files.metrics[%zu]", i);
+        if (gx_config_check_readable(key, cfg->metrics_files[i], why) != GX_OK) {
+            return GX_EINVAL;
+        }
+    }
+    return GX_OK;
+}
+
 /* Read at most 4 MiB from @path and parse it with its directory as base_dir. */
 enum gx_err
 gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
@@ -93,7 +159,7 @@ gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
     if ((rc = gx_config_parse(text, len, dir, &cfg, why)) != GX_OK) {
         goto out;
     }
-    if ((rc = check_tls_files(cfg, why)) != GX_OK) {
+    if ((rc = check_tls_files(cfg, why)) != GX_OK || (rc = check_named_files(cfg, why)) != GX_OK) {
         goto out;
     }
     if ((cfg->path = gx_config_dup_str(path)) == NULL) {

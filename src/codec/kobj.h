@@ -12,6 +12,7 @@
 #define GX_KOBJ_H
 
 #include "arena.h"
+#include "buf.h"
 #include "common.h"
 
 /** Value of @key in @kv[0..n), or NULL. Linear scan. */
@@ -66,6 +67,7 @@ struct gx_where {
 struct gx_pod {
     const char *name, *namespace, *uid; /* "" when absent */
     const char *node_name;              /* spec.nodeName, NULL while pending */
+    const char *scheduler_name;         /* spec.schedulerName, "" when absent */
     const char *phase;                  /* status.phase, "" when absent */
     const char *resource_version;
     bool deleting;     /* metadata.deletionTimestamp set */
@@ -108,6 +110,20 @@ struct gx_node_info {
 #define GX_POD_MAX_BYTES 3145728u
 /* Most JSON values a Pod may hold (each costs a tree node while decoding). */
 #define GX_POD_MAX_VALUES 100000u
+
+/**
+ * The Pod a manifest document stands for, as JSON text appended to @pod:
+ * a Pod (or an object without "kind") as it is; the pod template of a
+ * Deployment, StatefulSet, DaemonSet, ReplicaSet or Job (spec.template) or
+ * of a CronJob (spec.jobTemplate.spec.template) as a Pod named and
+ * namespaced as the workload. @what (size @what_n) names the document
+ * ("Pod ns/a", "Deployment ns/train"), also on failure once the kind is
+ * known; *@template is true for a workload. GX_EINVAL with @why for another
+ * kind or a workload without a template, GX_EPARSE for bad JSON, GX_ENOMEM,
+ * GX_ETOOBIG (from @pod or the Pod caps).
+ */
+enum gx_err gx_kobj_pod_of(const char *json, size_t len, int max_depth, struct gx_buf *pod,
+                           char *what, size_t what_n, bool *template, struct gx_why *why) GX_WUR;
 
 /**
  * Decode one Pod object. GX_ETOOBIG over GX_POD_MAX_BYTES or

@@ -11,6 +11,7 @@
  *   kobj_kinds.c  Lease, ResourceSlice, ResourceClaim, PodDisruptionBudget
  *   kobj_list.c   every kind's List, one item at a time
  *   kobj_watch.c  watch events and the Status of a failed call
+ *   kobj_template.c  the Pod a manifest stands for (a workload's pod template)
  *
  * Calls go down that table only (scripts/layers.py fails a circle).
  */

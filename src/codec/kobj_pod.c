@@ -141,6 +141,8 @@ kobj_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out
     p.deleting = del != NULL;
 
     if ((rc = kobj_get_string(d, spec, sp, "nodeName", NULL, &p.node_name)) != GX_OK ||
+        (rc = kobj_get_shared_string(d, spec, sp, "schedulerName", "", &p.scheduler_name)) !=
+            GX_OK ||
         (rc = kobj_get_field(d, spec, sp, "priority", cJSON_IsNumber, "a number", &prio)) !=
             GX_OK ||
         (rc = decode_containers(d, spec, sp, "containers", false, &p.containers,

@@ -3,7 +3,10 @@
  * cards.c - the ledger per card for /metrics and /debug/cards (see cards.h).
  * A card's booked share is what the ledger's one rule counts
  * (gx_ledger_share_used / 1000), 1 for a whole-GPU holder or a DRA claim,
- * so it can be drawn next to dcgm-exporter's measured utilization / 100.
+ * so it can be drawn next to dcgm-exporter's measured utilization / 100;
+ * its slots in use are gx_ledger_slots_used's, all of them under a claim.
+ * gx_cards_booking is the one place these are decided: explain, GET
+ * /debug/cards and /metrics all read it.
  * Tenants whose card the device plugin picks (card GX_CARD_ANY) are on no
  * card; they count in their namespace only.
  */
@@ -32,36 +35,58 @@ put_label(struct gx_buf *b, enum gx_err *rc, const char *s)
     }
 }
 
+void
+gx_cards_booking(const struct gx_config *cfg, const struct gx_ledger *l, const struct gx_node *node,
+                 const struct gx_card *card, struct gx_card_booking *bk)
+{
+    memset(bk, 0, sizeof(*bk));
+    bk->slots = gx_config_card_slots(cfg, node->product, node->replicas);
+    gx_ledger_card_usage(l, node->name, card->index, &bk->u);
+    if (bk->u.exclusive || card->claim != NULL) {
+        bk->share = 1.0;
+        bk->slots_used = bk->slots;
+    } else {
+        bk->share = (double)gx_ledger_share_used(&bk->u, bk->slots) / (double)GX_CARD_MILLI;
+        bk->share = bk->share > 1.0 ? 1.0 : bk->share;
+        bk->slots_used = gx_ledger_slots_used(&bk->u, bk->slots);
+    }
+}
+
+void
+gx_cards_slots(const struct gx_config *cfg, const struct gx_snapshot *snap,
+               const struct gx_ledger *l, int64_t *used, int64_t *total)
+{
+    *used = *total = 0;
+    for (size_t i = 0; snap != NULL && i < snap->n_nodes; i++) {
+        for (size_t c = 0; c < snap->nodes[i].n_cards; c++) {
+            struct gx_card_booking bk;
+            gx_cards_booking(cfg, l, &snap->nodes[i], &snap->nodes[i].cards[c], &bk);
+            *used += bk.slots_used;
+            *total += bk.slots;
+        }
+    }
+}
+
 /* What the ledger holds on one card. */
 struct card_row {
     const struct gx_node *node;
     const struct gx_card *card;
-    struct gx_card_usage u;
-    int slots;
-    double share; /* 0..1 */
+    struct gx_card_booking b;
 };
 
 static void
 card_row(const struct gx_config *cfg, const struct gx_ledger *l, const struct gx_node *node,
          const struct gx_card *card, struct card_row *r)
 {
-    memset(r, 0, sizeof(*r));
     r->node = node;
     r->card = card;
-    r->slots = gx_config_card_slots(cfg, node->product, node->replicas);
-    gx_ledger_card_usage(l, node->name, card->index, &r->u);
-    if (r->u.exclusive || card->claim != NULL) {
-        r->share = 1.0;
-    } else {
-        r->share = (double)gx_ledger_share_used(&r->u, r->slots) / (double)GX_CARD_MILLI;
-        r->share = r->share > 1.0 ? 1.0 : r->share;
-    }
+    gx_cards_booking(cfg, l, node, card, &r->b);
 }
 
 static bool
 row_shown(const struct card_row *r)
 {
-    return r->u.tenants > 0 || r->u.exclusive || r->card->claim != NULL;
+    return r->b.u.tenants > 0 || r->b.u.exclusive || r->card->claim != NULL;
 }
 
 static void
@@ -97,11 +122,11 @@ family_value(enum family f, const struct card_row *r)
 {
     switch (f) {
     case F_SHARE:
-        return r->share;
+        return r->b.share;
     case F_BYTES:
-        return (double)MIB_BYTES(r->u.memory_mib);
+        return (double)MIB_BYTES(r->b.u.memory_mib);
     case F_TENANTS:
-        return (double)r->u.tenants;
+        return (double)r->b.u.tenants;
     case F_CLAIMED:
     case F_COUNT:
         break;
@@ -331,10 +356,10 @@ gx_cards_json(const struct gx_config *cfg, const struct gx_snapshot *snap,
             gx_buf_put_json_str(out, &rc, node->cards[c].uuid);
             gx_buf_putf(
                 out, &rc,
-                ",\"slots\":%d,\"booked_share\":%.4f,\"booked_slices\":%d,\"booked_milli\":%d,"
-                "\"booked_memory_mib\":%lld,\"exclusive\":%s,\"dra_claim\":",
-                r.slots, r.share, r.u.slices, r.u.milli, (long long)r.u.memory_mib,
-                r.u.exclusive ? "true" : "false");
+                ",\"slots\":%d,\"slots_used\":%d,\"booked_share\":%.4f,\"booked_slices\":%d,"
+                "\"booked_milli\":%d,\"booked_memory_mib\":%lld,\"exclusive\":%s,\"dra_claim\":",
+                r.b.slots, r.b.slots_used, r.b.share, r.b.u.slices, r.b.u.milli,
+                (long long)r.b.u.memory_mib, r.b.u.exclusive ? "true" : "false");
             gx_buf_put_json_str(out, &rc, node->cards[c].claim);
             gx_buf_put(out, &rc, ",\"measured\":{\"util_pct\":");
             put_measured(out, &rc, cfg, &node->cards[c], GX_SIG_UTIL, now_ms);

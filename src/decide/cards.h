@@ -19,6 +19,26 @@
 #include "ledger.h"
 #include "snapshot.h"
 
+/** What the ledger holds on one card, as explain, GET /debug/cards and /metrics show it. */
+struct gx_card_booking {
+    struct gx_card_usage u;
+    int slots;      /* the card's time slots (gx_config_card_slots) */
+    int slots_used; /* gx_ledger_slots_used; all of them under a DRA claim */
+    double share;   /* booked share 0..1 (gx_ledger_share_used); 1 for a whole holder or a claim */
+};
+
+/** Fill @bk for @card of @node; @l may be NULL (nothing booked). Cannot fail. */
+void gx_cards_booking(const struct gx_config *cfg, const struct gx_ledger *l,
+                      const struct gx_node *node, const struct gx_card *card,
+                      struct gx_card_booking *bk);
+
+/**
+ * Slots in use and slots in all over the cards of @snap (may be NULL), each
+ * card's as gx_cards_booking counts them: the ledger_slots_* gauges. Cannot fail.
+ */
+void gx_cards_slots(const struct gx_config *cfg, const struct gx_snapshot *snap,
+                    const struct gx_ledger *l, int64_t *used, int64_t *total);
+
 /**
  * Append the gpu_extender_card_*, gpu_extender_dra_claimed_cards and
  * gpu_extender_namespace_* families (text exposition 0.0.4) to @out.

@@ -228,13 +228,12 @@ static void
 put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
                const struct gx_node *node, const struct gx_verdict *v)
 {
-    int slots = gx_config_card_slots(ctx->cfg, node->product, node->replicas);
-
     for (size_t i = 0; i < node->n_cards; i++) {
         const struct gx_card *c = &node->cards[i];
-        struct gx_card_usage u;
+        struct gx_card_booking bk;
+        const struct gx_card_usage *u = &bk.u;
 
-        gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
+        gx_cards_booking(ctx->cfg, ctx->ledger, node, c, &bk);
         gx_buf_putf(b, rc, "  card %d %s", c->index, c->uuid != NULL ? c->uuid : "-");
         if (gx_score_fresh(ctx, c, GX_SIG_UTIL)) {
             gx_buf_putf(b, rc, " util %.0f%%", c->v[GX_SIG_UTIL]);
@@ -256,9 +255,9 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         } else {
             gx_buf_put(b, rc, " temp ?");
         }
-        gx_buf_putf(b, rc, " slots %d/%d booked %lld MiB tenants %d", u.slices, slots,
-                    (long long)u.memory_mib, u.tenants);
-        if (u.exclusive) {
+        gx_buf_putf(b, rc, " slots %d/%d share %.2f booked %lld MiB tenants %d", bk.slots_used,
+                    bk.slots, bk.share, (long long)u->memory_mib, u->tenants);
+        if (u->exclusive) {
             gx_buf_put(b, rc, " [exclusive]");
         }
         if (gx_score_card_state(ctx, node, c) != GX_CARD_OK) {
@@ -268,7 +267,7 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         if (c->claim != NULL) {
             gx_buf_putf(b, rc, " [DRA claim %s]", c->claim);
         }
-        if (c->pod != NULL && c->pod[0] != '\0' && u.tenants == 0) {
+        if (c->pod != NULL && c->pod[0] != '\0' && u->tenants == 0) {
             gx_buf_putf(b, rc, " [in use by %s]", c->pod);
         }
         if (chosen(v, c->index)) {
@@ -279,6 +278,32 @@ put_cards_text(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
     }
 }
 
+/* The "source:" and "warning:" lines. */
+static void
+put_notes_text(struct gx_buf *b, enum gx_err *rc, const struct gx_explain_notes *notes)
+{
+    if (notes != NULL && notes->source != NULL) {
+        gx_buf_putf(b, rc, "source: %s\n", notes->source);
+    }
+    for (size_t i = 0; notes != NULL && i < notes->n_warnings; i++) {
+        gx_buf_putf(b, rc, "warning: %s\n", notes->warnings[i]);
+    }
+}
+
+/* ,"source":..,"warnings":[..] for JSON. */
+static void
+put_notes_json(struct gx_buf *b, enum gx_err *rc, const struct gx_explain_notes *notes)
+{
+    gx_buf_put(b, rc, ",\"source\":");
+    gx_buf_put_json_str(b, rc, notes != NULL ? notes->source : NULL);
+    gx_buf_put(b, rc, ",\"warnings\":[");
+    for (size_t i = 0; notes != NULL && i < notes->n_warnings; i++) {
+        gx_buf_put(b, rc, i ? "," : "");
+        gx_buf_put_json_str(b, rc, notes->warnings[i]);
+    }
+    gx_buf_put(b, rc, "]");
+}
+
 /* Column widths of the text table. */
 struct widths {
     int node, verdict, reason;
@@ -286,7 +311,7 @@ struct widths {
 
 enum gx_err
 gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
-                struct gx_buf *out)
+                const struct gx_explain_notes *notes, struct gx_buf *out)
 {
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
@@ -313,6 +338,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     gx_buf_putf(out, &rc, "pod %s: ", pod_name != NULL ? pod_name : "-");
     put_request(out, &rc, req);
     gx_buf_put(out, &rc, "\n");
+    put_notes_text(out, &rc, notes);
     put_quota_text(out, &rc, ctx, ns);
     gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5s  %4s %4s %4s %6s %4s  %s\n", w.node, "NODE",
                 w.verdict, "VERDICT", w.reason, "REASON", "SCORE", "UTIL", "MEM", "TEMP", "LABELS",
@@ -347,14 +373,12 @@ static void
 put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ctx,
                const struct gx_node *node, const struct gx_verdict *v)
 {
-    int slots = gx_config_card_slots(ctx->cfg, node->product, node->replicas);
-
     gx_buf_put(b, rc, "[");
     for (size_t i = 0; i < node->n_cards; i++) {
         const struct gx_card *c = &node->cards[i];
-        struct gx_card_usage u;
+        struct gx_card_booking bk;
 
-        gx_ledger_card_usage(ctx->ledger, node->name, c->index, &u);
+        gx_cards_booking(ctx->cfg, ctx->ledger, node, c, &bk);
         gx_buf_putf(b, rc, "%s{\"index\":%d,\"uuid\":", i ? "," : "", c->index);
         gx_buf_put_json_str(b, rc, c->uuid);
         gx_buf_put(b, rc, ",\"util_pct\":");
@@ -366,10 +390,11 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
         gx_buf_put(b, rc, ",\"temp_c\":");
         put_json_num(b, rc, gx_score_fresh(ctx, c, GX_SIG_TEMP) ? c->v[GX_SIG_TEMP] : NAN);
         gx_buf_putf(b, rc,
-                    ",\"slots\":%d,\"slices_used\":%d,\"booked_mib\":%lld,\"tenants\":%d,"
-                    "\"exclusive\":%s,\"state\":\"%s\",\"chosen\":%s,\"workload_pod\":",
-                    slots, u.slices, (long long)u.memory_mib, u.tenants,
-                    u.exclusive ? "true" : "false",
+                    ",\"slots\":%d,\"slots_used\":%d,\"booked_share\":%.4f,\"slices_used\":%d,"
+                    "\"booked_mib\":%lld,\"tenant_count\":%d,\"exclusive\":%s,\"state\":\"%s\","
+                    "\"chosen\":%s,\"workload_pod\":",
+                    bk.slots, bk.slots_used, bk.share, bk.u.slices, (long long)bk.u.memory_mib,
+                    bk.u.tenants, bk.u.exclusive ? "true" : "false",
                     gx_card_state_text(gx_score_card_state(ctx, node, c)),
                     chosen(v, c->index) ? "true" : "false");
         gx_buf_put_json_str(b, rc, c->pod != NULL && c->pod[0] != '\0' ? c->pod : NULL);
@@ -383,7 +408,7 @@ put_cards_json(struct gx_buf *b, enum gx_err *rc, const struct gx_decide_ctx *ct
 
 enum gx_err
 gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const char *pod_name,
-                struct gx_buf *out)
+                const struct gx_explain_notes *notes, struct gx_buf *out)
 {
     const struct gx_snapshot *snap = ctx->snap;
     size_t len0 = out->len;
@@ -397,6 +422,7 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     put_request(&desc, &rc, req);
     gx_buf_put(out, &rc, "{\"pod\":");
     gx_buf_put_json_str(out, &rc, pod_name);
+    put_notes_json(out, &rc, notes);
     gx_buf_put(out, &rc, ",\"request\":{\"kind\":");
     gx_buf_put_json_str(out, &rc, kind_name(req));
     gx_buf_put(out, &rc, ",\"text\":");

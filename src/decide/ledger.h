@@ -98,6 +98,14 @@ void gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct
 int gx_ledger_share_used(const struct gx_card_usage *u, int slots);
 
 /**
+ * Time slots in use on a card of @slots slots with usage @u, the figure
+ * explain, GET /debug/cards and /metrics show: the slice tenants' slots
+ * plus the milli tenants' share in slots (rounded up), at most @slots; all
+ * of them under a whole-GPU holder. Cannot fail.
+ */
+int gx_ledger_slots_used(const struct gx_card_usage *u, int slots);
+
+/**
  * The one admission rule for a shared tenant: true when @slices more slots
  * and @milli more milli-GPU fit a card of @slots slots next to @u (no
  * exclusive holder, at most 1000 milli in use). Without milli tenants this
@@ -169,7 +177,11 @@ size_t gx_ledger_expire(struct gx_ledger *l, int64_t now_ms, int64_t ttl_ms);
 enum gx_err gx_ledger_set_node(struct gx_ledger *l, const char *node, const struct gx_tenant *t,
                                size_t n, const char *resource_version) GX_WUR;
 
-/** Sum of slices held and number of nodes, for /metrics. */
+/**
+ * Sum of the shared tenants' slices and number of tenants. The slots a
+ * card shows in use are gx_ledger_slots_used's (cards.h sums them for
+ * /metrics).
+ */
 void gx_ledger_totals(const struct gx_ledger *l, int64_t *slices, int64_t *tenants);
 
 /** Call @cb for every node entry (iteration order unspecified). */

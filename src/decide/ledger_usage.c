@@ -67,6 +67,21 @@ gx_ledger_share_used(const struct gx_card_usage *u, int slots)
     return (int)(sliced + u->milli);
 }
 
+int
+gx_ledger_slots_used(const struct gx_card_usage *u, int slots)
+{
+    int64_t used;
+
+    if (slots < 1) {
+        slots = 1;
+    }
+    if (u->exclusive) {
+        return slots;
+    }
+    used = u->slices + ((int64_t)u->milli * slots + GX_CARD_MILLI - 1) / GX_CARD_MILLI;
+    return used > slots ? slots : (int)used;
+}
+
 bool
 gx_ledger_share_fits(const struct gx_card_usage *u, int slots, int slices, int milli)
 {

@@ -398,3 +398,24 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
     *out = r;
     return GX_OK;
 }
+
+/*
+ * kube-scheduler calls an extender with managedResources only for a pod
+ * that requests one of them; the shipped scheduler config lists exactly
+ * the three resource names of the config (an annotation alone routes
+ * nothing).
+ */
+bool
+gx_podreq_managed(const struct gx_config *cfg, const struct gx_pod *pod)
+{
+    const char *names[3] = {cfg->res_gpu, cfg->res_shared, cfg->res_time_slice};
+    struct gx_why why = {{0}};
+
+    for (int i = 0; i < 3; i++) {
+        int64_t v = 0;
+        if (effective_named(pod, names[i], &v, &why) == GX_OK && v > 0) {
+            return true;
+        }
+    }
+    return false;
+}

@@ -56,4 +56,12 @@ enum gx_err gx_podreq_effective(const struct gx_pod *pod, const char *resource,
  */
 void gx_podreq_host(const struct gx_pod *pod, int64_t *cpu_milli, int64_t *mem_bytes);
 
+/**
+ * True when @pod requests one of the resources kube-scheduler hands to the
+ * extender (its managedResources: names.gpu_resource, shared_resource,
+ * time_slice_resource); a pod that requests none never reaches it, whatever
+ * its annotations say. A quantity that does not parse counts as none.
+ */
+bool gx_podreq_managed(const struct gx_config *cfg, const struct gx_pod *pod);
+
 #endif

@@ -217,7 +217,6 @@ enum gx_err
 gx_kube_conn_init(struct gx_kube *k, struct gx_why *why)
 {
     const char *ca;
-    int fd;
 
     LIST_INIT(&k->reqs);
     k->base_url = make_base_url(k->cfg, &k->in_cluster, why);
@@ -225,13 +224,9 @@ gx_kube_conn_init(struct gx_kube *k, struct gx_why *why)
         return GX_EINVAL;
     }
     ca = ca_file(k);
-    if (ca != NULL && !k->cfg->kube_insecure) {
-        fd = open(ca, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            gx_why_set(why, "kubernetes.ca_file: cannot read %s", ca);
-            return GX_EINVAL;
-        }
-        (void)close(fd);
+    if (!k->cfg->kube_insecure &&
+        gx_config_check_readable("kubernetes.ca_file", ca, why) != GX_OK) {
+        return GX_EINVAL;
     }
     return GX_OK;
 }

@@ -300,8 +300,7 @@ handle_version(struct gx_app *app, struct gx_http_req *r)
 }
 
 static void
-snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g,
-                const struct gx_config *cfg)
+snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g)
 {
     for (size_t i = 0; s != NULL && i < s->n_nodes; i++) {
         const struct gx_node *n = &s->nodes[i];
@@ -311,8 +310,6 @@ snapshot_counts(const struct gx_snapshot *s, struct gx_metrics_gauges *g,
         }
         g->snapshot_gpu_nodes++;
         g->snapshot_cards += (int64_t)n->n_cards;
-        g->ledger_slots_total +=
-            (int64_t)n->n_cards * gx_config_card_slots(cfg, n->product, n->replicas);
     }
 }
 
@@ -353,8 +350,10 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     g.now_ms = gx_wall_ms();
     g.inflight = (int64_t)gx_http_inflight(app->http);
     http_gauges(app->http, &g);
-    snapshot_counts(app->sync.snap, &g, app->cfg);
-    gx_ledger_totals(app->ledger, &g.ledger_slots_used, &g.ledger_tenants);
+    snapshot_counts(app->sync.snap, &g);
+    gx_cards_slots(app->cfg, app->sync.snap, app->ledger, &g.ledger_slots_used,
+                   &g.ledger_slots_total);
+    gx_ledger_totals(app->ledger, NULL, &g.ledger_tenants);
     other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, gx_http_elapsed_s(r));

@@ -116,18 +116,140 @@ int_arg(const char *v)
     return end == v || *end != '\0' || n < 0 || n > 1000000 ? -1 : (int)n;
 }
 
-/* The value after option @i, or NULL (and usage) when it is missing. */
-static const char *
-arg_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc) {
-        return NULL;
-    }
-    return argv[++*i];
-}
+/* Options without a value. */
+static const char *const sim_flags[] = {"--exact-score",
+                                        "--no-shuffle",
+                                        "--share-slices",
+                                        "--sees-all-pods",
+                                        "--cpu-pods-too",
+                                        "--trend",
+                                        NULL};
+
+/* Options with a value. */
+static const char *const sim_values[] = {"--nodes",
+                                         "--pods",
+                                         "--config",
+                                         "--json",
+                                         "--svg",
+                                         "--policy",
+                                         "--seeds",
+                                         "--tune",
+                                         "--threads",
+                                         "--replicas",
+                                         "--strategy",
+                                         "--extender-weight",
+                                         "--percentage-of-nodes-to-score",
+                                         "--replay",
+                                         "--load",
+                                         "--hours",
+                                         "--ramp",
+                                         "--lag",
+                                         NULL};
 
 static bool
-parse_args(int argc, char **argv, struct cli *c)
+listed(const char *a, const char *const *names)
+{
+    for (; *names != NULL; names++) {
+        if (strcmp(a, *names) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Set flag @a. */
+static void
+set_flag(struct cli *c, const char *a)
+{
+    bool *f = strcmp(a, "--exact-score") == 0     ? &c->exact
+              : strcmp(a, "--no-shuffle") == 0    ? &c->no_shuffle
+              : strcmp(a, "--share-slices") == 0  ? &c->slices
+              : strcmp(a, "--sees-all-pods") == 0 ? &c->all_pods
+              : strcmp(a, "--cpu-pods-too") == 0  ? &c->cpu_pods
+                                                  : &c->trend;
+    *f = true;
+}
+
+/* Set option @a to @v; false (with @why) for a value it cannot take. */
+static bool
+set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
+{
+    const char **path = strcmp(a, "--nodes") == 0      ? &c->nodes_path
+                        : strcmp(a, "--pods") == 0     ? &c->pods_path
+                        : strcmp(a, "--config") == 0   ? &c->config_path
+                        : strcmp(a, "--json") == 0     ? &c->json_path
+                        : strcmp(a, "--svg") == 0      ? &c->svg_path
+                        : strcmp(a, "--strategy") == 0 ? &c->strategy
+                                                       : NULL;
+    int *num = strcmp(a, "--threads") == 0                        ? &c->threads
+               : strcmp(a, "--replicas") == 0                     ? &c->replicas
+               : strcmp(a, "--extender-weight") == 0              ? &c->ext_weight
+               : strcmp(a, "--percentage-of-nodes-to-score") == 0 ? &c->pct_nodes
+               : strcmp(a, "--lag") == 0                          ? &c->lag_s
+                                                                  : NULL;
+    double *real = strcmp(a, "--tune") == 0    ? &c->tune
+                   : strcmp(a, "--load") == 0  ? &c->load
+                   : strcmp(a, "--hours") == 0 ? &c->hours
+                   : strcmp(a, "--ramp") == 0  ? &c->ramp
+                                               : NULL;
+    char *end = NULL;
+
+    if (path != NULL) {
+        *path = v;
+        return true;
+    }
+    if (num != NULL) {
+        *num = int_arg(v);
+        if (*num < 0) {
+            gx_why_set(why, "simulate: %s takes an integer from 0 to 1000000, not '%s'", a, v);
+        }
+        return *num >= 0;
+    }
+    if (real != NULL) {
+        *real = strtod(v, &end);
+        if (end == v || *end != '\0') {
+            gx_why_set(why, "simulate: %s takes a number, not '%s'", a, v);
+        }
+        return end != v && *end == '\0';
+    }
+    if (strcmp(a, "--policy") == 0) {
+        (void)snprintf(c->policies, sizeof(c->policies), "%s", v);
+    } else if (strcmp(a, "--seeds") == 0 && !parse_seeds(v, c)) {
+        gx_why_set(why, "simulate: --seeds takes seeds like 42-51 or 1,5,9, not '%s'", v);
+        return false;
+    } else if (strcmp(a, "--replay") == 0) {
+        c->replay_time = strcmp(v, "time") == 0;
+        if (!c->replay_time) {
+            gx_why_set(why, "simulate: --replay takes only 'time', not '%s'", v);
+        }
+        return c->replay_time;
+    }
+    return true;
+}
+
+/* What parse_args found missing or out of range; false with @why. */
+static bool
+check_args(const struct cli *c, struct gx_why *why)
+{
+    const char *bad = c->nodes_path == NULL  ? "--nodes is required"
+                      : c->pods_path == NULL ? "--pods is required"
+                      : c->threads < 1       ? "--threads must be at least 1"
+                      : c->tune < 0          ? "--tune must not be negative"
+                      : c->load <= 0         ? "--load must be above 0"
+                      : c->hours <= 0 || c->hours > 1000
+                          ? "--hours must be above 0 and at most 1000"
+                      : c->ramp < 0 || c->ramp > 1 ? "--ramp must be from 0 to 1"
+                                                   : NULL;
+
+    if (bad != NULL) {
+        gx_why_set(why, "simulate: %s", bad);
+    }
+    return bad == NULL;
+}
+
+/* The command line into @c; false with @why for a wrong one. */
+static bool
+parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
 {
     memset(c, 0, sizeof(*c));
     (void)snprintf(c->policies, sizeof(c->policies), "binpack");
@@ -142,71 +264,33 @@ parse_args(int argc, char **argv, struct cli *c)
     c->lag_s = 30;
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = "";
-        bool flag = strcmp(a, "--exact-score") == 0 || strcmp(a, "--no-shuffle") == 0 ||
-                    strcmp(a, "--share-slices") == 0 || strcmp(a, "--sees-all-pods") == 0 ||
-                    strcmp(a, "--cpu-pods-too") == 0 || strcmp(a, "--trend") == 0;
+        const char *a = argv[i];
 
-        if (!flag && (v = arg_value(argc, argv, &i)) == NULL) {
+        if (listed(a, sim_flags)) {
+            set_flag(c, a);
+        } else if (!listed(a, sim_values)) {
+            gx_why_set(why, "simulate: unknown option '%s'", a);
             return false;
-        }
-        if (strcmp(a, "--nodes") == 0) {
-            c->nodes_path = v;
-        } else if (strcmp(a, "--pods") == 0) {
-            c->pods_path = v;
-        } else if (strcmp(a, "--config") == 0) {
-            c->config_path = v;
-        } else if (strcmp(a, "--json") == 0) {
-            c->json_path = v;
-        } else if (strcmp(a, "--svg") == 0) {
-            c->svg_path = v;
-        } else if (strcmp(a, "--policy") == 0) {
-            (void)snprintf(c->policies, sizeof(c->policies), "%s", v);
-        } else if (strcmp(a, "--seeds") == 0) {
-            if (!parse_seeds(v, c)) {
-                return false;
-            }
-        } else if (strcmp(a, "--tune") == 0) {
-            c->tune = strtod(v, NULL);
-        } else if (strcmp(a, "--threads") == 0) {
-            c->threads = int_arg(v);
-        } else if (strcmp(a, "--replicas") == 0) {
-            c->replicas = int_arg(v);
-        } else if (strcmp(a, "--strategy") == 0) {
-            c->strategy = v;
-        } else if (strcmp(a, "--extender-weight") == 0) {
-            c->ext_weight = int_arg(v);
-        } else if (strcmp(a, "--percentage-of-nodes-to-score") == 0) {
-            c->pct_nodes = int_arg(v);
-        } else if (strcmp(a, "--exact-score") == 0) {
-            c->exact = true;
-        } else if (strcmp(a, "--no-shuffle") == 0) {
-            c->no_shuffle = true;
-        } else if (strcmp(a, "--share-slices") == 0) {
-            c->slices = true;
-        } else if (strcmp(a, "--sees-all-pods") == 0) {
-            c->all_pods = true;
-        } else if (strcmp(a, "--cpu-pods-too") == 0) {
-            c->cpu_pods = true;
-        } else if (strcmp(a, "--replay") == 0 && strcmp(v, "time") == 0) {
-            c->replay_time = true;
-        } else if (strcmp(a, "--load") == 0) {
-            c->load = strtod(v, NULL);
-        } else if (strcmp(a, "--hours") == 0) {
-            c->hours = strtod(v, NULL);
-        } else if (strcmp(a, "--ramp") == 0) {
-            c->ramp = strtod(v, NULL);
-        } else if (strcmp(a, "--lag") == 0) {
-            c->lag_s = int_arg(v);
-        } else if (strcmp(a, "--trend") == 0) {
-            c->trend = true;
-        } else {
+        } else if (i + 1 >= argc) {
+            gx_why_set(why, "simulate: missing value for %s", a);
+            return false;
+        } else if (!set_value(c, a, argv[++i], why)) {
             return false;
         }
     }
-    return c->nodes_path != NULL && c->pods_path != NULL && c->threads >= 1 && c->tune >= 0 &&
-           c->load > 0 && c->hours > 0 && c->hours <= 1000 && c->ramp >= 0 && c->ramp <= 1 &&
-           c->lag_s >= 0;
+    return check_args(c, why);
+}
+
+/* True when the command line asks for help. */
+static bool
+wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Read and parse both trace files into @t (heap arrays you free). */
@@ -520,11 +604,15 @@ gx_simcli_main(int argc, char **argv)
     struct gx_sim_result *results = NULL;
     char trace[128], *save = NULL, *tok;
     size_t n_pol = 0;
+    struct gx_why why = {{0}};
     int st = 1;
 
-    if (!parse_args(argc, argv, &c)) {
-        sim_usage(stderr);
-        return 2;
+    if (wants_help(argc, argv)) {
+        sim_usage(stdout);
+        return 0;
+    }
+    if (!parse_args(argc, argv, &c, &why)) {
+        return gx_usage_error("gpu-extender simulate --help", "%s", why.text);
     }
     if (load_config(&c, &base) != 0 || load_trace(&c, &nodes, &pods, &t) != 0) {
         goto out;
