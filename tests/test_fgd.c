@@ -203,3 +203,51 @@ Test(fgd, gaps_below_the_smallest_share_are_closed)
     g.min_open = 50;
     cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), 81.0 - 5.0, 1e-9);
 }
+
+/* A typical pod the node's labels bar can use none of it (FGD's "no access"). */
+Test(fgd, a_barred_typical_pod_counts_all_free_capacity_as_fragment)
+{
+    struct gx_fgd_model m;
+    const int free[2] = {1000, 1000};
+    struct gx_fgd_node n = node(2, free);
+    struct gx_fgd_shape pinned = HALF;
+    const int card = 0;
+
+    gx_fgd_model_init(&m, 1000);
+    pinned.where = gx_fgd_where_class(&m, "nvidia.com/gpu.product in Tesla-T4");
+    cr_assert_eq(pinned.where, 1);
+    gx_fgd_observe(&m, &pinned);
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 0.0, 1e-9, "may run here: two cards take halves");
+    n.barred = 1u << pinned.where;
+    cr_assert_float_eq(gx_fgd_frag(&m, &n), 2000.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_delta(&m, &n, &HALF, &card), -500.0, 1e-9,
+                       "what a pod takes there is taken from no typical pod");
+}
+
+Test(fgd, where_classes_are_shared_by_one_rule_and_reused_when_no_shape_has_them)
+{
+    struct gx_fgd_model m;
+    char key[64];
+    struct gx_fgd_shape s = HALF;
+
+    gx_fgd_model_init(&m, 1);
+    cr_assert_eq(gx_fgd_where_class(&m, ""), 0, "no rule: any node");
+    cr_assert_eq(gx_fgd_where_class(&m, "a in x"), 1);
+    cr_assert_eq(gx_fgd_where_class(&m, "a in x"), 1, "the same rule, the same class");
+    s.where = 1;
+    gx_fgd_observe(&m, &s);
+    for (int i = 2; i < GX_FGD_MAX_WHERE; i++) {
+        (void)snprintf(key, sizeof(key), "a in v%d", i);
+        cr_assert_eq(gx_fgd_where_class(&m, key), i);
+    }
+    /* the table is full: a class no shape uses is taken, the one in use is kept */
+    cr_assert_eq(gx_fgd_where_class(&m, "b in y"), 2);
+    cr_assert_str_eq(m.where[1], "a in x");
+    for (int i = 3; i < GX_FGD_MAX_WHERE; i++) {
+        s.where = i;
+        gx_fgd_observe(&m, &s);
+    }
+    s.where = 2;
+    gx_fgd_observe(&m, &s);
+    cr_assert_eq(gx_fgd_where_class(&m, "c in z"), 0, "every class in use: counted as any node");
+}

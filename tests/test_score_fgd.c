@@ -205,3 +205,56 @@ Test(score_fgd, decide_ctx_on_another_ledger_drops_the_gap_counts)
     gx_ledger_free(scratch);
     world_free(&w);
 }
+
+/*
+ * A typical pod pinned to one GPU model makes the nodes of that model dear
+ * in proportion to how much of its kind of capacity it needs: a pod that may
+ * run anywhere pays for taking it (gx_score_where_cost), and not on another
+ * model's nodes.
+ */
+Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape anywhere = {.gpus = 1, .milli = 1000};
+    struct gx_podreq whole = req_excl(1);
+    const char *t4[] = {"Tesla-T4"};
+    struct gx_sel_expr e = {"nvidia.com/gpu.product", GX_SEL_IN, t4, 1};
+    struct gx_sel_term term = {&e, 1};
+    struct gx_where pin = {.terms = &term, .n_terms = 1};
+    struct gx_kv t4_label[] = {{"nvidia.com/gpu.product", "Tesla-T4"}};
+    struct gx_score_gaps gaps;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_verdict on_t4, on_a100;
+
+    fgd_world(&w, &m, &anywhere);
+    nodes[0] = w.node; /* the A100 node: no T4 label */
+    nodes[1] = w.node;
+    nodes[1].name = "gpu-t4";
+    nodes[1].labels = t4_label;
+    nodes[1].n_labels = 1;
+    memset(&snap, 0, sizeof(snap));
+    gx_strmap_init(&snap.by_name);
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(gx_strmap_put(&snap.by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
+                     GX_OK);
+    }
+    snap.nodes = nodes;
+    snap.n_nodes = 2;
+    snap.generation = 1;
+    memset(&gaps, 0, sizeof(gaps));
+    w.ctx.snap = &snap;
+    w.ctx.gaps = &gaps;
+
+    gx_score_node(&w.ctx, &whole, &nodes[1], &on_t4);
+    gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
+    cr_assert_float_eq(on_t4.parts.fit, on_a100.parts.fit, 1e-9, "no pinned pods: alike");
+    gx_score_learn(&w.cfg, &m, &whole, &pin); /* half the demand wants T4, half the cards have it */
+    gx_score_node(&w.ctx, &whole, &nodes[1], &on_t4);
+    gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
+    cr_assert_gt(on_a100.parts.fit, on_t4.parts.fit, "the T4 node is kept for the T4 pods");
+    cr_assert_float_eq(gaps.scarce[1], 1.0, 0.01, "about half the demand on half of the cards");
+    gx_strmap_release(&snap.by_name);
+    world_free(&w);
+}

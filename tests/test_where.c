@@ -44,11 +44,11 @@ Test(where, requirements_match_as_kube_scheduler_reads_them)
 
 Test(where, one_rule_has_one_key_however_it_is_spelled)
 {
-    const char *ab[] = {"T4", "A10"}, *ba[] = {"A10", "T4"}, *mem[] = {"20000"};
+    const char *ab[] = {"T4", "A10"}, *ba[] = {"A10", "T4", "A10"}, *mem[] = {"20000"};
     struct gx_sel_expr e1[] = {{"nvidia.com/gpu.product", GX_SEL_IN, ab, 2},
                                {"nvidia.com/gpu.memory", GX_SEL_GT, mem, 1}};
     struct gx_sel_expr e2[] = {{"nvidia.com/gpu.memory", GX_SEL_GT, mem, 1},
-                               {"nvidia.com/gpu.product", GX_SEL_IN, ba, 2}};
+                               {"nvidia.com/gpu.product", GX_SEL_IN, ba, 3}};
     struct gx_sel_term t1 = {e1, 2}, t2 = {e2, 2}, none = {NULL, 0};
     struct gx_kv sel = {"nvidia.com/gpu.family", "ampere"};
     struct gx_where w1 = {.terms = &t1, .n_terms = 1}, w2 = {.terms = &t2, .n_terms = 1};

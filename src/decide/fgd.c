@@ -3,7 +3,8 @@
  * fgd.c - typical-pod model and node fragmentation (FGD).
  *
  * For a typical pod m and a node n, the fragment is the free GPU capacity of
- * n that m cannot use: all of it when m's CPU or memory does not fit; for a
+ * n that m cannot use: all of it when m may not run on n (its node affinity
+ * bars n) or m's CPU or memory does not fit; for a
  * share of g milli, the free part of every card with less than g free; for
  * k whole cards, the free part of partly used cards, or all of it when fewer
  * than k cards are wholly free; for a CPU-only pod that fits, nothing (as
@@ -42,7 +43,50 @@ static bool
 same_shape(const struct gx_fgd_shape *a, const struct gx_fgd_shape *b)
 {
     return a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib && a->gpus == b->gpus &&
-           a->milli == b->milli;
+           a->milli == b->milli && a->where == b->where;
+}
+
+/* True when a typical pod uses where class @c. */
+static bool
+class_used(const struct gx_fgd_model *m, int c)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->shape[i].where == c) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int
+gx_fgd_where_class(struct gx_fgd_model *m, const char *key)
+{
+    int c;
+
+    if (key == NULL || key[0] == '\0' || strlen(key) >= GX_FGD_WHERE_LEN) {
+        return 0;
+    }
+    for (c = 1; c < m->n_where; c++) {
+        if (strcmp(m->where[c], key) == 0) {
+            return c;
+        }
+    }
+    if (m->n_where < 1) {
+        m->n_where = 1;
+    }
+    if (m->n_where < GX_FGD_MAX_WHERE) {
+        c = m->n_where++;
+    } else {
+        for (c = 1; c < GX_FGD_MAX_WHERE && class_used(m, c); c++) {
+            ;
+        }
+        if (c == GX_FGD_MAX_WHERE) {
+            return 0;
+        }
+    }
+    memcpy(m->where[c], key, strlen(key) + 1);
+    m->where_gen++;
+    return c;
 }
 
 /* Slot for @s: its own, a free one, or the lightest (forgotten). */
@@ -113,10 +157,13 @@ aggregate(const int *free, int n, struct agg *a)
     }
 }
 
-/* True when shape @s fits the CPU and memory left (unknown amounts always fit). */
+/* True when shape @s may run on @n and fits the CPU and memory left (unknown amounts fit). */
 static bool
-fits_host(const struct gx_fgd_shape *s, int64_t cpu, int64_t mem)
+fits_host(const struct gx_fgd_shape *s, const struct gx_fgd_node *n, int64_t cpu, int64_t mem)
 {
+    if (s->where > 0 && s->where < GX_FGD_MAX_WHERE && ((n->barred >> s->where) & 1u) != 0) {
+        return false;
+    }
     return (cpu < 0 || s->cpu_milli <= cpu) && (mem < 0 || s->mem_mib <= mem);
 }
 
@@ -160,7 +207,7 @@ gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n)
     }
     aggregate(n->free, cards, &a);
     for (size_t i = 0; i < m->n; i++) {
-        bool fit = fits_host(&m->shape[i], n->cpu_milli, n->mem_mib);
+        bool fit = fits_host(&m->shape[i], n, n->cpu_milli, n->mem_mib);
         sum += m->weight[i] * shape_frag(&m->shape[i], n->free, cards, &a, fit);
     }
     return sum / m->total;
@@ -198,7 +245,7 @@ gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
     aggregate(after, cn, &aa);
     for (size_t i = 0; i < m->n; i++) {
         const struct gx_fgd_shape *t = &m->shape[i];
-        bool fb = fits_host(t, n->cpu_milli, n->mem_mib), fa = fits_host(t, cpu_a, mem_a);
+        bool fb = fits_host(t, n, n->cpu_milli, n->mem_mib), fa = fits_host(t, n, cpu_a, mem_a);
         double d;
 
         if (fb && fa && t->gpus == 1 && t->milli < GX_FGD_CARD) {

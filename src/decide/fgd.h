@@ -24,6 +24,14 @@
 #define GX_FGD_CARD 1000
 /** Cards of one node the fragmentation looks at. */
 #define GX_FGD_MAX_CARDS 16
+/**
+ * Classes of nodes a typical pod may run on (a pod pinned to GPU models by
+ * node affinity is a typical pod only there). Class 0 is "any node"; a
+ * workload pins itself a few ways, not thirty.
+ */
+#define GX_FGD_MAX_WHERE 32
+/** Room for one class's rule: a where key (where.h). */
+#define GX_FGD_WHERE_LEN 256
 
 /** A pod's request: CPU, memory and its GPU demand. */
 struct gx_fgd_shape {
@@ -31,6 +39,7 @@ struct gx_fgd_shape {
     int64_t mem_mib;
     int gpus;  /* whole cards; 1 with milli < 1000 is a share */
     int milli; /* share of one card, 1000 for whole cards */
+    int where; /* class of the nodes it may run on (gx_fgd_where_class), 0 = any */
 };
 
 /** The typical-pod table. Plain struct: gx_fgd_model_init before use, no release needed. */
@@ -43,6 +52,9 @@ struct gx_fgd_model {
     double half_life;
     double total; /* sum of weights */
     uint64_t observed;
+    char where[GX_FGD_MAX_WHERE][GX_FGD_WHERE_LEN]; /* each class's rule; [0] "" is any node */
+    int n_where;                                    /* classes in the table, [0] included */
+    uint64_t where_gen; /* grows when a class takes a new rule: node answers cached go */
 };
 
 /** Free resources of one node: CPU, memory (-1 = unknown, not checked) and each card's free milli.
@@ -52,6 +64,7 @@ struct gx_fgd_node {
     int64_t mem_mib;
     int free[GX_FGD_MAX_CARDS]; /* 0..1000 */
     int n_cards;
+    uint32_t barred; /* bit c: typical pods of where class c may not run here */
 };
 
 /** Empty model whose weights halve every @half_life observations (>= 1). */
@@ -60,10 +73,22 @@ void gx_fgd_model_init(struct gx_fgd_model *m, double half_life);
 /** Set @m's half-life, keeping what it learned (a zeroed @m becomes an empty model). */
 void gx_fgd_model_tune(struct gx_fgd_model *m, double half_life);
 
+/**
+ * The where class of rule @key in @m (a where key, where.h): its own, a new
+ * one, or one no typical pod uses any more. 0 ("any node") for "" and when
+ * every class is in use: such a pod then counts everywhere, as it did
+ * before classes.
+ */
+int gx_fgd_where_class(struct gx_fgd_model *m, const char *key);
+
 /** Learn one request (CPU-only ones too: they need CPU a GPU pod may take). Cannot fail. */
 void gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s);
 
-/** Expected milli-GPU of @n that a typical pod of @m could not use; 0 for an empty model. */
+/**
+ * Expected milli-GPU of @n that a typical pod of @m could not use; 0 for an
+ * empty model. A typical pod barred from @n (@n->barred) can use none of it,
+ * as the FGD paper counts a pod whose GPU model the node lacks.
+ */
 double gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n);
 
 /**

@@ -84,6 +84,10 @@ struct gx_score_gaps {
     uint64_t observed; /* after this many observations */
     int64_t cards;     /* of the snapshot's nodes */
     bool valid;
+    /* the where classes' scarcity (score_fgd.c), of this snapshot and model state */
+    double scarce[GX_FGD_MAX_WHERE];
+    const void *scarce_snap, *scarce_fgd;
+    uint64_t scarce_generation, scarce_observed;
 };
 
 struct gx_decide_ctx {
@@ -110,11 +114,12 @@ struct gx_decide_ctx gx_decide_ctx_on(const struct gx_decide_ctx *ctx, const str
 
 /**
  * Learn @req into @m, the typical pods of the fgd policy (filter calls
- * this once per pod it sees). A zeroed @m is set up on first use; the
+ * this once per pod it sees), with @where (may be NULL: any node), the
+ * nodes the pod may run on. A zeroed @m is set up on first use; the
  * half-life follows cfg->fgd_half_life across reloads. Cannot fail.
  */
 void gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m,
-                    const struct gx_podreq *req);
+                    const struct gx_podreq *req, const struct gx_where *where);
 
 /**
  * The shape FGD sees of @req: its CPU and memory, whole cards, or its share

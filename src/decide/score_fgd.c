@@ -11,6 +11,10 @@
 
 #include <string.h>
 
+#include "where.h"
+
+_Static_assert(GX_WHERE_KEY_MAX <= GX_FGD_WHERE_LEN, "a where key fits the fgd model's table");
+
 void
 gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int slots,
                    struct gx_fgd_shape *out)
@@ -33,14 +37,20 @@ gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int
 }
 
 void
-gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m, const struct gx_podreq *req)
+gx_score_learn(const struct gx_config *cfg, struct gx_fgd_model *m, const struct gx_podreq *req,
+               const struct gx_where *where)
 {
+    char key[GX_WHERE_KEY_MAX];
     struct gx_fgd_shape sh;
 
     if (m->inc <= 0.0 || m->half_life != cfg->fgd_half_life) {
         gx_fgd_model_tune(m, cfg->fgd_half_life);
     }
     gx_score_fgd_shape(cfg, req, gx_config_card_slots(cfg, "", 1), &sh);
+    /* a rule too long to keep counts as "any node": the shape is learned as before */
+    if (where != NULL && gx_where_key(where, key, sizeof(key))) {
+        sh.where = gx_fgd_where_class(m, key);
+    }
     gx_fgd_observe(m, &sh);
 }
 
@@ -50,9 +60,25 @@ gx_score_fgd_on(const struct gx_score_dctx *d)
     return d->cfg->policy == GX_POLICY_FGD && d->ctx->fgd != NULL && d->ctx->fgd->total > 0.0;
 }
 
-void
-gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
-                  struct gx_fgd_node *f)
+/* The where classes of the model whose typical pods may not run on @node (fgd.h). */
+static uint32_t
+barred_classes(const struct gx_score_dctx *d, const struct gx_node *node)
+{
+    const struct gx_fgd_model *m = d->ctx->fgd;
+    uint32_t barred = 0;
+
+    for (int c = 1; m != NULL && c < m->n_where; c++) {
+        if (!gx_where_key_allows(d->cfg, m->where[c], node)) {
+            barred |= 1u << c;
+        }
+    }
+    return barred;
+}
+
+/* @f's host and cards: what fgd reads of a node, but for where its pods may run. */
+static void
+node_free(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
+          struct gx_fgd_node *f)
 {
     int64_t cpu = 0, mem = 0;
     size_t n = gx_score_node_cards(node);
@@ -70,6 +96,15 @@ gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int
         used = u.exclusive ? GX_CARD_MILLI : gx_ledger_share_used(&u, slots);
         f->free[c] = used >= GX_CARD_MILLI ? 0 : GX_CARD_MILLI - used;
     }
+    f->barred = 0;
+}
+
+void
+gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
+                  struct gx_fgd_node *f)
+{
+    node_free(d, node, slots, f);
+    f->barred = barred_classes(d, node);
 }
 
 /*
@@ -87,6 +122,72 @@ gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node 
         }
     }
     return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
+}
+
+/* Cards of the cluster each where class of @m may use, into @cards; all cards returned. */
+static int64_t
+class_cards(const struct gx_score_dctx *d, const struct gx_fgd_model *m,
+            int64_t cards[GX_FGD_MAX_WHERE])
+{
+    const struct gx_snapshot *snap = d->ctx->snap;
+    int64_t all = 0;
+
+    memset(cards, 0, sizeof(int64_t) * GX_FGD_MAX_WHERE);
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        const struct gx_node *node = &snap->nodes[i];
+        int64_t n = (int64_t)gx_score_node_cards(node);
+        uint32_t barred = barred_classes(d, node);
+        all += n;
+        for (int c = 1; c < m->n_where; c++) {
+            cards[c] += (barred >> c & 1u) ? 0 : n;
+        }
+    }
+    return all;
+}
+
+/* Each where class's scarcity into @s: share of the typical GPU demand / share of the cards. */
+static void
+scarcity(const struct gx_score_dctx *d, const struct gx_fgd_model *m, double s[GX_FGD_MAX_WHERE])
+{
+    int64_t cards[GX_FGD_MAX_WHERE], all = class_cards(d, m, cards);
+    double demand[GX_FGD_MAX_WHERE] = {0}, total = 0.0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        const struct gx_fgd_shape *t = &m->shape[i];
+        double milli = m->weight[i] * t->gpus * t->milli;
+        total += t->gpus > 0 ? milli : 0.0;
+        demand[t->where] += t->gpus > 0 ? milli : 0.0;
+    }
+    s[0] = 0.0; /* a pod that may run anywhere is never short of nodes */
+    for (int c = 1; c < GX_FGD_MAX_WHERE; c++) {
+        s[c] = c < m->n_where && cards[c] > 0 && total > 0.0
+                   ? (demand[c] / total) / ((double)cards[c] / (double)all)
+                   : 0.0;
+    }
+}
+
+double
+gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f, int taken)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    struct gx_score_gaps *c = ctx->gaps;
+    double sum = 0.0;
+
+    if (c == NULL || ctx->fgd == NULL || ctx->fgd->n_where <= 1 || ctx->snap == NULL) {
+        return 0.0;
+    }
+    if (c->scarce_snap != ctx->snap || c->scarce_generation != ctx->snap->generation ||
+        c->scarce_fgd != ctx->fgd || c->scarce_observed != ctx->fgd->observed) {
+        scarcity(d, ctx->fgd, c->scarce);
+        c->scarce_snap = ctx->snap;
+        c->scarce_generation = ctx->snap->generation;
+        c->scarce_fgd = ctx->fgd;
+        c->scarce_observed = ctx->fgd->observed;
+    }
+    for (int k = 1; k < ctx->fgd->n_where; k++) {
+        sum += (f->barred >> k & 1u) ? 0.0 : c->scarce[k];
+    }
+    return sum * taken;
 }
 
 struct gaps_walk {
@@ -108,7 +209,7 @@ gaps_add_node(void *arg, const struct gx_ledger_node *ln)
         (node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node))) == NULL) {
         return;
     }
-    gx_score_fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
+    node_free(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
     gx_fgd_gaps_add(w->gaps, &f);
 }
 
@@ -215,5 +316,6 @@ gx_score_fgd_delta(const struct gx_score_dctx *d, const struct gx_podreq *req,
 
     gx_score_fgd_node(d, node, slots, &f);
     gx_score_fgd_shape(d->cfg, req, slots, &sh);
-    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos) + gx_score_idle_node_cost(d, &f);
+    return gx_fgd_delta(d->ctx->fgd, &f, &sh, pos) + gx_score_idle_node_cost(d, &f) +
+           gx_score_where_cost(d, &f, sh.gpus * sh.milli);
 }

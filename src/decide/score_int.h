@@ -106,6 +106,14 @@ void gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node
 /** What fgd charges, in milli-GPU, for a placement on node @f when none of its cards is in use. */
 double gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f);
 
+/**
+ * What fgd charges, in milli-GPU, for taking @taken milli of node @f from
+ * the typical pods pinned to the kinds of node it is (where classes): each
+ * class that may run there charges its scarcity, its share of the typical
+ * GPU demand over its share of the cluster's cards. 0 without classes.
+ */
+double gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f, int taken);
+
 /** The cluster's gaps for the gap term, counted again only on change; NULL when it is off. */
 const struct gx_score_gaps *gx_score_gaps_of(const struct gx_score_dctx *d);
 

@@ -454,7 +454,8 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     if (cfg->policy == GX_POLICY_SPREAD) {
         p.fit = 1.0 - p.fit;
     } else if (fgd) {
-        p.fit = gx_score_fgd_fit(best_delta + gx_score_idle_node_cost(d, &fn));
+        p.fit = gx_score_fgd_fit(best_delta + gx_score_idle_node_cost(d, &fn) +
+                                 gx_score_where_cost(d, &fn, sh.milli));
     }
     out->parts = p;
     out->cards[0] = node->cards[best].index;

@@ -102,6 +102,9 @@ expr_text(const struct gx_sel_expr *x, char out[GX_WHERE_KEY_MAX])
     qsort(v, x->n_values, sizeof(*v), cmp_str);
     len = (size_t)snprintf(out, GX_WHERE_KEY_MAX, "%s %s ", x->key, op_text[x->op]);
     for (size_t i = 0; i < x->n_values && len < GX_WHERE_KEY_MAX; i++) {
+        if (i > 0 && strcmp(v[i], v[i - 1]) == 0) {
+            continue; /* "In [A, A]" is "In [A]" */
+        }
         len += (size_t)snprintf(out + len, GX_WHERE_KEY_MAX - len, "%s%s", i ? "," : "", v[i]);
     }
     return len < GX_WHERE_KEY_MAX;

@@ -162,7 +162,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     now_ms = gx_mono_ms(); /* once per request: the holds are checked for every node */
     if (!bad.bad) {
         gx_seen_put(app->seen, &args.pod, &req, now_ms);
-        gx_score_learn(app->cfg, &app->fgd, &req);
+        gx_score_learn(app->cfg, &app->fgd, &req, &args.pod.where);
     }
     gx_sync_decide_ctx(app, &ctx);
     gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad.bad ? NULL : &req, &qc);

@@ -74,6 +74,21 @@ bool gx_sim_is_share(const struct gx_trace_pod *p);
 /** The pod's shape for the fragmentation model. */
 struct gx_fgd_shape gx_sim_shape_of(const struct gx_trace_pod *p);
 
+/** A trace pod's node affinity, and the storage it points into. */
+struct gx_sim_where {
+    struct gx_where where;
+    struct gx_sel_term term;
+    struct gx_sel_expr expr;
+    const char *values[16];
+    char buf[GX_TRACE_SPEC_MAX];
+};
+
+/**
+ * Where @p may run as its pod would say it: required node affinity on
+ * nvidia.com/gpu.product In its gpu_spec's models (none without one).
+ */
+void gx_sim_where_of(const struct gx_trace_pod *p, struct gx_sim_where *w);
+
 /** What the scheduler's NodeResourcesFit counts for @p in run @r. */
 struct gx_ksched_res gx_sim_ks_request(const struct gx_sim_state *r, const struct gx_trace_pod *p);
 

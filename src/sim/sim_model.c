@@ -177,6 +177,30 @@ gx_sim_shape_of(const struct gx_trace_pod *p)
                                                          : 0};
 }
 
+void
+gx_sim_where_of(const struct gx_trace_pod *p, struct gx_sim_where *w)
+{
+    char *s;
+
+    memset(w, 0, sizeof(*w));
+    if (p->gpu_spec[0] == '\0') {
+        return;
+    }
+    (void)snprintf(w->buf, sizeof(w->buf), "%s", p->gpu_spec);
+    w->expr =
+        (struct gx_sel_expr){.key = "nvidia.com/gpu.product", .op = GX_SEL_IN, .values = w->values};
+    for (s = w->buf; s != NULL && w->expr.n_values < GX_ARRAY_LEN(w->values);) {
+        char *bar = strchr(s, '|');
+        w->values[w->expr.n_values++] = s;
+        if (bar != NULL) {
+            *bar++ = '\0';
+        }
+        s = bar;
+    }
+    w->term = (struct gx_sel_term){.exprs = &w->expr, .n_exprs = 1};
+    w->where = (struct gx_where){.terms = &w->term, .n_terms = 1};
+}
+
 /* What the scheduler's NodeResourcesFit counts for @p. */
 struct gx_ksched_res
 gx_sim_ks_request(const struct gx_sim_state *r, const struct gx_trace_pod *p)

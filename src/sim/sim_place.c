@@ -221,7 +221,9 @@ gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p)
         }
     }
     if (req.kind != GX_REQ_NONE || r->o->cpu_pods_too) {
-        gx_score_learn(r->o->cfg, &r->seen, &req); /* as filter does */
+        struct gx_sim_where w;
+        gx_sim_where_of(p, &w);
+        gx_score_learn(r->o->cfg, &r->seen, &req, &w.where); /* as filter does */
     }
     nf = find_feasible(r, p, &q);
     memset(&v, 0, sizeof(v));
