@@ -6,19 +6,23 @@ recording proxy between the two keeps every call and answer, so the test sees wh
 was told: CPU-only pods are filtered, prioritized and bound by the extender, every prioritize
 answer has a 10, GPU pods get the annotations and ledger of placement_test, and a CPU pod goes
 where fgd wants it: onto a node whose GPUs are all taken, not onto one whose free GPUs it would
-strand."""
+strand. The overlay's scheduler-name policy (a MutatingAdmissionPolicy the real API server
+applies) sends a pod created for the default scheduler that tolerates the GPU taint to
+gpu-scheduler, and leaves the others alone."""
 import copy
 import http.server
 import json
+import os
 import sys
 import threading
 import urllib.request
 
 from e2e import (TOLERATE_GPU, Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
                  exclusive, log, pod, shared, wait_bound, wait_for)
-from rig import DEMO_NODES, Cluster, free_port
+from rig import DEMO_NODES, ROOT, Cluster, free_port
 
 chk = Checks("e2e_all_pods")
+POLICY = os.path.join(ROOT, "manifests", "overlays", "all-pods", "scheduler-name-policy.yaml")
 POOL = {"e2e.gpu-extender.io/pool": "fgd"}
 POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "fgd", "effect": "NoSchedule"}
 
@@ -160,6 +164,31 @@ try:
     after = c.requests_by_verb("a")
     chk.ok(after.get("bind", 0) - before.get("bind", 0) >= 9,
            "all 9 pods bound through the extender (/metrics)")
+
+    # 5. The shipped scheduler-name policy (MutatingAdmissionPolicy, no webhook): a pod that
+    # tolerates the GPU taint and names no scheduler is sent to gpu-scheduler; others are not.
+    c.kubectl("apply", "-f", POLICY)
+    def named(p):
+        out = c.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                        input=json.dumps(p))
+        return json.loads(out)["spec"].get("schedulerName")
+    probe = pod("probe", scheduler="default-scheduler")
+    chk.ok(wait_for(lambda: named(probe) == "gpu-scheduler", 30),
+           "the API server applies the policy (admissionregistration.k8s.io/v1)")
+    chk.eq(named(pod("no-gpu", scheduler="default-scheduler", tolerate=False)), "default-scheduler",
+           "a pod that does not tolerate the GPU taint keeps the default scheduler")
+    chk.eq(named(pod("own", scheduler="batch-scheduler")), "batch-scheduler",
+           "a pod that names its own scheduler keeps it")
+    ds = pod("ds-pod", scheduler="default-scheduler")
+    ds["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                          "name": "agent", "uid": "0000-ds"}]
+    chk.eq(named(ds), "default-scheduler", "a DaemonSet's pod keeps the default scheduler")
+    create(c, pod("routed", scheduler="default-scheduler"))
+    got = wait_bound(c, ["routed"], timeout=120)
+    chk.eq(got.get("routed", {}).get("spec", {}).get("schedulerName"), "gpu-scheduler",
+           "routed: created for the default scheduler, placed by gpu-scheduler")
+    chk.ok(rec.of("bind", "routed"), "routed: bound by the extender")
+    c.kubectl("delete", "-f", POLICY)
 
     delete_pods(c)
     wait_for(lambda: not any(c.leases().values()), 30, interval=0.5)

@@ -32,7 +32,8 @@ from gxtest import Checker, find_kubectl
 
 CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
-    "CustomResourceDefinition", "StorageClass", "RuntimeClass",
+    "CustomResourceDefinition", "StorageClass", "RuntimeClass", "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
 }
 EXPECTED_KINDS = [
     "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",

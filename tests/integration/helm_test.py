@@ -393,12 +393,21 @@ def chk_all_pods(helm, root):
     if have != https:
         problems.append("gpu-scheduler-config-https is not the all-pods profile over HTTPS at "
                         + ", ".join(paths_differing(have, https)))
+    # the scheduler-name policy: the overlay's objects, labels aside
+    with open(os.path.join(ov, "scheduler-name-policy.yaml")) as f:
+        want_policy = {d["kind"]: d["spec"] for d in yaml.safe_load_all(f) if d}
+    have_policy = {d["kind"]: d["spec"] for d in chart
+                   if d and d.get("kind", "").startswith("MutatingAdmissionPolicy")}
+    if have_policy != want_policy:
+        problems.append("the scheduler-name policy differs from the overlay's: "
+                        f"{sorted(have_policy)} vs {sorted(want_policy)}")
+    added = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
     changed = {"gpu-scheduler-config", "gpu-scheduler-config-https", "gpu-extender-config"}
     b, c = index(base), index(chart)
-    moved = sorted(oid(d)[2] for k, d in c.items() if k not in b or
-                   (normalise(d) != normalise(b[k]) and oid(d)[2] not in changed))
-    if moved or set(b) != set(c):
-        problems.append(f"scheduler.allPods changed other objects: {moved or sorted(set(b) ^ set(c))}")
+    moved = sorted(oid(d)[2] for k, d in c.items() if (k not in b and d["kind"] not in added) or
+                   (k in b and normalise(d) != normalise(b[k]) and oid(d)[2] not in changed))
+    if moved or set(b) - set(c):
+        problems.append(f"scheduler.allPods changed other objects: {moved or sorted(set(b) - set(c))}")
     return problems
 
 
