@@ -76,6 +76,9 @@ struct gx_verdict {
  * the snapshot and the ledger on first use and kept while neither changes.
  * The caller owns it; zeroed is empty.
  */
+/** Nodes whose where classes gx_score_gaps remembers (more share slots: recounted, not wrong). */
+#define GX_SCORE_BARRED_CACHE 8192
+
 struct gx_score_gaps {
     struct gx_fgd_gaps gaps;
     const void *snap, *ledger, *cfg; /* what the counts are of */
@@ -86,8 +89,15 @@ struct gx_score_gaps {
     bool valid;
     /* the where classes' scarcity (score_fgd.c), of this snapshot and model state */
     double scarce[GX_FGD_MAX_WHERE];
+    int64_t class_cards[GX_FGD_MAX_WHERE], all_cards; /* cards each class may use; all */
     const void *scarce_snap, *scarce_fgd;
-    uint64_t scarce_generation, scarce_observed;
+    uint64_t scarce_generation, scarce_where_gen, scarce_observed;
+    /* each node's barred classes (fgd.h), by its index in the snapshot */
+    struct {
+        const void *node;
+        uint64_t generation, where_gen;
+        uint32_t barred;
+    } barred[GX_SCORE_BARRED_CACHE];
 };
 
 struct gx_decide_ctx {

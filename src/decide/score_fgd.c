@@ -99,12 +99,41 @@ node_free(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
     f->barred = 0;
 }
 
+/*
+ * barred_classes through the cache of @d's context: a where key is text, and
+ * a node's answer holds while the snapshot and the model's classes do.
+ */
+static uint32_t
+barred_cached(const struct gx_score_dctx *d, const struct gx_node *node)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    struct gx_score_gaps *g = ctx->gaps;
+    size_t i;
+
+    if (ctx->fgd == NULL || ctx->fgd->n_where <= 1) {
+        return 0;
+    }
+    if (g == NULL || ctx->snap == NULL || node < ctx->snap->nodes ||
+        node >= ctx->snap->nodes + ctx->snap->n_nodes) {
+        return barred_classes(d, node);
+    }
+    i = (size_t)(node - ctx->snap->nodes) % GX_SCORE_BARRED_CACHE;
+    if (g->barred[i].node != node || g->barred[i].generation != ctx->snap->generation ||
+        g->barred[i].where_gen != ctx->fgd->where_gen) {
+        g->barred[i].node = node;
+        g->barred[i].generation = ctx->snap->generation;
+        g->barred[i].where_gen = ctx->fgd->where_gen;
+        g->barred[i].barred = barred_classes(d, node);
+    }
+    return g->barred[i].barred;
+}
+
 void
 gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int slots,
                   struct gx_fgd_node *f)
 {
     node_free(d, node, slots, f);
-    f->barred = barred_classes(d, node);
+    f->barred = barred_cached(d, node);
 }
 
 /*
@@ -124,32 +153,29 @@ gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node 
     return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
 }
 
-/* Cards of the cluster each where class of @m may use, into @cards; all cards returned. */
-static int64_t
-class_cards(const struct gx_score_dctx *d, const struct gx_fgd_model *m,
-            int64_t cards[GX_FGD_MAX_WHERE])
+/* Cards of the cluster each where class of @m may use, and all cards, into @g. */
+static void
+class_cards(const struct gx_score_dctx *d, const struct gx_fgd_model *m, struct gx_score_gaps *g)
 {
     const struct gx_snapshot *snap = d->ctx->snap;
-    int64_t all = 0;
 
-    memset(cards, 0, sizeof(int64_t) * GX_FGD_MAX_WHERE);
+    memset(g->class_cards, 0, sizeof(g->class_cards));
+    g->all_cards = 0;
     for (size_t i = 0; i < snap->n_nodes; i++) {
         const struct gx_node *node = &snap->nodes[i];
         int64_t n = (int64_t)gx_score_node_cards(node);
-        uint32_t barred = barred_classes(d, node);
-        all += n;
+        uint32_t barred = barred_cached(d, node);
+        g->all_cards += n;
         for (int c = 1; c < m->n_where; c++) {
-            cards[c] += (barred >> c & 1u) ? 0 : n;
+            g->class_cards[c] += (barred >> c & 1u) ? 0 : n;
         }
     }
-    return all;
 }
 
-/* Each where class's scarcity into @s: share of the typical GPU demand / share of the cards. */
+/* Each where class's scarcity into @g: share of the typical GPU demand / share of the cards. */
 static void
-scarcity(const struct gx_score_dctx *d, const struct gx_fgd_model *m, double s[GX_FGD_MAX_WHERE])
+scarcity(const struct gx_fgd_model *m, struct gx_score_gaps *g)
 {
-    int64_t cards[GX_FGD_MAX_WHERE], all = class_cards(d, m, cards);
     double demand[GX_FGD_MAX_WHERE] = {0}, total = 0.0;
 
     for (size_t i = 0; i < m->n; i++) {
@@ -158,34 +184,55 @@ scarcity(const struct gx_score_dctx *d, const struct gx_fgd_model *m, double s[G
         total += t->gpus > 0 ? milli : 0.0;
         demand[t->where] += t->gpus > 0 ? milli : 0.0;
     }
-    s[0] = 0.0; /* a pod that may run anywhere is never short of nodes */
+    g->scarce[0] = 0.0; /* a pod that may run anywhere is never short of nodes */
     for (int c = 1; c < GX_FGD_MAX_WHERE; c++) {
-        s[c] = c < m->n_where && cards[c] > 0 && total > 0.0
-                   ? (demand[c] / total) / ((double)cards[c] / (double)all)
-                   : 0.0;
+        g->scarce[c] =
+            c < m->n_where && g->class_cards[c] > 0 && total > 0.0
+                ? (demand[c] / total) / ((double)g->class_cards[c] / (double)g->all_cards)
+                : 0.0;
     }
+}
+
+/*
+ * The where classes' scarcity in @d's cache: the cards each class may use
+ * are counted again when the snapshot or the classes change (a walk of every
+ * node), the demand when the typical pods do (a walk of the table).
+ */
+static const double *
+scarcity_of(const struct gx_score_dctx *d)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    struct gx_score_gaps *g = ctx->gaps;
+    bool cards = g->scarce_snap != ctx->snap || g->scarce_generation != ctx->snap->generation ||
+                 g->scarce_fgd != ctx->fgd || g->scarce_where_gen != ctx->fgd->where_gen;
+
+    if (cards) {
+        class_cards(d, ctx->fgd, g);
+        g->scarce_snap = ctx->snap;
+        g->scarce_generation = ctx->snap->generation;
+        g->scarce_where_gen = ctx->fgd->where_gen;
+    }
+    if (cards || g->scarce_fgd != ctx->fgd || g->scarce_observed != ctx->fgd->observed) {
+        scarcity(ctx->fgd, g);
+        g->scarce_fgd = ctx->fgd;
+        g->scarce_observed = ctx->fgd->observed;
+    }
+    return g->scarce;
 }
 
 double
 gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f, int taken)
 {
     const struct gx_decide_ctx *ctx = d->ctx;
-    struct gx_score_gaps *c = ctx->gaps;
+    const double *scarce;
     double sum = 0.0;
 
-    if (c == NULL || ctx->fgd == NULL || ctx->fgd->n_where <= 1 || ctx->snap == NULL) {
+    if (ctx->gaps == NULL || ctx->fgd == NULL || ctx->fgd->n_where <= 1 || ctx->snap == NULL) {
         return 0.0;
     }
-    if (c->scarce_snap != ctx->snap || c->scarce_generation != ctx->snap->generation ||
-        c->scarce_fgd != ctx->fgd || c->scarce_observed != ctx->fgd->observed) {
-        scarcity(d, ctx->fgd, c->scarce);
-        c->scarce_snap = ctx->snap;
-        c->scarce_generation = ctx->snap->generation;
-        c->scarce_fgd = ctx->fgd;
-        c->scarce_observed = ctx->fgd->observed;
-    }
+    scarce = scarcity_of(d);
     for (int k = 1; k < ctx->fgd->n_where; k++) {
-        sum += (f->barred >> k & 1u) ? 0.0 : c->scarce[k];
+        sum += (f->barred >> k & 1u) ? 0.0 : scarce[k];
     }
     return sum * taken;
 }
