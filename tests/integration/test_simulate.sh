@@ -56,6 +56,49 @@ assert a[100] >= c["alloc_pct"][100], (a[100], c["alloc_pct"][100])
 print(f"fgd {a[100]:.2f} >= count-only {c['alloc_pct'][100]:.2f} at 100 % arrived")
 PY
 
+# Deployments: no --policy/--config runs the shipped default install, and each
+# --deployment runs exactly what its manifests deploy, the same as the low-level
+# flags spelled out by hand (run from the repository root: it reads manifests/).
+cd "$root"
+sim --seeds 1 --json "$tmp/none.json" > /dev/null 2> "$tmp/none.err"
+grep -q "deployment default; extender config manifests/config.json" "$tmp/none.err" \
+    || { cat "$tmp/none.err"; echo "FAIL: no options must simulate the default install"; exit 1; }
+sim --seeds 1 --deployment default --json "$tmp/dep-default.json" > /dev/null 2>&1
+sim --seeds 1 --config manifests/config.json --policy fgd --sees-all-pods \
+    --percentage-of-nodes-to-score 100 --json "$tmp/hand-default.json" > /dev/null 2>&1
+sim --seeds 1 --deployment all-pods --json "$tmp/dep-all.json" > /dev/null 2> "$tmp/dep-all.err"
+python3 - manifests/overlays/all-pods/config.json "$tmp/all.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["simulate"] = {"scheduler": {"fit_weight": 0, "balanced_weight": 0, "extender_weight": 5,
+                               "percentage_of_nodes_to_score": 100}}
+json.dump(c, open(sys.argv[2], "w"))
+PY
+sim --seeds 1 --config "$tmp/all.json" --policy fgd --cpu-pods-too --sees-all-pods \
+    --json "$tmp/hand-all.json" > /dev/null 2>&1
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+def run(name):
+    j = json.load(open(f"{d}/{name}.json"))
+    return j["policy"], j["alloc_pct"], j["frag_pct"], j["failed_pods"]
+assert run("none") == run("dep-default"), "no options = --deployment default"
+assert run("none")[0] == "fgd", "the shipped score.policy runs"
+assert run("dep-default") == run("hand-default"), "default = its flags by hand"
+assert run("dep-all") == run("hand-all"), "all-pods = its flags by hand"
+assert run("dep-all") != run("dep-default"), "the two installs place differently"
+print(f"deployments: default {run('none')[1][100]:.2f}, all-pods {run('dep-all')[1][100]:.2f}")
+PY
+grep -q "deployment all-pods; extender config manifests/overlays/all-pods/config.json; profile \
+LeastAllocated, fit weight 0, balanced weight 0, extender weight 5, 100 % of nodes to score; all \
+pods through the extender; all-pods watch on" "$tmp/dep-all.err" || { cat "$tmp/dep-all.err"; exit 1; }
+"$bin" simulate --help | grep -q -- "--deployment default|all-pods" || { echo "FAIL: help"; exit 1; }
+if sim --deployment default --manifests "$tmp/none" 2> "$tmp/nodir.err"; then
+    echo "FAIL: a missing manifests directory was accepted"; exit 1
+fi
+grep -q "give --manifests DIR" "$tmp/nodir.err" || { cat "$tmp/nodir.err"; exit 1; }
+cd - > /dev/null
+
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1000,2,T4\nn2,1000,x,2,T4\n' > "$tmp/bad.csv"
 if "$bin" simulate --nodes "$tmp/bad.csv" --pods "$tmp/pods.csv" 2> "$tmp/bad.err"; then
     echo "FAIL: a bad row was accepted"; exit 1
