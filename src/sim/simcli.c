@@ -657,12 +657,7 @@ write_outputs(const struct cli *c, const struct gx_sim_series *s, size_t n)
 
     gx_buf_init(&b, (size_t)64 << 20);
     if (c->json_path != NULL) {
-        bool ok = n == 1 || gx_buf_adds(&b, "[") == GX_OK;
-        for (size_t k = 0; ok && k < n; k++) {
-            ok = (k == 0 || gx_buf_adds(&b, ",") == GX_OK) && gx_sim_json(&s[k], &b) == GX_OK;
-        }
-        ok = ok && (n == 1 || gx_buf_adds(&b, "]\n") == GX_OK);
-        st |= ok ? write_out(c->json_path, &b) : 1;
+        st |= gx_sim_json(s, n, &b) == GX_OK ? write_out(c->json_path, &b) : 1;
     }
     gx_buf_reset(&b);
     if (c->svg_path != NULL) {

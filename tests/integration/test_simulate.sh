@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # `gpu-extender simulate` end to end on a slice of the openb trace (or a
 # generated one when the trace is not there): exit status, the --json keys,
-# sane invariants (allocation grows, stays <= 100 %, fgd >= count-only), the
-# SVG, and a bad CSV row named by file, line and column. Not timed.
+# sane invariants (allocation grows, stays <= 100 %, fgd >= count-only), one
+# JSON shape for one policy or several, the SVG, the deployments, and a bad
+# CSV row named by file, line and column. Not timed.
 #   tests/integration/test_simulate.sh PATH/TO/gpu-extender
 set -euo pipefail
 
@@ -40,14 +41,22 @@ sim --config "$root/config/simulate/openb.json" --policy fgd --json "$tmp/fgd.js
     --svg "$tmp/fgd.svg" > "$tmp/fgd.txt" 2> "$tmp/fgd.err"
 sim --config "$root/config/simulate/openb.json" --policy count-only --json "$tmp/co.json" \
     > /dev/null 2>&1
+sim --config "$root/config/simulate/openb.json" --policy count-only,fgd --json "$tmp/both.json" \
+    --svg "$tmp/both.svg" > /dev/null 2>&1
 grep -q "seed 1 done" "$tmp/fgd.err" || { echo "FAIL: no progress line"; exit 1; }
 grep -q "<polyline" "$tmp/fgd.svg" || { echo "FAIL: no plot"; exit 1; }
-python3 - "$tmp/fgd.json" "$tmp/co.json" <<'PY'
+grep -q "of 2 seeds:" "$tmp/both.svg" || { echo "FAIL: the legend says no seed count"; exit 1; }
+python3 - "$tmp/fgd.json" "$tmp/co.json" "$tmp/both.json" <<'PY'
 import json, sys
-f, c = (json.load(open(p)) for p in sys.argv[1:3])
-keys = ["trace", "policy", "seeds", "arrived_pct", "alloc_pct", "frag_pct", "failed_pods", "pods"]
-assert list(f) == keys, list(f)
-assert f["seeds"] == [1, 2] and f["arrived_pct"] == list(range(131)), f["seeds"]
+docs = [json.load(open(p)) for p in sys.argv[1:4]]
+for d in docs:  # one shape for one policy or several
+    assert list(d) == ["trace", "seeds", "arrived_pct", "series"], list(d)
+    assert d["seeds"] == [1, 2] and d["arrived_pct"] == list(range(131)), d["seeds"]
+    for e in d["series"]:
+        assert list(e) == ["policy", "alloc_pct", "frag_pct", "failed_pods", "pods"], list(e)
+f, c = docs[0]["series"][0], docs[1]["series"][0]
+assert [e["policy"] for e in docs[2]["series"]] == ["count-only", "fgd"]
+assert docs[2]["series"][1] == f and docs[2]["series"][0] == c, "each policy as when run alone"
 a = f["alloc_pct"]
 assert len(a) == 131 and all(0 <= x <= 100 for x in a), a
 assert all(a[i] <= a[i + 1] + 1e-9 for i in range(130)), "allocation must only grow"
@@ -80,7 +89,7 @@ python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
 def run(name):
-    j = json.load(open(f"{d}/{name}.json"))
+    j = json.load(open(f"{d}/{name}.json"))["series"][0]
     return j["policy"], j["alloc_pct"], j["frag_pct"], j["failed_pods"]
 assert run("none") == run("dep-default"), "no options = --deployment default"
 assert run("none")[0] == "fgd", "the shipped score.policy runs"
