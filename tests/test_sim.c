@@ -273,3 +273,17 @@ Test(sim, relative_scores_choose_as_the_exact_score_does)
     gx_config_free(rel);
     gx_config_free(abs);
 }
+
+Test(sim, progress_text_groups_the_pod_counts)
+{
+    char s[64];
+
+    gx_sim_progress_text(s, sizeof(s), 42, 12288, 32416);
+    cr_assert_str_eq(s, "seed 42: 12,288/32,416 pods");
+    gx_sim_progress_text(s, sizeof(s), 1, 0, 999);
+    cr_assert_str_eq(s, "seed 1: 0/999 pods");
+    gx_sim_progress_text(s, sizeof(s), 7, 1000, 1234567);
+    cr_assert_str_eq(s, "seed 7: 1,000/1,234,567 pods");
+    gx_sim_progress_text(s, 12, 7, 1000, 1234567);
+    cr_assert_str_eq(s, "seed 7: 1,0", "cut to fit");
+}

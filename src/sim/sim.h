@@ -111,6 +111,12 @@ enum gx_err gx_sim_json(const struct gx_sim_series *s, size_t n, struct gx_buf *
  */
 enum gx_err gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
 
+/**
+ * A progress report within a seed, "seed 42: 12,288/32,416 pods", into @out
+ * (@n bytes, NUL-terminated, cut to fit). Cannot fail.
+ */
+void gx_sim_progress_text(char *out, size_t n, uint64_t seed, size_t done, size_t total);
+
 /*
  * The same pipeline driven pod by pod, with departures (the time replay of
  * replay.h): a run's cluster without the experiment around it.

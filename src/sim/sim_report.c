@@ -2,11 +2,13 @@
 /*
  * sim_report.c - the outputs of the trace replay (sim.h): the --json
  * document of one policy's seeds and the SVG plot of allocation against
- * arrived workload, both from the seeds' mean (gx_sim_mean). Formats
- * results only; runs nothing and writes no file (simcli.c does).
+ * arrived workload, both from the seeds' mean (gx_sim_mean), and the
+ * progress line of a seed. Formats results only; runs nothing and writes
+ * no file (simcli.c does).
  */
 #include "sim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Append @v[0..n) as a JSON array of numbers with 2 decimals. */
@@ -200,4 +202,31 @@ gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
         rc = svg_series(out, &s[k], k);
     }
     return rc == GX_OK ? gx_buf_adds(out, "</svg>\n") : rc;
+}
+
+/* @v with a comma every three digits, as people read pod counts. */
+static void
+grouped(size_t v, char *out, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%zu", v);
+    size_t o = 0;
+
+    for (int i = 0; i < len && o + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && o + 2 < n) {
+            out[o++] = ',';
+        }
+        out[o++] = digits[i];
+    }
+    out[o < n ? o : n - 1] = '\0';
+}
+
+void
+gx_sim_progress_text(char *out, size_t n, uint64_t seed, size_t done, size_t total)
+{
+    char d[40], t[40];
+
+    grouped(done, d, sizeof(d));
+    grouped(total, t, sizeof(t));
+    (void)snprintf(out, n, "seed %llu: %s/%s pods", (unsigned long long)seed, d, t);
 }

@@ -6,6 +6,7 @@
  */
 #include "simcli.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,12 @@ struct cli {
     bool replay_time, trend;
     double load, hours, ramp;
     int lag_s;
+    bool progress;     /* --progress, or stderr is a terminal */
+    double progress_s; /* a progress line per running seed at most this often */
 };
+
+/* Progress reports: the default interval on a terminal. */
+#define CLI_PROGRESS_S 2.0
 
 /* Work shared by the threads of one policy. */
 struct work {
@@ -61,6 +67,13 @@ struct work {
     pthread_mutex_t mu;
 };
 
+/* One running seed, for its progress lines. */
+struct seed_run {
+    const struct work *w;
+    uint64_t seed;
+    int64_t last_ms; /* the seed's start, then its last progress line */
+};
+
 static void
 sim_usage(FILE *f)
 {
@@ -72,7 +85,10 @@ sim_usage(FILE *f)
            "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
            "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
            "         [--percentage-of-nodes-to-score P]\n"
+           "         [--progress SECONDS]\n"
            "       --replay time [--load 1.0] [--hours 2] [--lag 30] [--ramp 0.3] [--trend]\n"
+           "progress: a line per running seed every SECONDS (default 2 when stderr is a\n"
+           "  terminal, none otherwise; 0: every 1024 pods)\n"
            "deployments: what an install runs, read from DIR (default ./manifests, so run from\n"
            "  the repository root): default = kubectl apply -k manifests/ (config.json,\n"
            "  scheduler/kube-scheduler-config.yaml), all-pods = manifests/overlays/all-pods.\n"
@@ -164,6 +180,7 @@ static const char *const sim_values[] = {"--nodes",
                                          "--hours",
                                          "--ramp",
                                          "--lag",
+                                         "--progress",
                                          NULL};
 
 static bool
@@ -208,11 +225,12 @@ set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
                : strcmp(a, "--percentage-of-nodes-to-score") == 0 ? &c->pct_nodes
                : strcmp(a, "--lag") == 0                          ? &c->lag_s
                                                                   : NULL;
-    double *real = strcmp(a, "--tune") == 0    ? &c->tune
-                   : strcmp(a, "--load") == 0  ? &c->load
-                   : strcmp(a, "--hours") == 0 ? &c->hours
-                   : strcmp(a, "--ramp") == 0  ? &c->ramp
-                                               : NULL;
+    double *real = strcmp(a, "--tune") == 0       ? &c->tune
+                   : strcmp(a, "--load") == 0     ? &c->load
+                   : strcmp(a, "--hours") == 0    ? &c->hours
+                   : strcmp(a, "--ramp") == 0     ? &c->ramp
+                   : strcmp(a, "--progress") == 0 ? &c->progress_s
+                                                  : NULL;
     char *end = NULL;
 
     if (path != NULL) {
@@ -260,18 +278,19 @@ set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
 static bool
 check_args(const struct cli *c, struct gx_why *why)
 {
-    const char *bad = c->nodes_path == NULL  ? "--nodes is required"
-                      : c->pods_path == NULL ? "--pods is required"
-                      : c->threads < 1       ? "--threads must be at least 1"
-                      : c->tune < 0          ? "--tune must not be negative"
-                      : c->load <= 0         ? "--load must be above 0"
-                      : c->hours <= 0 || c->hours > 1000
-                          ? "--hours must be above 0 and at most 1000"
-                      : c->ramp < 0 || c->ramp > 1 ? "--ramp must be from 0 to 1"
-                      : c->strategy != NULL && strcmp(c->strategy, "LeastAllocated") != 0 &&
-                              strcmp(c->strategy, "MostAllocated") != 0
-                          ? "--strategy takes LeastAllocated or MostAllocated"
-                          : NULL;
+    const char *bad =
+        c->nodes_path == NULL                       ? "--nodes is required"
+        : c->pods_path == NULL                      ? "--pods is required"
+        : c->threads < 1                            ? "--threads must be at least 1"
+        : c->tune < 0                               ? "--tune must not be negative"
+        : c->load <= 0                              ? "--load must be above 0"
+        : c->hours <= 0 || c->hours > 1000          ? "--hours must be above 0 and at most 1000"
+        : c->ramp < 0 || c->ramp > 1                ? "--ramp must be from 0 to 1"
+        : c->progress_s < 0 || c->progress_s > 3600 ? "--progress takes seconds from 0 to 3600"
+        : c->strategy != NULL && strcmp(c->strategy, "LeastAllocated") != 0 &&
+                strcmp(c->strategy, "MostAllocated") != 0
+            ? "--strategy takes LeastAllocated or MostAllocated"
+            : NULL;
 
     if (bad != NULL) {
         gx_why_set(why, "simulate: %s", bad);
@@ -294,6 +313,7 @@ parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
     c->hours = 2.0;
     c->ramp = 0.3;
     c->lag_s = 30;
+    c->progress_s = NAN;
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -313,6 +333,12 @@ parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
     /* the shipped install unless the command line sets up an experiment */
     if (c->deployment == NULL && c->config_path == NULL && c->policies[0] == '\0') {
         c->deployment = gx_sim_deployment_find("default");
+    }
+    if (isnan(c->progress_s)) {
+        c->progress_s = CLI_PROGRESS_S;
+        c->progress = isatty(STDERR_FILENO) != 0;
+    } else {
+        c->progress = true;
     }
     return check_args(c, why);
 }
@@ -364,14 +390,20 @@ load_trace(const struct cli *c, struct gx_trace_node **nodes, struct gx_trace_po
     return 0;
 }
 
+/* gx_sim_run's report every 1024 pods: a line when the seed's interval has passed. */
 static void
 progress_cb(void *ctx, size_t done, size_t total)
 {
-    struct work *w = ctx;
+    struct seed_run *r = ctx;
+    int64_t now = gx_mono_ms();
+    char text[128];
 
-    (void)done;
-    (void)total;
-    (void)w;
+    if (!r->w->cli->progress || (double)(now - r->last_ms) < r->w->cli->progress_s * 1000.0) {
+        return;
+    }
+    r->last_ms = now;
+    gx_sim_progress_text(text, sizeof(text), r->seed, done, total);
+    (void)fprintf(stderr, "simulate: %s %s\n", r->w->policy, text);
 }
 
 /* Worker: take the next seed until none is left. */
@@ -395,7 +427,8 @@ worker(void *arg)
         if (w->ropts != NULL) {
             rc = gx_replay_run(w->ropts, w->trace, w->cli->seeds[k], &w->rresults[k], &why);
         } else {
-            rc = gx_sim_run(w->opts, w->trace, w->cli->seeds[k], progress_cb, w, &r, &why);
+            struct seed_run sr = {.w = w, .seed = w->cli->seeds[k], .last_ms = gx_mono_ms()};
+            rc = gx_sim_run(w->opts, w->trace, sr.seed, progress_cb, &sr, &r, &why);
         }
         (void)pthread_mutex_lock(&w->mu);
         if (rc != GX_OK && w->rc == GX_OK) {

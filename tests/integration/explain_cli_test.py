@@ -178,6 +178,8 @@ for args, first in [
      "gpu-extender: simulate: --deployment takes default|all-pods, not 'all'"),
     (["simulate", "--nodes", "n", "--pods", "p", "--strategy", "Most"],
      "gpu-extender: simulate: --strategy takes LeastAllocated or MostAllocated"),
+    (["simulate", "--nodes", "n", "--pods", "p", "--progress", "-1"],
+     "gpu-extender: simulate: --progress takes seconds from 0 to 3600"),
 ]:
     rc, out, err = run(*args)
     lines = err.splitlines()

@@ -44,6 +44,12 @@ sim --config "$root/config/simulate/openb.json" --policy count-only --json "$tmp
 sim --config "$root/config/simulate/openb.json" --policy count-only,fgd --json "$tmp/both.json" \
     --svg "$tmp/both.svg" > /dev/null 2>&1
 grep -q "seed 1 done" "$tmp/fgd.err" || { echo "FAIL: no progress line"; exit 1; }
+# progress within a seed: only when asked (stderr is a file here, not a terminal)
+if grep -q " pods$" "$tmp/fgd.err"; then echo "FAIL: progress lines unasked"; exit 1; fi
+sim --seeds 1 --config "$root/config/simulate/openb.json" --policy fgd --progress 0 \
+    > /dev/null 2> "$tmp/progress.err"
+grep -Eq "^simulate: fgd seed 1: 1,024/[0-9],[0-9]{3} pods$" "$tmp/progress.err" \
+    || { cat "$tmp/progress.err"; echo "FAIL: --progress 0 printed no line"; exit 1; }
 grep -q "<polyline" "$tmp/fgd.svg" || { echo "FAIL: no plot"; exit 1; }
 grep -q "of 2 seeds:" "$tmp/both.svg" || { echo "FAIL: the legend says no seed count"; exit 1; }
 python3 - "$tmp/fgd.json" "$tmp/co.json" "$tmp/both.json" <<'PY'
