@@ -287,3 +287,28 @@ Test(sim, progress_text_groups_the_pod_counts)
     gx_sim_progress_text(s, 12, 7, 1000, 1234567);
     cr_assert_str_eq(s, "seed 7: 1,0", "cut to fit");
 }
+
+/* Tuning draws pods until the GPU demand reaches tune x capacity: with no GPU pod, never. */
+Test(sim, a_trace_without_gpu_pods_is_refused_not_tuned_forever, .timeout = 10)
+{
+    struct gx_config *cfg = gx_simgen_config("{}");
+    struct gx_sim_trace t = gen_trace();
+    struct gx_trace_pod cpu[3];
+    struct gx_sim_opts o;
+    struct gx_sim_result r;
+    struct gx_why why = {{0}};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cpu); i++) {
+        cpu[i] = pods[0];
+        cpu[i].num_gpu = 0;
+        cpu[i].gpu_milli = 0;
+    }
+    t.pods = cpu;
+    t.n_pods = GX_ARRAY_LEN(cpu);
+    gx_sim_opts_default(&o, cfg);
+    cr_assert_eq(gx_sim_run(&o, &t, 1, NULL, NULL, &r, &why), GX_EINVAL);
+    cr_assert(strstr(why.text, "no pod of the trace asks for a GPU") != NULL, "%s", why.text);
+    o.tune = 0;
+    cr_assert_eq(gx_sim_run(&o, &t, 1, NULL, NULL, &r, &why), GX_OK, "%s", why.text);
+    gx_config_free(cfg);
+}
