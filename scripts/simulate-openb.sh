@@ -16,13 +16,16 @@ threads=${GX_THREADS:-2}
 mkdir -p "$out"
 summary="$out/summary.txt"
 : > "$summary"
-run() { # name trace nodes config policy extra...
-    local name=$1 trace=$2 nodes=$3 cfg=$4 pol=$5
+run() { # name trace nodes config|deployment:NAME policy extra...
+    local name=$1 trace=$2 nodes=$3 cfg=$4 pol=$5 setup
     shift 5
+    # a shipped install (simulate --deployment, read from manifests/) or a config's experiment
+    setup=(--config "$cfg")
+    [[ $cfg == deployment:* ]] && setup=(--deployment "${cfg#deployment:}")
     # a finished run (its mean line is there) is kept: the script resumes
     if ! grep -q ' mean of ' "$out/$trace.$name.txt" 2> /dev/null; then
     /usr/bin/time -o "$out/$trace.$name.time" -f "%e %U %S" "$bin" simulate \
-        --nodes "$traces/$nodes" --pods "$traces/$trace.csv" --config "$cfg" --policy "$pol" \
+        --nodes "$traces/$nodes" --pods "$traces/$trace.csv" "${setup[@]}" --policy "$pol" \
         --seeds "$seeds" --threads "$threads" --json "$out/$trace.$name.json" "$@" \
         > "$out/$trace.$name.txt" 2> "$out/$trace.$name.err"
     fi
@@ -39,9 +42,11 @@ for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_mul
     run fgd "$trace" $nodes config/simulate/openb.json fgd
     # the all-pods watch of the live service (kubernetes.watch_all_pods)
     run fgd-watch "$trace" $nodes config/simulate/openb.json fgd --sees-all-pods
-    # every pod through the extender: relative scores, no in-tree scores (docs: all pods)
-    run fgd-all-pods "$trace" $nodes config/simulate/openb-all-pods.json fgd --cpu-pods-too \
-        --sees-all-pods
+    # every pod through the extender: the all-pods install (manifests/overlays/all-pods)
+    run fgd-all-pods "$trace" $nodes deployment:all-pods fgd
+    # the shipped default install as kubectl apply -k manifests/ deploys it (its config's
+    # metric weights included, which the fgd rows above set to 0)
+    run fgd-default-install "$trace" $nodes deployment:default fgd
 done
 # the same policy with more of the node in view, and with the unrounded score
 trace=openb_pod_list_default
@@ -50,8 +55,7 @@ run fgd-cpu-pods $trace $nodes config/simulate/openb.json fgd --cpu-pods-too
 run fgd-exact $trace $nodes config/simulate/openb.json fgd --exact-score
 # held out: the same workload on the cluster with its CPU-only nodes (never used for tuning)
 run fgd-allnodes openb_pod_list_default openb_node_list_all_node.csv config/simulate/openb.json fgd
-run fgd-all-pods-allnodes openb_pod_list_default openb_node_list_all_node.csv \
-    config/simulate/openb-all-pods.json fgd --cpu-pods-too --sees-all-pods
+run fgd-all-pods-allnodes openb_pod_list_default openb_node_list_all_node.csv deployment:all-pods fgd
 run binpack-allnodes openb_pod_list_default openb_node_list_all_node.csv config/config.json binpack
 # one SVG per trace with every policy
 for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_multigpu20; do

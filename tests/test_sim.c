@@ -145,33 +145,100 @@ Test(sim, node_with_too_many_cards_is_refused)
     gx_config_free(cfg);
 }
 
-Test(sim, json_has_exactly_the_documented_keys)
+/* Two seeds of a made-up run: 90 and 92 % at 100 % arrived, 3 of 20 pods failed. */
+static void
+two_seeds(struct gx_sim_result r[2])
 {
-    struct gx_sim_result r[2];
-    struct gx_sim_series s = {.trace = "t", .policy = "binpack", .runs = r, .n_runs = 2};
-    struct gx_buf b;
-
-    memset(r, 0, sizeof(r));
+    memset(r, 0, 2 * sizeof(*r));
     r[0].seed = 42;
     r[1].seed = 43;
     r[0].alloc_pct[100] = 90.0;
     r[1].alloc_pct[100] = 92.0;
     r[0].pods = r[1].pods = 10;
     r[1].failed = 3;
+}
+
+Test(sim, json_has_exactly_the_documented_keys)
+{
+    struct gx_sim_result r[2];
+    struct gx_sim_series s = {.trace = "t", .policy = "binpack", .runs = r, .n_runs = 2};
+    struct gx_buf b;
+
+    two_seeds(r);
     gx_buf_init(&b, 1 << 20);
-    cr_assert_eq(gx_sim_json(&s, &b), GX_OK);
-    cr_assert(strncmp(b.data,
-                      "{\"trace\":\"t\",\"policy\":\"binpack\",\"seeds\":[42,43],"
-                      "\"arrived_pct\":[0,1,2,",
-                      60) == 0,
+    cr_assert_eq(gx_sim_json(&s, 1, &b), GX_OK);
+    cr_assert(strncmp(b.data, "{\"trace\":\"t\",\"seeds\":[42,43],\"arrived_pct\":[0,1,2,", 48) ==
+                  0,
               "%.80s", b.data);
-    cr_assert(strstr(b.data, ",129,130],\"alloc_pct\":[0.00,") != NULL);
+    cr_assert(strstr(b.data,
+                     ",129,130],\"series\":[{\"policy\":\"binpack\",\"alloc_pct\":[0.00,") != NULL);
     cr_assert(strstr(b.data, ",91.00,") != NULL, "mean of the seeds");
-    cr_assert(strstr(b.data, "\"failed_pods\":3,\"pods\":20}") != NULL, "%s", b.data + b.len - 40);
-    gx_buf_reset(&b);
+    cr_assert(strstr(b.data, "\"failed_pods\":3,\"pods\":20}]}\n") != NULL, "%s",
+              b.data + b.len - 40);
+    gx_buf_release(&b);
+}
+
+/* One policy or several: the same document, one more entry in "series". */
+Test(sim, json_has_one_shape_for_one_policy_or_several)
+{
+    struct gx_sim_result r[2];
+    struct gx_sim_series s[2] = {{.trace = "t", .policy = "binpack", .runs = r, .n_runs = 2},
+                                 {.trace = "t", .policy = "fgd", .runs = r, .n_runs = 2}};
+    struct gx_buf one, two;
+    const char *cut;
+
+    two_seeds(r);
+    gx_buf_init(&one, 1 << 20);
+    gx_buf_init(&two, 1 << 20);
+    cr_assert_eq(gx_sim_json(s, 1, &one), GX_OK);
+    cr_assert_eq(gx_sim_json(s, 2, &two), GX_OK);
+    cr_assert_eq(two.data[0], '{', "an object, not an array");
+    cut = strstr(two.data, "},{\"policy\":\"fgd\",");
+    cr_assert_not_null(cut, "the second policy is the next entry of series");
+    cr_assert_eq(strncmp(one.data, two.data, (size_t)(cut - two.data) + 1), 0,
+                 "the first policy's document is the start of both");
+    cr_assert_str_eq(one.data + (cut - two.data) + 1, "]}\n");
+    gx_buf_release(&one);
+    gx_buf_release(&two);
+}
+
+/* The y of the polyline's point @i in @svg (points are "x,y" separated by blanks). */
+static double
+point_y(const char *svg, int i)
+{
+    const char *p = strstr(svg, "points=\"");
+    double x = 0, y = -1;
+
+    cr_assert_not_null(p);
+    p += strlen("points=\"");
+    for (int k = 0; k < i; k++) {
+        p = strchr(p, ' ') + 1;
+    }
+    cr_assert_eq(sscanf(p, "%lf,%lf", &x, &y), 2);
+    return y;
+}
+
+Test(sim, svg_starts_the_axis_at_zero_and_says_what_it_plots)
+{
+    struct gx_sim_result r[2];
+    struct gx_sim_series s = {.trace = "t", .policy = "binpack", .runs = r, .n_runs = 2};
+    struct gx_buf b;
+
+    two_seeds(r);
+    for (int i = 0; i < 100; i++) {
+        r[0].alloc_pct[i] = r[1].alloc_pct[i] = i * 0.5;
+    }
+    gx_buf_init(&b, 1 << 20);
     cr_assert_eq(gx_sim_svg(&s, 1, &b), GX_OK);
     cr_assert(strstr(b.data, "<polyline") != NULL && strstr(b.data, "</svg>") != NULL);
-    cr_assert(strstr(b.data, "binpack 91.00%") != NULL);
+    cr_assert_gt(point_y(b.data, 0), point_y(b.data, 40) + 50.0,
+                 "20 %% allocated is drawn well above 0 %%: the axis is not cut at 50 %%");
+    cr_assert_gt(point_y(b.data, 40), point_y(b.data, 100) + 100.0);
+    cr_assert(strstr(b.data, "text-anchor=\"end\">0</text>") != NULL, "a y tick at 0 %%");
+    cr_assert(strstr(b.data, "GPU allocation at</text>") != NULL, "%s", b.data);
+    cr_assert(strstr(b.data, "100 % arrived, mean</text>") != NULL);
+    cr_assert(strstr(b.data, "of 2 seeds:</text>") != NULL);
+    cr_assert(strstr(b.data, "binpack 91.00 %") != NULL);
     gx_buf_release(&b);
 }
 
@@ -205,4 +272,43 @@ Test(sim, relative_scores_choose_as_the_exact_score_does)
                   "rounding to 0..10 changes choices on this cluster");
     gx_config_free(rel);
     gx_config_free(abs);
+}
+
+Test(sim, progress_text_groups_the_pod_counts)
+{
+    char s[64];
+
+    gx_sim_progress_text(s, sizeof(s), 42, 12288, 32416);
+    cr_assert_str_eq(s, "seed 42: 12,288/32,416 pods");
+    gx_sim_progress_text(s, sizeof(s), 1, 0, 999);
+    cr_assert_str_eq(s, "seed 1: 0/999 pods");
+    gx_sim_progress_text(s, sizeof(s), 7, 1000, 1234567);
+    cr_assert_str_eq(s, "seed 7: 1,000/1,234,567 pods");
+    gx_sim_progress_text(s, 12, 7, 1000, 1234567);
+    cr_assert_str_eq(s, "seed 7: 1,0", "cut to fit");
+}
+
+/* Tuning draws pods until the GPU demand reaches tune x capacity: with no GPU pod, never. */
+Test(sim, a_trace_without_gpu_pods_is_refused_not_tuned_forever, .timeout = 10)
+{
+    struct gx_config *cfg = gx_simgen_config("{}");
+    struct gx_sim_trace t = gen_trace();
+    struct gx_trace_pod cpu[3];
+    struct gx_sim_opts o;
+    struct gx_sim_result r;
+    struct gx_why why = {{0}};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(cpu); i++) {
+        cpu[i] = pods[0];
+        cpu[i].num_gpu = 0;
+        cpu[i].gpu_milli = 0;
+    }
+    t.pods = cpu;
+    t.n_pods = GX_ARRAY_LEN(cpu);
+    gx_sim_opts_default(&o, cfg);
+    cr_assert_eq(gx_sim_run(&o, &t, 1, NULL, NULL, &r, &why), GX_EINVAL);
+    cr_assert(strstr(why.text, "no pod of the trace asks for a GPU") != NULL, "%s", why.text);
+    o.tune = 0;
+    cr_assert_eq(gx_sim_run(&o, &t, 1, NULL, NULL, &r, &why), GX_OK, "%s", why.text);
+    gx_config_free(cfg);
 }

@@ -73,6 +73,12 @@ build_order(struct gx_sim_state *r)
         idx[i] = i;
         total += gx_trace_pod_milli(&t->pods[i]);
     }
+    if (r->o->tune > 0 && total == 0) {
+        /* drawing more pods would never reach the target: refuse, do not loop */
+        free(idx);
+        free(tmp);
+        return GX_EINVAL;
+    }
     sort_by_name(idx, tmp, n, t->pods);
     for (size_t i = n; r->o->shuffle && i > 1; i--) {
         size_t j = gx_sim_rng_below(&r->rng, i), x = idx[i - 1];
@@ -163,7 +169,16 @@ gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t s
     enum gx_err rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = gx_sim_state_init(&r, o, t, seed, why)) != GX_OK || (rc = build_order(&r)) != GX_OK) {
+    if ((rc = gx_sim_state_init(&r, o, t, seed, why)) != GX_OK) {
+        goto out;
+    }
+    if ((rc = build_order(&r)) != GX_OK) {
+        if (rc == GX_EINVAL) {
+            gx_why_set(why,
+                       "no pod of the trace asks for a GPU: nothing to tune to %.2f x the "
+                       "GPU capacity (--tune 0 replays the pods as they are)",
+                       o->tune);
+        }
         goto out;
     }
     for (size_t k = 0; k < r.n_order; k++) {

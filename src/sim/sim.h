@@ -96,13 +96,26 @@ struct gx_sim_series {
 };
 
 /**
- * The --json document of @s: {"trace","policy","seeds","arrived_pct",
- * "alloc_pct","frag_pct","failed_pods","pods"} (means over the seeds).
+ * The --json document of the @n series @s, the same shape for one policy or
+ * several: {"trace","seeds","arrived_pct","series":[{"policy","alloc_pct",
+ * "frag_pct","failed_pods","pods"}...]}. The series share trace and seeds
+ * (@s[0]'s are written); alloc and frag are means over the seeds, failed
+ * and pods sums.
  */
-enum gx_err gx_sim_json(const struct gx_sim_series *s, struct gx_buf *out) GX_WUR;
+enum gx_err gx_sim_json(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
 
-/** An SVG plot of allocation against arrived workload, one line per series. */
+/**
+ * An SVG plot of allocation against arrived workload, y from 0 to 100 %, one
+ * line per series; the legend gives each series' allocation at 100 %
+ * arrived and the number of seeds the curves are the mean of.
+ */
 enum gx_err gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
+
+/**
+ * A progress report within a seed, "seed 42: 12,288/32,416 pods", into @out
+ * (@n bytes, NUL-terminated, cut to fit). Cannot fail.
+ */
+void gx_sim_progress_text(char *out, size_t n, uint64_t seed, size_t done, size_t total);
 
 /*
  * The same pipeline driven pod by pod, with departures (the time replay of

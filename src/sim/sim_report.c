@@ -2,11 +2,13 @@
 /*
  * sim_report.c - the outputs of the trace replay (sim.h): the --json
  * document of one policy's seeds and the SVG plot of allocation against
- * arrived workload, both from the seeds' mean (gx_sim_mean). Formats
- * results only; runs nothing and writes no file (simcli.c does).
+ * arrived workload, both from the seeds' mean (gx_sim_mean), and the
+ * progress line of a seed. Formats results only; runs nothing and writes
+ * no file (simcli.c does).
  */
 #include "sim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Append @v[0..n) as a JSON array of numbers with 2 decimals. */
@@ -21,37 +23,20 @@ json_array(struct gx_buf *b, const double *v, size_t n)
     return rc == GX_OK ? gx_buf_adds(b, "]") : rc;
 }
 
-enum gx_err
-gx_sim_json(const struct gx_sim_series *s, struct gx_buf *out)
+/* One series of the --json document: its policy and the means over its seeds. */
+static enum gx_err
+json_series(const struct gx_sim_series *s, struct gx_buf *out)
 {
     struct gx_sim_result m;
     enum gx_err rc;
 
     gx_sim_mean(s->runs, s->n_runs, &m);
-    rc = gx_buf_adds(out, "{\"trace\":");
-    if (rc == GX_OK) {
-        rc = gx_buf_add_json_str(out, s->trace, strlen(s->trace));
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, ",\"policy\":");
-    }
+    rc = gx_buf_adds(out, "{\"policy\":");
     if (rc == GX_OK) {
         rc = gx_buf_add_json_str(out, s->policy, strlen(s->policy));
     }
     if (rc == GX_OK) {
-        rc = gx_buf_adds(out, ",\"seeds\":[");
-    }
-    for (size_t k = 0; rc == GX_OK && k < s->n_runs; k++) {
-        rc = gx_buf_addf(out, "%s%llu", k ? "," : "", (unsigned long long)s->runs[k].seed);
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "],\"arrived_pct\":[");
-    }
-    for (size_t i = 0; rc == GX_OK && i < GX_SIM_STEPS; i++) {
-        rc = gx_buf_addf(out, "%s%zu", i ? "," : "", i);
-    }
-    if (rc == GX_OK) {
-        rc = gx_buf_adds(out, "],\"alloc_pct\":");
+        rc = gx_buf_adds(out, ",\"alloc_pct\":");
     }
     if (rc == GX_OK) {
         rc = json_array(out, m.alloc_pct, GX_SIM_STEPS);
@@ -63,19 +48,58 @@ gx_sim_json(const struct gx_sim_series *s, struct gx_buf *out)
         rc = json_array(out, m.frag_pct, GX_SIM_STEPS);
     }
     if (rc == GX_OK) {
-        rc = gx_buf_addf(out, ",\"failed_pods\":%zu,\"pods\":%zu}\n", m.failed, m.pods);
+        rc = gx_buf_addf(out, ",\"failed_pods\":%zu,\"pods\":%zu}", m.failed, m.pods);
     }
     return rc;
 }
 
-/* SVG geometry: plot area inside margins, x 0..130 %, y from Y_LO to 100 %. */
+/* The trace, the seeds and the x axis the series share. */
+static enum gx_err
+json_head(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
+{
+    const char *trace = n > 0 ? s[0].trace : "";
+    enum gx_err rc = gx_buf_adds(out, "{\"trace\":");
+
+    if (rc == GX_OK) {
+        rc = gx_buf_add_json_str(out, trace, strlen(trace));
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(out, ",\"seeds\":[");
+    }
+    for (size_t k = 0; rc == GX_OK && n > 0 && k < s[0].n_runs; k++) {
+        rc = gx_buf_addf(out, "%s%llu", k ? "," : "", (unsigned long long)s[0].runs[k].seed);
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(out, "],\"arrived_pct\":[");
+    }
+    for (size_t i = 0; rc == GX_OK && i < GX_SIM_STEPS; i++) {
+        rc = gx_buf_addf(out, "%s%zu", i ? "," : "", i);
+    }
+    return rc == GX_OK ? gx_buf_adds(out, "]") : rc;
+}
+
+enum gx_err
+gx_sim_json(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
+{
+    enum gx_err rc = json_head(s, n, out);
+
+    if (rc == GX_OK) {
+        rc = gx_buf_adds(out, ",\"series\":[");
+    }
+    for (size_t k = 0; rc == GX_OK && k < n; k++) {
+        rc = k == 0 ? GX_OK : gx_buf_adds(out, ",");
+        rc = rc == GX_OK ? json_series(&s[k], out) : rc;
+    }
+    return rc == GX_OK ? gx_buf_adds(out, "]}\n") : rc;
+}
+
+/* SVG geometry: plot area inside margins, x 0..130 %, y 0..100 % (no broken axis). */
 #define SVG_W 720
 #define SVG_H 440
 #define SVG_L 60
 #define SVG_R 180
 #define SVG_T 30
 #define SVG_B 50
-#define Y_LO 50.0
 
 static double
 svg_x(double arrived)
@@ -86,8 +110,8 @@ svg_x(double arrived)
 static double
 svg_y(double pct)
 {
-    double v = pct < Y_LO ? Y_LO : pct;
-    return SVG_T + (100.0 - v) / (100.0 - Y_LO) * (SVG_H - SVG_T - SVG_B);
+    double v = pct < 0.0 ? 0.0 : pct > 100.0 ? 100.0 : pct;
+    return SVG_T + (100.0 - v) / 100.0 * (SVG_H - SVG_T - SVG_B);
 }
 
 /* Axes, grid and labels. */
@@ -108,7 +132,7 @@ svg_axes(struct gx_buf *b, const char *trace)
                          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n",
                          svg_x(a), SVG_T, svg_x(a), SVG_H - SVG_B, svg_x(a), SVG_H - SVG_B + 16, a);
     }
-    for (int p = (int)Y_LO; rc == GX_OK && p <= 100; p += 5) {
+    for (int p = 0; rc == GX_OK && p <= 100; p += 10) {
         rc = gx_buf_addf(b,
                          "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                          "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n",
@@ -124,32 +148,85 @@ svg_axes(struct gx_buf *b, const char *trace)
     return rc;
 }
 
-enum gx_err
-gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
+/* Top of the legend: what its numbers are, and over how many seeds. */
+#define LEG_T (SVG_T + 56)
+
+static enum gx_err
+svg_legend_head(struct gx_buf *b, size_t n_seeds)
+{
+    int x = SVG_W - SVG_R + 10;
+
+    return gx_buf_addf(b,
+                       "<text x=\"%d\" y=\"%d\">GPU allocation at</text>"
+                       "<text x=\"%d\" y=\"%d\">100 %% arrived, mean</text>"
+                       "<text x=\"%d\" y=\"%d\">of %zu seed%s:</text>\n",
+                       x, SVG_T + 4, x, SVG_T + 20, x, SVG_T + 36, n_seeds,
+                       n_seeds == 1 ? "" : "s");
+}
+
+/* One series: its curve (mean over its seeds) and its legend entry, in color @k. */
+static enum gx_err
+svg_series(struct gx_buf *out, const struct gx_sim_series *s, size_t k)
 {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                          "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    const char *col = colors[k % GX_ARRAY_LEN(colors)];
+    struct gx_sim_result m;
+    enum gx_err rc;
+
+    gx_sim_mean(s->runs, s->n_runs, &m);
+    rc = gx_buf_addf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                     col);
+    for (size_t i = 0; rc == GX_OK && i < GX_SIM_STEPS; i++) {
+        rc = gx_buf_addf(out, "%s%.1f,%.1f", i ? " " : "", svg_x((double)i), svg_y(m.alloc_pct[i]));
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_addf(out,
+                         "\"/>\n<line x1=\"%d\" y1=\"%zu\" x2=\"%d\" y2=\"%zu\" stroke=\"%s\" "
+                         "stroke-width=\"3\"/><text x=\"%d\" y=\"%zu\">%.40s %.2f %%</text>\n",
+                         SVG_W - SVG_R + 10, LEG_T + 18 * k, SVG_W - SVG_R + 30, LEG_T + 18 * k,
+                         col, SVG_W - SVG_R + 36, LEG_T + 4 + 18 * k, s->policy, m.alloc_pct[100]);
+    }
+    return rc;
+}
+
+enum gx_err
+gx_sim_svg(const struct gx_sim_series *s, size_t n, struct gx_buf *out)
+{
     enum gx_err rc = svg_axes(out, n > 0 ? s[0].trace : "");
 
+    if (rc == GX_OK) {
+        rc = svg_legend_head(out, n > 0 ? s[0].n_runs : 0);
+    }
     for (size_t k = 0; rc == GX_OK && k < n; k++) {
-        struct gx_sim_result m;
-        const char *col = colors[k % GX_ARRAY_LEN(colors)];
-
-        gx_sim_mean(s[k].runs, s[k].n_runs, &m);
-        rc = gx_buf_addf(
-            out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
-        for (size_t i = 0; rc == GX_OK && i < GX_SIM_STEPS; i++) {
-            rc = gx_buf_addf(out, "%s%.1f,%.1f", i ? " " : "", svg_x((double)i),
-                             svg_y(m.alloc_pct[i]));
-        }
-        if (rc == GX_OK) {
-            rc = gx_buf_addf(out,
-                             "\"/>\n<line x1=\"%d\" y1=\"%zu\" x2=\"%d\" y2=\"%zu\" stroke=\"%s\" "
-                             "stroke-width=\"3\"/><text x=\"%d\" y=\"%zu\">%.40s %.2f%%</text>\n",
-                             SVG_W - SVG_R + 10, SVG_T + 10 + 18 * k, SVG_W - SVG_R + 30,
-                             SVG_T + 10 + 18 * k, col, SVG_W - SVG_R + 36, SVG_T + 14 + 18 * k,
-                             s[k].policy, m.alloc_pct[100]);
-        }
+        rc = svg_series(out, &s[k], k);
     }
     return rc == GX_OK ? gx_buf_adds(out, "</svg>\n") : rc;
+}
+
+/* @v with a comma every three digits, as people read pod counts. */
+static void
+grouped(size_t v, char *out, size_t n)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%zu", v);
+    size_t o = 0;
+
+    for (int i = 0; i < len && o + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && o + 2 < n) {
+            out[o++] = ',';
+        }
+        out[o++] = digits[i];
+    }
+    out[o < n ? o : n - 1] = '\0';
+}
+
+void
+gx_sim_progress_text(char *out, size_t n, uint64_t seed, size_t done, size_t total)
+{
+    char d[40], t[40];
+
+    grouped(done, d, sizeof(d));
+    grouped(total, t, sizeof(t));
+    (void)snprintf(out, n, "seed %llu: %s/%s pods", (unsigned long long)seed, d, t);
 }

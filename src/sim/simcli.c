@@ -6,6 +6,7 @@
  */
 #include "simcli.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "config.h"
 #include "replay.h"
 #include "sim.h"
+#include "sim_deploy.h"
 #include "trace.h"
 
 /* Seeds one invocation may run, policies one invocation may compare. */
@@ -26,6 +28,10 @@
 
 struct cli {
     const char *nodes_path, *pods_path, *config_path, *json_path, *svg_path;
+    /* --deployment: the shipped install simulated, its files under --manifests */
+    const struct gx_sim_deployment *deployment;
+    const char *manifests;
+    struct gx_sim_sched sched; /* the deployment's gpu-scheduler profile */
     char policies[256];
     uint64_t seeds[CLI_MAX_SEEDS];
     size_t n_seeds;
@@ -39,7 +45,12 @@ struct cli {
     bool replay_time, trend;
     double load, hours, ramp;
     int lag_s;
+    bool progress;     /* --progress, or stderr is a terminal */
+    double progress_s; /* a progress line per running seed at most this often */
 };
+
+/* Progress reports: the default interval on a terminal. */
+#define CLI_PROGRESS_S 2.0
 
 /* Work shared by the threads of one policy. */
 struct work {
@@ -56,19 +67,42 @@ struct work {
     pthread_mutex_t mu;
 };
 
+/* One running seed, for its progress lines. */
+struct seed_run {
+    const struct work *w;
+    uint64_t seed;
+    int64_t last_ms; /* the seed's start, then its last progress line */
+};
+
 static void
 sim_usage(FILE *f)
 {
     (void)fprintf(
-        f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv [--config FILE]\n"
+        f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv\n"
+           "         [--deployment default|all-pods] [--manifests DIR] [--config FILE]\n"
            "         [--policy NAME[,NAME...]] [--tune 1.3] [--seeds 42-51] [--json OUT.json]\n"
            "         [--svg OUT.svg] [--threads N] [--exact-score] [--no-shuffle] [--replicas R]\n"
            "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
            "         [--strategy LeastAllocated|MostAllocated] [--extender-weight W]\n"
            "         [--percentage-of-nodes-to-score P]\n"
+           "         [--progress SECONDS]\n"
            "       --replay time [--load 1.0] [--hours 2] [--lag 30] [--ramp 0.3] [--trend]\n"
+           "progress: a line per running seed every SECONDS (default 2 when stderr is a\n"
+           "  terminal, none otherwise; 0: every 1024 pods)\n"
+           "deployments: what an install runs, read from DIR (default ./manifests, so run from\n"
+           "  the repository root): default = kubectl apply -k manifests/ (config.json,\n"
+           "  scheduler/kube-scheduler-config.yaml), all-pods = manifests/overlays/all-pods.\n"
+           "  A deployment sets the extender config (--config replaces it), its policy\n"
+           "  (score.policy; --policy replaces it), --sees-all-pods from\n"
+           "  kubernetes.watch_all_pods, and from the gpu-scheduler profile --strategy,\n"
+           "  --extender-weight, --percentage-of-nodes-to-score, the in-tree score weights and\n"
+           "  --cpu-pods-too (an extender without managedResources); the flags still override.\n"
+           "  Without --deployment, --policy or --config: --deployment default. With --policy\n"
+           "  or --config alone: an experiment with only the flags given and the config's\n"
+           "  simulate.scheduler keys (built-in defaults without --config).\n"
            "policies: binpack, spread, fgd (the extender under that score.policy), count-only\n"
-           "          (kube-scheduler + NVIDIA device plugin), random\n");
+           "          (kube-scheduler + NVIDIA device plugin), random; default: the config's\n"
+           "          score.policy\n");
 }
 
 /* Parse "42-51" or "1,5,9" (or a mix) into @c->seeds. */
@@ -129,6 +163,8 @@ static const char *const sim_flags[] = {"--exact-score",
 static const char *const sim_values[] = {"--nodes",
                                          "--pods",
                                          "--config",
+                                         "--deployment",
+                                         "--manifests",
                                          "--json",
                                          "--svg",
                                          "--policy",
@@ -144,6 +180,7 @@ static const char *const sim_values[] = {"--nodes",
                                          "--hours",
                                          "--ramp",
                                          "--lag",
+                                         "--progress",
                                          NULL};
 
 static bool
@@ -174,24 +211,26 @@ set_flag(struct cli *c, const char *a)
 static bool
 set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
 {
-    const char **path = strcmp(a, "--nodes") == 0      ? &c->nodes_path
-                        : strcmp(a, "--pods") == 0     ? &c->pods_path
-                        : strcmp(a, "--config") == 0   ? &c->config_path
-                        : strcmp(a, "--json") == 0     ? &c->json_path
-                        : strcmp(a, "--svg") == 0      ? &c->svg_path
-                        : strcmp(a, "--strategy") == 0 ? &c->strategy
-                                                       : NULL;
+    const char **path = strcmp(a, "--nodes") == 0       ? &c->nodes_path
+                        : strcmp(a, "--pods") == 0      ? &c->pods_path
+                        : strcmp(a, "--config") == 0    ? &c->config_path
+                        : strcmp(a, "--json") == 0      ? &c->json_path
+                        : strcmp(a, "--svg") == 0       ? &c->svg_path
+                        : strcmp(a, "--strategy") == 0  ? &c->strategy
+                        : strcmp(a, "--manifests") == 0 ? &c->manifests
+                                                        : NULL;
     int *num = strcmp(a, "--threads") == 0                        ? &c->threads
                : strcmp(a, "--replicas") == 0                     ? &c->replicas
                : strcmp(a, "--extender-weight") == 0              ? &c->ext_weight
                : strcmp(a, "--percentage-of-nodes-to-score") == 0 ? &c->pct_nodes
                : strcmp(a, "--lag") == 0                          ? &c->lag_s
                                                                   : NULL;
-    double *real = strcmp(a, "--tune") == 0    ? &c->tune
-                   : strcmp(a, "--load") == 0  ? &c->load
-                   : strcmp(a, "--hours") == 0 ? &c->hours
-                   : strcmp(a, "--ramp") == 0  ? &c->ramp
-                                               : NULL;
+    double *real = strcmp(a, "--tune") == 0       ? &c->tune
+                   : strcmp(a, "--load") == 0     ? &c->load
+                   : strcmp(a, "--hours") == 0    ? &c->hours
+                   : strcmp(a, "--ramp") == 0     ? &c->ramp
+                   : strcmp(a, "--progress") == 0 ? &c->progress_s
+                                                  : NULL;
     char *end = NULL;
 
     if (path != NULL) {
@@ -212,6 +251,14 @@ set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
         }
         return end != v && *end == '\0';
     }
+    if (strcmp(a, "--deployment") == 0) {
+        c->deployment = gx_sim_deployment_find(v);
+        if (c->deployment == NULL) {
+            gx_why_set(why, "simulate: --deployment takes %s, not '%s'", gx_sim_deployment_names(),
+                       v);
+        }
+        return c->deployment != NULL;
+    }
     if (strcmp(a, "--policy") == 0) {
         (void)snprintf(c->policies, sizeof(c->policies), "%s", v);
     } else if (strcmp(a, "--seeds") == 0 && !parse_seeds(v, c)) {
@@ -231,15 +278,19 @@ set_value(struct cli *c, const char *a, const char *v, struct gx_why *why)
 static bool
 check_args(const struct cli *c, struct gx_why *why)
 {
-    const char *bad = c->nodes_path == NULL  ? "--nodes is required"
-                      : c->pods_path == NULL ? "--pods is required"
-                      : c->threads < 1       ? "--threads must be at least 1"
-                      : c->tune < 0          ? "--tune must not be negative"
-                      : c->load <= 0         ? "--load must be above 0"
-                      : c->hours <= 0 || c->hours > 1000
-                          ? "--hours must be above 0 and at most 1000"
-                      : c->ramp < 0 || c->ramp > 1 ? "--ramp must be from 0 to 1"
-                                                   : NULL;
+    const char *bad =
+        c->nodes_path == NULL                       ? "--nodes is required"
+        : c->pods_path == NULL                      ? "--pods is required"
+        : c->threads < 1                            ? "--threads must be at least 1"
+        : c->tune < 0                               ? "--tune must not be negative"
+        : c->load <= 0                              ? "--load must be above 0"
+        : c->hours <= 0 || c->hours > 1000          ? "--hours must be above 0 and at most 1000"
+        : c->ramp < 0 || c->ramp > 1                ? "--ramp must be from 0 to 1"
+        : c->progress_s < 0 || c->progress_s > 3600 ? "--progress takes seconds from 0 to 3600"
+        : c->strategy != NULL && strcmp(c->strategy, "LeastAllocated") != 0 &&
+                strcmp(c->strategy, "MostAllocated") != 0
+            ? "--strategy takes LeastAllocated or MostAllocated"
+            : NULL;
 
     if (bad != NULL) {
         gx_why_set(why, "simulate: %s", bad);
@@ -252,7 +303,7 @@ static bool
 parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
 {
     memset(c, 0, sizeof(*c));
-    (void)snprintf(c->policies, sizeof(c->policies), "binpack");
+    c->manifests = "manifests";
     c->tune = 1.3;
     c->threads = 2;
     c->replicas = 0;
@@ -262,6 +313,7 @@ parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
     c->hours = 2.0;
     c->ramp = 0.3;
     c->lag_s = 30;
+    c->progress_s = NAN;
     (void)parse_seeds("42-51", c);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -277,6 +329,16 @@ parse_args(int argc, char **argv, struct cli *c, struct gx_why *why)
         } else if (!set_value(c, a, argv[++i], why)) {
             return false;
         }
+    }
+    /* the shipped install unless the command line sets up an experiment */
+    if (c->deployment == NULL && c->config_path == NULL && c->policies[0] == '\0') {
+        c->deployment = gx_sim_deployment_find("default");
+    }
+    if (isnan(c->progress_s)) {
+        c->progress_s = CLI_PROGRESS_S;
+        c->progress = isatty(STDERR_FILENO) != 0;
+    } else {
+        c->progress = true;
     }
     return check_args(c, why);
 }
@@ -328,14 +390,20 @@ load_trace(const struct cli *c, struct gx_trace_node **nodes, struct gx_trace_po
     return 0;
 }
 
+/* gx_sim_run's report every 1024 pods: a line when the seed's interval has passed. */
 static void
 progress_cb(void *ctx, size_t done, size_t total)
 {
-    struct work *w = ctx;
+    struct seed_run *r = ctx;
+    int64_t now = gx_mono_ms();
+    char text[128];
 
-    (void)done;
-    (void)total;
-    (void)w;
+    if (!r->w->cli->progress || (double)(now - r->last_ms) < r->w->cli->progress_s * 1000.0) {
+        return;
+    }
+    r->last_ms = now;
+    gx_sim_progress_text(text, sizeof(text), r->seed, done, total);
+    (void)fprintf(stderr, "simulate: %s %s\n", r->w->policy, text);
 }
 
 /* Worker: take the next seed until none is left. */
@@ -359,7 +427,8 @@ worker(void *arg)
         if (w->ropts != NULL) {
             rc = gx_replay_run(w->ropts, w->trace, w->cli->seeds[k], &w->rresults[k], &why);
         } else {
-            rc = gx_sim_run(w->opts, w->trace, w->cli->seeds[k], progress_cb, w, &r, &why);
+            struct seed_run sr = {.w = w, .seed = w->cli->seeds[k], .last_ms = gx_mono_ms()};
+            rc = gx_sim_run(w->opts, w->trace, sr.seed, progress_cb, &sr, &r, &why);
         }
         (void)pthread_mutex_lock(&w->mu);
         if (rc != GX_OK && w->rc == GX_OK) {
@@ -376,50 +445,111 @@ worker(void *arg)
     }
 }
 
+/* The policies: the extender under a score.policy, or a baseline without it. */
+static const struct {
+    const char *name;
+    enum gx_sim_mode mode;
+    enum gx_policy policy; /* GX_SIM_EXTENDER only */
+} policy_table[] = {
+    {"binpack", GX_SIM_EXTENDER, GX_POLICY_BINPACK},
+    {"spread", GX_SIM_EXTENDER, GX_POLICY_SPREAD},
+    {"fgd", GX_SIM_EXTENDER, GX_POLICY_FGD},
+    {"count-only", GX_SIM_COUNT_ONLY, GX_POLICY_BINPACK},
+    {"random", GX_SIM_RANDOM, GX_POLICY_BINPACK},
+};
+
+/* The name of @cfg's score.policy, what runs when --policy is not given. */
+static const char *
+config_policy(const struct gx_config *cfg)
+{
+    for (size_t i = 0; i < GX_ARRAY_LEN(policy_table); i++) {
+        if (policy_table[i].mode == GX_SIM_EXTENDER && policy_table[i].policy == cfg->policy) {
+            return policy_table[i].name;
+        }
+    }
+    return "binpack";
+}
+
+/* The scheduler profile: the deployment's, else the config's simulate.scheduler keys. */
+static void
+base_profile(const struct cli *c, const struct gx_config *cfg, struct gx_ksched_profile *p)
+{
+    if (c->deployment != NULL) {
+        *p = c->sched.profile;
+        return;
+    }
+    p->strategy = (enum gx_ksched_strategy)cfg->sim_strategy;
+    p->fit_weight = cfg->sim_fit_weight;
+    p->balanced_weight = cfg->sim_balanced_weight;
+    p->gpu_weight = cfg->sim_gpu_weight;
+    p->extender_weight = cfg->sim_extender_weight;
+    p->pct_nodes_to_score = cfg->sim_pct_nodes_to_score;
+}
+
+/* The command line's overrides of the profile. */
+static void
+override_profile(const struct cli *c, struct gx_ksched_profile *p)
+{
+    if (c->strategy != NULL) {
+        p->strategy = strcmp(c->strategy, "MostAllocated") == 0 ? GX_KS_MOST_ALLOCATED
+                                                                : GX_KS_LEAST_ALLOCATED;
+    }
+    if (c->ext_weight > 0) {
+        p->extender_weight = c->ext_weight;
+    }
+    if (c->pct_nodes >= 0) {
+        p->pct_nodes_to_score = c->pct_nodes;
+    }
+}
+
 /* Options of one policy: the mode, and for the extender its score.policy. */
 static bool
 policy_opts(const char *name, const struct cli *c, const struct gx_config *base,
             struct gx_config *cfg, struct gx_sim_opts *o)
 {
-    *cfg = *base; /* shallow: the copy is only read, never freed */
-    gx_sim_opts_default(o, cfg);
-    if (strcmp(name, "binpack") == 0) {
-        cfg->policy = GX_POLICY_BINPACK;
-    } else if (strcmp(name, "spread") == 0) {
-        cfg->policy = GX_POLICY_SPREAD;
-    } else if (strcmp(name, "fgd") == 0) {
-        cfg->policy = GX_POLICY_FGD;
-    } else if (strcmp(name, "count-only") == 0) {
-        o->mode = GX_SIM_COUNT_ONLY;
-    } else if (strcmp(name, "random") == 0) {
-        o->mode = GX_SIM_RANDOM;
-    } else {
+    size_t i = 0;
+
+    while (i < GX_ARRAY_LEN(policy_table) && strcmp(name, policy_table[i].name) != 0) {
+        i++;
+    }
+    if (i == GX_ARRAY_LEN(policy_table)) {
         return false;
     }
-    o->profile.strategy = (enum gx_ksched_strategy)cfg->sim_strategy;
-    o->profile.fit_weight = cfg->sim_fit_weight;
-    o->profile.balanced_weight = cfg->sim_balanced_weight;
-    o->profile.gpu_weight = cfg->sim_gpu_weight;
-    o->profile.extender_weight = cfg->sim_extender_weight;
-    o->profile.pct_nodes_to_score = cfg->sim_pct_nodes_to_score;
-    if (c->strategy != NULL) {
-        o->profile.strategy = strcmp(c->strategy, "MostAllocated") == 0 ? GX_KS_MOST_ALLOCATED
-                                                                        : GX_KS_LEAST_ALLOCATED;
+    *cfg = *base; /* shallow: the copy is only read, never freed */
+    gx_sim_opts_default(o, cfg);
+    o->mode = policy_table[i].mode;
+    if (o->mode == GX_SIM_EXTENDER) {
+        cfg->policy = policy_table[i].policy;
     }
-    if (c->ext_weight > 0) {
-        o->profile.extender_weight = c->ext_weight;
-    }
-    if (c->pct_nodes >= 0) {
-        o->profile.pct_nodes_to_score = c->pct_nodes;
-    }
+    base_profile(c, cfg, &o->profile);
+    override_profile(c, &o->profile);
     o->tune = c->tune;
     o->shuffle = !c->no_shuffle;
     o->exact_score = c->exact;
     o->share_slices = c->slices;
-    o->sees_all_pods = c->all_pods;
-    o->cpu_pods_too = c->cpu_pods;
+    /* a deployment: the extender's all-pods watch and which pods its scheduler sends */
+    o->sees_all_pods = c->all_pods || (c->deployment != NULL && cfg->kube_watch_all_pods);
+    o->cpu_pods_too = c->cpu_pods || (c->deployment != NULL && c->sched.all_pods);
     o->replicas = c->replicas > 0 ? c->replicas : gx_config_card_slots(cfg, "", 1);
     return true;
+}
+
+/* One line on stderr saying what is simulated, so a run's setup is on record. */
+static void
+print_setup(const struct cli *c, const char *config, const struct gx_sim_opts *o)
+{
+    const struct gx_ksched_profile *p = &o->profile;
+
+    (void)fprintf(stderr,
+                  "simulate: %s%s; extender config %s; profile %s, fit weight %d, balanced "
+                  "weight %d, extender weight %d, %d %% of nodes to score%s; %s through the "
+                  "extender; all-pods watch %s\n",
+                  c->deployment != NULL ? "deployment " : "experiment",
+                  c->deployment != NULL ? c->deployment->name : "", config,
+                  p->strategy == GX_KS_MOST_ALLOCATED ? "MostAllocated" : "LeastAllocated",
+                  p->fit_weight, p->balanced_weight, p->extender_weight, p->pct_nodes_to_score,
+                  p->pct_nodes_to_score == 0 ? " (adaptive)" : "",
+                  o->cpu_pods_too ? "all pods" : "GPU pods only", o->sees_all_pods ? "on" : "off");
 }
 
 /* One line of the time replay: per seed, or the mean. */
@@ -560,12 +690,7 @@ write_outputs(const struct cli *c, const struct gx_sim_series *s, size_t n)
 
     gx_buf_init(&b, (size_t)64 << 20);
     if (c->json_path != NULL) {
-        bool ok = n == 1 || gx_buf_adds(&b, "[") == GX_OK;
-        for (size_t k = 0; ok && k < n; k++) {
-            ok = (k == 0 || gx_buf_adds(&b, ",") == GX_OK) && gx_sim_json(&s[k], &b) == GX_OK;
-        }
-        ok = ok && (n == 1 || gx_buf_adds(&b, "]\n") == GX_OK);
-        st |= ok ? write_out(c->json_path, &b) : 1;
+        st |= gx_sim_json(s, n, &b) == GX_OK ? write_out(c->json_path, &b) : 1;
     }
     gx_buf_reset(&b);
     if (c->svg_path != NULL) {
@@ -575,17 +700,62 @@ write_outputs(const struct cli *c, const struct gx_sim_series *s, size_t n)
     return st;
 }
 
-/* Load the config (or the defaults) named by --config. */
+/* @rel under --manifests into @out; the file a deployment reads. */
+static void
+manifest_path(const struct cli *c, const char *rel, char *out, size_t n)
+{
+    (void)snprintf(out, n, "%s/%s", c->manifests, rel);
+}
+
+/* Load the config: --config, else the deployment's, else the built-in defaults. */
 static int
-load_config(const struct cli *c, struct gx_config **cfg)
+load_config(const struct cli *c, char *path, size_t n, struct gx_config **cfg)
 {
     struct gx_why why = {{0}};
 
-    if (c->config_path == NULL) {
+    if (c->config_path != NULL) {
+        (void)snprintf(path, n, "%s", c->config_path);
+    } else if (c->deployment != NULL) {
+        manifest_path(c, c->deployment->config, path, n);
+    } else {
+        (void)snprintf(path, n, "(built-in defaults)");
         return gx_config_default(cfg) == GX_OK ? 0 : 1;
     }
-    if (gx_config_load(c->config_path, cfg, &why) != GX_OK) {
-        (void)fprintf(stderr, "gpu-extender: %s: invalid config: %s\n", c->config_path, why.text);
+    if (gx_config_load(path, cfg, &why) != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: %s: invalid config: %s%s\n", path, why.text,
+                      c->config_path == NULL ? " (--deployment reads the repository's manifests/: "
+                                               "run from its root or give --manifests DIR)"
+                                             : "");
+        return 1;
+    }
+    return 0;
+}
+
+/* The deployment's gpu-scheduler profile into @c->sched; nothing without a deployment. */
+static int
+load_sched(struct cli *c)
+{
+    char path[1024];
+    char *text = NULL;
+    size_t len = 0;
+    struct gx_why why = {{0}};
+    enum gx_err rc;
+
+    if (c->deployment == NULL) {
+        return 0;
+    }
+    manifest_path(c, c->deployment->scheduler, path, sizeof(path));
+    if (gx_read_file(path, 1u << 20, &text, &len) != GX_OK) {
+        (void)fprintf(stderr,
+                      "gpu-extender: simulate: --deployment %s: cannot read %s (run from the "
+                      "repository root or give --manifests DIR)\n",
+                      c->deployment->name, path);
+        return 1;
+    }
+    rc = gx_sim_sched_parse(text, len, &c->sched, &why);
+    free(text);
+    if (rc != GX_OK) {
+        (void)fprintf(stderr, "gpu-extender: simulate: %s: %s\n", path, why.text);
         return 1;
     }
     return 0;
@@ -602,7 +772,7 @@ gx_simcli_main(int argc, char **argv)
     struct gx_sim_opts opts[CLI_MAX_POLICIES];
     struct gx_sim_series series[CLI_MAX_POLICIES];
     struct gx_sim_result *results = NULL;
-    char trace[128], *save = NULL, *tok;
+    char trace[128], config[1024], *save = NULL, *tok;
     size_t n_pol = 0;
     struct gx_why why = {{0}};
     int st = 1;
@@ -614,8 +784,12 @@ gx_simcli_main(int argc, char **argv)
     if (!parse_args(argc, argv, &c, &why)) {
         return gx_usage_error("gpu-extender simulate --help", "%s", why.text);
     }
-    if (load_config(&c, &base) != 0 || load_trace(&c, &nodes, &pods, &t) != 0) {
+    if (load_config(&c, config, sizeof(config), &base) != 0 || load_sched(&c) != 0 ||
+        load_trace(&c, &nodes, &pods, &t) != 0) {
         goto out;
+    }
+    if (c.policies[0] == '\0') {
+        (void)snprintf(c.policies, sizeof(c.policies), "%s", config_policy(base));
     }
     trace_name(c.pods_path, trace, sizeof(trace));
     results = calloc(CLI_MAX_POLICIES * (c.n_seeds > 0 ? c.n_seeds : 1), sizeof(*results));
@@ -627,6 +801,9 @@ gx_simcli_main(int argc, char **argv)
         if (n_pol == CLI_MAX_POLICIES || !policy_opts(tok, &c, base, &cfgs[n_pol], &opts[n_pol])) {
             (void)fprintf(stderr, "gpu-extender: simulate: unknown policy %s\n", tok);
             goto out;
+        }
+        if (n_pol == 0) {
+            print_setup(&c, config, &opts[0]);
         }
         if (run_policy(&c, &opts[n_pol], &t, tok, r) != 0) {
             goto out;

@@ -174,6 +174,12 @@ for args, first in [
     (["simulate", "--nodes", "n.csv"], "gpu-extender: simulate: --pods is required"),
     (["simulate", "--nodes", "n", "--pods", "p", "--threads", "x"],
      "gpu-extender: simulate: --threads takes an integer"),
+    (["simulate", "--nodes", "n", "--pods", "p", "--deployment", "all"],
+     "gpu-extender: simulate: --deployment takes default|all-pods, not 'all'"),
+    (["simulate", "--nodes", "n", "--pods", "p", "--strategy", "Most"],
+     "gpu-extender: simulate: --strategy takes LeastAllocated or MostAllocated"),
+    (["simulate", "--nodes", "n", "--pods", "p", "--progress", "-1"],
+     "gpu-extender: simulate: --progress takes seconds from 0 to 3600"),
 ]:
     rc, out, err = run(*args)
     lines = err.splitlines()
