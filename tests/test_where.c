@@ -110,3 +110,15 @@ Test(where, keys_round_trip_through_what_they_allow)
     cr_assert(gx_where_key_allows(&cfg, k, &a));
     cr_assert_not(gx_where_key_allows(&cfg, k, &b));
 }
+
+/* Exists carries no values (and no array): its key has none either. */
+Test(where, a_requirement_without_values_has_a_key)
+{
+    struct gx_sel_expr e = {"nvidia.com/gpu.memory", GX_SEL_EXISTS, NULL, 0};
+    struct gx_sel_term t = {&e, 1};
+    struct gx_where w = {.terms = &t, .n_terms = 1};
+    char k[GX_WHERE_KEY_MAX];
+
+    cr_assert(gx_where_key(&w, k, sizeof(k)));
+    cr_assert_str_eq(k, "nvidia.com/gpu.memory exists ");
+}

@@ -98,8 +98,10 @@ expr_text(const struct gx_sel_expr *x, char out[GX_WHERE_KEY_MAX])
     if (x->op == GX_SEL_INVALID || x->n_values > MAX_VALUES) {
         return false;
     }
-    memcpy(v, x->values, x->n_values * sizeof(*v));
-    qsort(v, x->n_values, sizeof(*v), cmp_str);
+    if (x->n_values > 0) { /* Exists has none, and no array either */
+        memcpy(v, x->values, x->n_values * sizeof(*v));
+        qsort(v, x->n_values, sizeof(*v), cmp_str);
+    }
     len = (size_t)snprintf(out, GX_WHERE_KEY_MAX, "%s %s ", x->key, op_text[x->op]);
     for (size_t i = 0; i < x->n_values && len < GX_WHERE_KEY_MAX; i++) {
         if (i > 0 && strcmp(v[i], v[i - 1]) == 0) {
