@@ -118,6 +118,25 @@ Test(score_fgd, fgd_charges_a_placement_on_an_idle_node)
     world_free(&w);
 }
 
+/* @w decides on a snapshot of @nodes[0..2), with the cluster-wide counts kept in @gaps. */
+static void
+cluster_of_two(struct world *w, struct gx_snapshot *snap, struct gx_node *nodes,
+               struct gx_score_gaps *gaps)
+{
+    memset(snap, 0, sizeof(*snap));
+    gx_strmap_init(&snap->by_name);
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(gx_strmap_put(&snap->by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
+                     GX_OK);
+    }
+    snap->nodes = nodes;
+    snap->n_nodes = 2;
+    snap->generation = 1;
+    memset(gaps, 0, sizeof(*gaps));
+    w->ctx.snap = snap;
+    w->ctx.gaps = gaps;
+}
+
 /*
  * score.fgd_gap_milli: of two cards fgd finds alike, a share goes to the one
  * that leaves a gap size few cards of the cluster have. gpu-2's four cards
@@ -145,22 +164,11 @@ Test(score_fgd, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     nodes[1].cards = other;
     nodes[1].n_cards = 4;
     nodes[1].gpu_count = 4;
-    memset(&snap, 0, sizeof(snap));
-    gx_strmap_init(&snap.by_name);
     for (int i = 0; i < 4; i++) {
         card_set(&other[i], i, 5, 300, 40);
         book_on(&w, "gpu-2", i == 0 ? "c0" : i == 1 ? "c1" : i == 2 ? "c2" : "c3", i, 700);
     }
-    for (size_t i = 0; i < 2; i++) {
-        cr_assert_eq(gx_strmap_put(&snap.by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
-                     GX_OK);
-    }
-    snap.nodes = nodes;
-    snap.n_nodes = 2;
-    snap.generation = 1;
-    memset(&gaps, 0, sizeof(gaps));
-    w.ctx.snap = &snap;
-    w.ctx.gaps = &gaps;
+    cluster_of_two(&w, &snap, nodes, &gaps);
     r.milli = 300;
 
     w.cfg.fgd_gap_milli = 0;
@@ -234,18 +242,7 @@ Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
     nodes[1].name = "gpu-t4";
     nodes[1].labels = t4_label;
     nodes[1].n_labels = 1;
-    memset(&snap, 0, sizeof(snap));
-    gx_strmap_init(&snap.by_name);
-    for (size_t i = 0; i < 2; i++) {
-        cr_assert_eq(gx_strmap_put(&snap.by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
-                     GX_OK);
-    }
-    snap.nodes = nodes;
-    snap.n_nodes = 2;
-    snap.generation = 1;
-    memset(&gaps, 0, sizeof(gaps));
-    w.ctx.snap = &snap;
-    w.ctx.gaps = &gaps;
+    cluster_of_two(&w, &snap, nodes, &gaps);
 
     gx_score_node(&w.ctx, &whole, &nodes[1], &on_t4);
     gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
