@@ -8,7 +8,7 @@
 #   scripts/image.sh --which                      print the builder, exit 1 when there is none
 #
 # Then point the install at it: the chart's image.registry/image.repository/image.tag, or
-# newName/newTag under images: in manifests/kustomization.yaml (docs/install.md).
+# newName/newTag under images: in manifests/extender/kustomization.yaml (docs/install.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

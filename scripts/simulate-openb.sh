@@ -14,6 +14,9 @@ traces=${GX_TRACES:-$(cd .. && pwd)/shared/traces/openb}
 seeds=${GX_SEEDS:-42-51}
 threads=${GX_THREADS:-2}
 mkdir -p "$out"
+# binpack rows: the production config's weights with only GPU pods through the extender, so
+# the config of that install (the default's score.relative is for all pods through it)
+gpu_only=manifests/overlays/gpu-pods-only/config.json
 summary="$out/summary.txt"
 : > "$summary"
 run() { # name trace nodes config|deployment:NAME policy extra...
@@ -38,25 +41,25 @@ nodes=openb_node_list_gpu_node.csv
 for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_multigpu20; do
     run count-only "$trace" $nodes config/simulate/openb.json count-only --replicas 4
     run random "$trace" $nodes config/simulate/openb.json random
-    run binpack "$trace" $nodes config/config.json binpack
+    run binpack "$trace" $nodes "$gpu_only" binpack
     run fgd "$trace" $nodes config/simulate/openb.json fgd
     # the all-pods watch of the live service (kubernetes.watch_all_pods)
     run fgd-watch "$trace" $nodes config/simulate/openb.json fgd --sees-all-pods
-    # every pod through the extender: the all-pods install (manifests/overlays/all-pods)
-    run fgd-all-pods "$trace" $nodes deployment:all-pods fgd
-    # the shipped default install as kubectl apply -k manifests/ deploys it (its config's
-    # metric weights included, which the fgd rows above set to 0)
-    run fgd-default-install "$trace" $nodes deployment:default fgd
+    # the shipped default install as kubectl apply -k manifests/ deploys it: every pod through
+    # the extender (its config's metric weights included, which the fgd rows above set to 0)
+    run fgd-all-pods "$trace" $nodes deployment:default fgd
+    # the install for clusters before 1.36: only GPU pods (manifests/overlays/gpu-pods-only)
+    run fgd-gpu-pods-only "$trace" $nodes deployment:gpu-pods-only fgd
 done
 # the same policy with more of the node in view, and with the unrounded score
 trace=openb_pod_list_default
-run binpack-slices4 $trace $nodes config/config.json binpack --share-slices
+run binpack-slices4 $trace $nodes "$gpu_only" binpack --share-slices
 run fgd-cpu-pods $trace $nodes config/simulate/openb.json fgd --cpu-pods-too
 run fgd-exact $trace $nodes config/simulate/openb.json fgd --exact-score
 # held out: the same workload on the cluster with its CPU-only nodes (never used for tuning)
 run fgd-allnodes openb_pod_list_default openb_node_list_all_node.csv config/simulate/openb.json fgd
-run fgd-all-pods-allnodes openb_pod_list_default openb_node_list_all_node.csv deployment:all-pods fgd
-run binpack-allnodes openb_pod_list_default openb_node_list_all_node.csv config/config.json binpack
+run fgd-all-pods-allnodes openb_pod_list_default openb_node_list_all_node.csv deployment:default fgd
+run binpack-allnodes openb_pod_list_default openb_node_list_all_node.csv "$gpu_only" binpack
 # one SVG per trace with every policy
 for trace in openb_pod_list_default openb_pod_list_gpushare40 openb_pod_list_multigpu20; do
     "$bin" simulate --nodes "$traces/openb_node_list_gpu_node.csv" --pods "$traces/$trace.csv" \

@@ -101,6 +101,8 @@ assert_defaults(const struct gx_config *c)
     cr_assert_eq(c->w_trend, 0, "the trend is off until measured");
     cr_assert_eq(c->n_label_rules, 0);
     cr_assert(c->prefer_cpu_nodes_for_cpu_pods);
+    cr_assert_not(c->relative_scores);
+    cr_assert_eq(c->fgd_idle_card_milli, 0);
 }
 
 Test(config, default_config_has_documented_values)
@@ -554,8 +556,11 @@ Test(config, demo_config_loads_with_resolved_files)
     gx_config_free(c);
 }
 
-/* The production file is the defaults plus the live sources switched on. */
-Test(config, production_config_is_the_defaults_with_live_sources)
+/*
+ * The production file (the default install, every pod through the extender) is the defaults
+ * plus the live sources switched on and the two score keys the all-pods profile runs with.
+ */
+Test(config, production_config_is_the_defaults_with_live_sources_and_all_pods_scores)
 {
     struct gx_config *c = NULL;
     struct gx_why why = {""};
@@ -567,7 +572,11 @@ Test(config, production_config_is_the_defaults_with_live_sources)
     cr_assert_str_eq(c->kube_node_selector, "nvidia.com/gpu.present=true");
     cr_assert_str_eq(c->prom_url, "http://prometheus-k8s.monitoring.svc:9090");
     cr_assert_str_eq(c->prom_queries[GX_SIG_XID], "max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])");
+    cr_assert(c->relative_scores);
+    cr_assert_eq(c->fgd_idle_card_milli, 25);
     c->kube_enabled = false;
+    c->relative_scores = false;
+    c->fgd_idle_card_milli = 0;
     assert_defaults(c);
     gx_config_free(c);
 }

@@ -7,6 +7,8 @@
  */
 #include "gx_test.h"
 
+#include <unistd.h>
+
 #include "sim_deploy.h"
 
 GX_SUITE(sim_deploy);
@@ -28,6 +30,19 @@ shipped(const char *rel)
     return s;
 }
 
+/* Whether two profiles simulate the same scheduler (the HTTP and HTTPS variants must). */
+static bool
+same_sched(const struct gx_sim_sched *a, const struct gx_sim_sched *b)
+{
+    return a->profile.strategy == b->profile.strategy &&
+           a->profile.fit_weight == b->profile.fit_weight &&
+           a->profile.balanced_weight == b->profile.balanced_weight &&
+           a->profile.gpu_weight == b->profile.gpu_weight &&
+           a->profile.extender_weight == b->profile.extender_weight &&
+           a->profile.pct_nodes_to_score == b->profile.pct_nodes_to_score &&
+           a->all_pods == b->all_pods;
+}
+
 /* The profile of a KubeSchedulerConfiguration made of @body. */
 static enum gx_err
 parse(const char *body, struct gx_sim_sched *s, struct gx_why *why)
@@ -43,17 +58,48 @@ parse(const char *body, struct gx_sim_sched *s, struct gx_why *why)
 
 Test(sim_deploy, every_listed_deployment_has_its_files)
 {
-    cr_assert_not_null(gx_sim_deployment_find("default"));
-    cr_assert_not_null(gx_sim_deployment_find("all-pods"));
-    cr_assert_null(gx_sim_deployment_find("all"));
+    static const char *const names[] = {"default", "gpu-pods-only"};
+
+    for (size_t i = 0; i < GX_ARRAY_LEN(names); i++) {
+        const struct gx_sim_deployment *d = gx_sim_deployment_find(names[i]);
+        char path[1024];
+        cr_assert_not_null(d, "%s", names[i]);
+        cr_assert_str_eq(d->name, names[i]);
+        for (int f = 0; f < 2; f++) {
+            (void)snprintf(path, sizeof(path), "%s/manifests/%s", GX_SOURCE_DIR,
+                           f == 0 ? d->config : d->scheduler);
+            cr_assert_eq(access(path, R_OK), 0, "%s: %s", names[i], path);
+        }
+    }
+    cr_assert_null(gx_sim_deployment_find("all-pods"), "the old name of the default");
     cr_assert_null(gx_sim_deployment_find(NULL));
     cr_assert_str_eq(gx_sim_deployment_find("default")->config, "config.json");
-    cr_assert_str_eq(gx_sim_deployment_names(), "default|all-pods");
+    cr_assert_str_eq(gx_sim_deployment_names(), "default|gpu-pods-only");
 }
 
-Test(sim_deploy, shipped_default_is_gpu_pods_only_beside_least_allocated)
+Test(sim_deploy, shipped_default_scores_every_pod_with_the_extender_alone)
 {
     struct gx_sim_sched s = shipped(gx_sim_deployment_find("default")->scheduler);
+
+    cr_assert_eq(s.profile.fit_weight, 0);
+    cr_assert_eq(s.profile.balanced_weight, 0);
+    cr_assert_eq(s.profile.extender_weight, 5);
+    cr_assert_eq(s.profile.pct_nodes_to_score, 100);
+    cr_assert(s.all_pods, "no managedResources: every pod reaches the extender");
+}
+
+Test(sim_deploy, shipped_https_default_is_the_same_profile)
+{
+    struct gx_sim_sched a = shipped(gx_sim_deployment_find("default")->scheduler);
+    struct gx_sim_sched b = shipped("scheduler/kube-scheduler-config-https.yaml");
+
+    cr_assert(same_sched(&a, &b));
+}
+
+Test(sim_deploy, shipped_gpu_pods_only_is_least_allocated_beside_the_extender)
+{
+    struct gx_sim_sched s = shipped(gx_sim_deployment_find("gpu-pods-only")->scheduler);
+    struct gx_sim_sched https = shipped("overlays/gpu-pods-only/kube-scheduler-config-https.yaml");
 
     cr_assert_eq(s.profile.strategy, GX_KS_LEAST_ALLOCATED);
     cr_assert_eq(s.profile.fit_weight, 1);
@@ -62,17 +108,7 @@ Test(sim_deploy, shipped_default_is_gpu_pods_only_beside_least_allocated)
     cr_assert_eq(s.profile.extender_weight, 5);
     cr_assert_eq(s.profile.pct_nodes_to_score, 100);
     cr_assert_not(s.all_pods, "managedResources: only GPU pods reach the extender");
-}
-
-Test(sim_deploy, shipped_all_pods_scores_with_the_extender_alone)
-{
-    struct gx_sim_sched s = shipped(gx_sim_deployment_find("all-pods")->scheduler);
-
-    cr_assert_eq(s.profile.fit_weight, 0);
-    cr_assert_eq(s.profile.balanced_weight, 0);
-    cr_assert_eq(s.profile.extender_weight, 5);
-    cr_assert_eq(s.profile.pct_nodes_to_score, 100);
-    cr_assert(s.all_pods, "no managedResources: every pod reaches the extender");
+    cr_assert(same_sched(&s, &https), "the HTTPS variant simulates the same");
 }
 
 Test(sim_deploy, weights_strategy_and_sampling_are_read)

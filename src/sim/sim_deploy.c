@@ -18,11 +18,15 @@
 #define DEPLOY_MAX_DEPTH 64
 #define DEPLOY_MAX_JSON (4u << 20)
 
-/* One rule for where each deployment lives: `kubectl apply -k` reads the same files. */
+/*
+ * One rule for where each deployment lives: `kubectl apply -k` reads the same files. The
+ * overlay's profile is a patch that replaces the base ConfigMap's data whole, so the file
+ * holds everything the overlay's gpu-scheduler runs.
+ */
 static const struct gx_sim_deployment deployments[] = {
     {"default", "config.json", "scheduler/kube-scheduler-config.yaml"},
-    {"all-pods", "overlays/all-pods/config.json",
-     "overlays/all-pods/kube-scheduler-config-all-pods.yaml"},
+    {"gpu-pods-only", "overlays/gpu-pods-only/config.json",
+     "overlays/gpu-pods-only/kube-scheduler-config.yaml"},
 };
 
 const struct gx_sim_deployment *
@@ -39,7 +43,7 @@ gx_sim_deployment_find(const char *name)
 const char *
 gx_sim_deployment_names(void)
 {
-    return "default|all-pods";
+    return "default|gpu-pods-only";
 }
 
 static const cJSON *

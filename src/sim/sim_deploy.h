@@ -19,7 +19,7 @@
 
 /** One shipped deployment: its name and its files, relative to manifests/. */
 struct gx_sim_deployment {
-    const char *name;      /* "default", "all-pods" */
+    const char *name;      /* "default" (all pods through the extender), "gpu-pods-only" */
     const char *config;    /* the extender's config.json */
     const char *scheduler; /* the gpu-scheduler's KubeSchedulerConfiguration (a ConfigMap) */
 };

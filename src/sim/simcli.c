@@ -79,7 +79,7 @@ sim_usage(FILE *f)
 {
     (void)fprintf(
         f, "usage: gpu-extender simulate --nodes NODES.csv --pods PODS.csv\n"
-           "         [--deployment default|all-pods] [--manifests DIR] [--config FILE]\n"
+           "         [--deployment default|gpu-pods-only] [--manifests DIR] [--config FILE]\n"
            "         [--policy NAME[,NAME...]] [--tune 1.3] [--seeds 42-51] [--json OUT.json]\n"
            "         [--svg OUT.svg] [--threads N] [--exact-score] [--no-shuffle] [--replicas R]\n"
            "         [--share-slices] [--sees-all-pods] [--cpu-pods-too]\n"
@@ -91,7 +91,9 @@ sim_usage(FILE *f)
            "  terminal, none otherwise; 0: every 1024 pods)\n"
            "deployments: what an install runs, read from DIR (default ./manifests, so run from\n"
            "  the repository root): default = kubectl apply -k manifests/ (config.json,\n"
-           "  scheduler/kube-scheduler-config.yaml), all-pods = manifests/overlays/all-pods.\n"
+           "  scheduler/kube-scheduler-config.yaml: all pods through the extender),\n"
+           "  gpu-pods-only = kubectl apply -k manifests/overlays/gpu-pods-only (its\n"
+           "  config.json and kube-scheduler-config.yaml: GPU pods only, Kubernetes < 1.36).\n"
            "  A deployment sets the extender config (--config replaces it), its policy\n"
            "  (score.policy; --policy replaces it), --sees-all-pods from\n"
            "  kubernetes.watch_all_pods, and from the gpu-scheduler profile --strategy,\n"

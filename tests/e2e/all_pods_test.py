@@ -1,12 +1,13 @@
-"""All pods through the extender (docs/scheduling-quality.md): the real kube-scheduler runs the
-shipped manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml (extender without
-managedResources, NodeResourcesFit/BalancedAllocation scoring off) and the extender runs with
-score.relative on and idle nodes charged, as manifests/overlays/all-pods deploys them. A
-recording proxy between the two keeps every call and answer, so the test sees what the scheduler
-was told: CPU-only pods are filtered, prioritized and bound by the extender, every prioritize
-answer has a 10, GPU pods get the annotations and ledger of placement_test, and a CPU pod goes
-where fgd wants it: onto a node whose GPUs are all taken, not onto one whose free GPUs it would
-strand. The overlay's scheduler-name policy (a MutatingAdmissionPolicy the real API server
+"""The default install, all pods through the extender (docs/scheduling-quality.md), as
+`kubectl apply -k manifests/` deploys it: the real kube-scheduler runs the shipped
+manifests/scheduler/kube-scheduler-config.yaml (extender without managedResources,
+NodeResourcesFit/BalancedAllocation scoring off) and the extender runs manifests/config.json
+(score.relative on, idle nodes charged). A recording proxy between the two keeps every call and
+answer, so the test sees what the scheduler was told: CPU-only pods are filtered, prioritized and
+bound by the extender, every prioritize answer has a 10, GPU pods get the annotations and ledger
+of placement_test, and a CPU pod goes where fgd wants it: onto a node whose GPUs are all taken,
+not onto one whose free GPUs it would strand. The install's scheduler-name policy
+(manifests/scheduler/scheduler-name-policy.yaml, a MutatingAdmissionPolicy the real API server
 applies) sends a pod created for the default scheduler that tolerates the GPU taint to
 gpu-scheduler, and leaves the others alone."""
 import copy
@@ -22,7 +23,7 @@ from e2e import (TOLERATE_GPU, Checks, finish, check_assignment, check_ledger, c
 from rig import DEMO_NODES, ROOT, Cluster, free_port
 
 chk = Checks("e2e_all_pods")
-POLICY = os.path.join(ROOT, "manifests", "overlays", "all-pods", "scheduler-name-policy.yaml")
+POLICY = os.path.join(ROOT, "manifests", "scheduler", "scheduler-name-policy.yaml")
 POOL = {"e2e.gpu-extender.io/pool": "fgd"}
 POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "fgd", "effect": "NoSchedule"}
 
@@ -101,10 +102,9 @@ threading.Thread(target=rec.serve_forever, daemon=True).start()
 # GPU pod, stranding 2 cards; on f it strands nothing (no free card). LeastAllocated would pick g.
 c = Cluster(extender_bin=sys.argv[1],
             extra_nodes=[gpu_node("gpu-node-f", 16), gpu_node("gpu-node-g", 8)],
-            extenders=[{"name": "a", "overrides": {"score.relative": True,
-                                                   "score.fgd_idle_card_milli": 25}}],
+            extenders=[{"name": "a", "config": "config.json"}],
             schedulers=[{"name": "gpu-scheduler", "extender": "a", "extender_port": rec.server_port,
-                         "config": "overlays/all-pods/kube-scheduler-config-all-pods.yaml"}])
+                         "config": "scheduler/kube-scheduler-config.yaml"}])
 rec.cluster = c
 try:
     c.up()

@@ -1,8 +1,9 @@
 """The Helm chart's output passes `kubectl apply --dry-run=server --validate=strict` against the
-real API server of the pinned release: default values (the objects of the kustomize base),
-every optional part on (replicas 3, TLS with caData, monitoring with the Prometheus Operator
-CRDs of tests/k8s/crds/), the second scheduler off, another release namespace and scheduler name,
-all pods through the extender over TLS, and every placement value of both Deployments.
+real API server of the pinned release: default values (the objects of the kustomize base, all
+pods through the extender with its MutatingAdmissionPolicy), every optional part on (replicas 3,
+TLS with caData, monitoring with the Prometheus Operator CRDs of tests/k8s/crds/), the second
+scheduler off, another release namespace and scheduler name, only GPU pods through the extender
+over TLS, and every placement value of both Deployments.
 Helm is the one tests/helm/build.sh builds from its Go module. The object-by-object comparison
 with kustomize is tests/integration/test_helm.sh; this test proves the server accepts what the
 chart renders (schemas, defaulting, admission, RBAC objects)."""
@@ -30,7 +31,7 @@ VARIANTS = [
     ("no second scheduler", ["scheduler.enabled=false"]),
     ("release namespace gpu-x, scheduler gpu-sched-2",
      ["scheduler.name=gpu-sched-2"], "gpu-x"),
-    ("all pods through the extender, TLS", ["scheduler.allPods=true", "tls.enabled=true"]),
+    ("only GPU pods through the extender, TLS", ["scheduler.allPods=false", "tls.enabled=true"]),
 ]
 # extender.* and scheduler.*: the placement values, as --set-json.
 PLACEMENT = {
@@ -71,7 +72,7 @@ try:
         c.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                   f"crd/{crd}.monitoring.coreos.com")
     # helm install -n NS --create-namespace: the namespace exists before the chart's objects
-    # (the rig made gpu-extender from manifests/00-namespace.yaml).
+    # (the rig made gpu-extender from manifests/extender/00-namespace.yaml).
     c.kubectl("create", "namespace", "gpu-x")
     for what, sets, *ns in VARIANTS:
         rendered = template(sets, *ns)

@@ -1,11 +1,13 @@
 """Every shipped manifest passes `kubectl apply --dry-run=server` against the real API server of
 the pinned release (admission, defaulting and schema validation included, strict field
-validation): the kustomize base (with the scheduler directory), the scheduler, monitoring and
-all-pods overlays (Prometheus Operator CRDs from tests/k8s/crds/) and the examples; the
-all-pods overlay's extender config is config/config.json plus score.relative and
-score.fgd_idle_card_milli. The API server also
-proves the RBAC objects and the KubeSchedulerConfiguration inside the ConfigMaps are accepted as
-the real objects (the scheduler e2e tests run that configuration)."""
+validation): the default install (`kubectl kustomize manifests`: extender, scheduler and the
+MutatingAdmissionPolicy), the scheduler directory, monitoring (Prometheus Operator CRDs from
+tests/k8s/crds/), the gpu-pods-only overlay and the examples. The gpu-pods-only overlay renders
+a whole install without the policy, with the GPU-pods-only profile and config/config.json less
+score.relative and score.fgd_idle_card_milli, and is then applied for real on its own, and the
+default install over it. The API server also proves the RBAC objects and the
+KubeSchedulerConfiguration inside the ConfigMaps are accepted as the real objects (the scheduler
+e2e tests run that configuration)."""
 import json
 import os
 import sys
@@ -17,6 +19,7 @@ from rig import Cluster, shipped_scheduler_config, wait_for
 
 chk = Checks("e2e_manifests")
 M = os.path.join(ROOT, "manifests")
+POLICY_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 c = Cluster(prometheus=False, extenders=[], schedulers=[]).up()
 try:
     crds = os.path.join(ROOT, "tests", "k8s", "crds")
@@ -36,27 +39,29 @@ try:
     out = dry_run("kustomize base (kubectl kustomize manifests)", "-f", "-", input=base)
     n = sum(1 for line in out.splitlines() if "(server dry run)" in line)
     chk.ok(n >= 10, f"base objects checked by the server ({n})")
-    for overlay in ("scheduler", "monitoring", "overlays/all-pods"):
+    for overlay in ("scheduler", "monitoring", "overlays/gpu-pods-only"):
         dry_run(f"overlay manifests/{overlay}", "-k", os.path.join(M, overlay))
-    # The all-pods overlay (docs/scheduling-quality.md): the scheduler mounts the all-pods
-    # profile, and the extender's config is config/config.json with score.relative on and
-    # idle nodes charged (score.fgd_idle_card_milli).
-    ov = c.kubectl("kustomize", os.path.join(M, "overlays", "all-pods"))
+    # The gpu-pods-only overlay (clusters before 1.36): no MutatingAdmissionPolicy, the
+    # GPU-pods-only profile mounted, and the extender's config without the all-pods keys.
+    ov = c.kubectl("kustomize", os.path.join(M, "overlays", "gpu-pods-only"))
     ov = [d for d in yaml.safe_load_all(ov) if d]
-    dep = [d for d in ov if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpu-scheduler"]
-    vols = {v["name"]: v.get("configMap", {}).get("name")
-            for d in dep for v in d["spec"]["template"]["spec"]["volumes"]}
-    chk.eq(vols.get("config"), "gpu-scheduler-config-all-pods",
-           "all-pods overlay mounts its profile")
+    kinds = {d["kind"] for d in ov}
+    chk.ok(not kinds & POLICY_KINDS, f"gpu-pods-only renders no admission policy ({sorted(kinds)})")
+    chk.ok({"Deployment", "Service", "PodDisruptionBudget", "Namespace"} <= kinds,
+           "gpu-pods-only renders the extender's objects too (a whole install)")
+    prof = [yaml.safe_load(d["data"]["kube-scheduler-config.yaml"]) for d in ov
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-scheduler-config"]
+    chk.ok(prof and prof[0]["extenders"][0].get("managedResources"),
+           "gpu-pods-only mounts a profile with managedResources (GPU pods only)")
     ecm = [d for d in ov
            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-extender-config"]
     with open(os.path.join(ROOT, "config", "config.json")) as f:
         want = json.load(f)
-    want["score"]["relative"] = True
-    want["score"]["fgd_idle_card_milli"] = 25
+    for k in ("relative", "fgd_idle_card_milli"):
+        want["score"].pop(k)
     chk.eq(json.loads(ecm[0]["data"]["config.json"]) if ecm else None, want,
-           "all-pods overlay's extender config == config/config.json + score.relative: true, "
-           "score.fgd_idle_card_milli: 25")
+           "gpu-pods-only's extender config == config/config.json less score.relative and "
+           "score.fgd_idle_card_milli")
     # The shared-pod examples use the RuntimeClass the GPU Operator creates (docs/sharing.md).
     c.kubectl("apply", "-f", "-", input='{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",'
               ' "metadata": {"name": "nvidia"}, "handler": "nvidia"}')
@@ -69,9 +74,42 @@ try:
     r = c.kubectl("-n", "gpu-extender", "get", "deployment", "gpu-extender", check=False)
     chk.ok(r.returncode != 0, "server dry-run created nothing")
 
+    # For real: the gpu-pods-only overlay alone is a whole install, then the default over it.
+    def scheduler_profile():
+        out = c.kubectl("-n", "kube-system", "get", "configmap", "gpu-scheduler-config",
+                        "-o", "json")
+        return yaml.safe_load(json.loads(out)["data"]["kube-scheduler-config.yaml"])
+
+    def policies():
+        r = c.kubectl("get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings",
+                      "-o", "name", check=False)
+        return sorted(r.stdout.split()) if r.returncode == 0 else [r.stderr.strip()]
+
+    r = c.kubectl("apply", "-k", os.path.join(M, "overlays", "gpu-pods-only"), check=False)
+    chk.ok(r.returncode == 0, f"kubectl apply -k manifests/overlays/gpu-pods-only: "
+           f"{(r.stdout + r.stderr).strip()[-600:]}")
+    for ns, kind, name in (("gpu-extender", "deployment", "gpu-extender"),
+                           ("gpu-extender", "configmap", "gpu-extender-config"),
+                           ("kube-system", "deployment", "gpu-scheduler")):
+        chk.ok(c.kubectl("-n", ns, "get", kind, name, check=False).returncode == 0,
+               f"gpu-pods-only created {kind} {ns}/{name}")
+    chk.eq(policies(), [], "gpu-pods-only created no admission policy")
+    chk.ok(scheduler_profile()["extenders"][0].get("managedResources"),
+           "gpu-pods-only's profile is the one gpu-scheduler mounts")
+    r = c.kubectl("apply", "-k", M, check=False)
+    chk.ok(r.returncode == 0, f"kubectl apply -k manifests/ over it: "
+           f"{(r.stdout + r.stderr).strip()[-600:]}")
+    chk.eq(policies(), ["mutatingadmissionpolicy.admissionregistration.k8s.io/"
+                        "gpu-extender-scheduler-name",
+                        "mutatingadmissionpolicybinding.admissionregistration.k8s.io/"
+                        "gpu-extender-scheduler-name"],
+           "the default install adds the scheduler-name policy")
+    chk.ok(not scheduler_profile()["extenders"][0].get("managedResources"),
+           "the default install's profile takes every pod (no managedResources)")
+
     # The embedded scheduler configurations parse (the scheduler tests start them for real).
-    for name in ("kube-scheduler-config.yaml", "kube-scheduler-config-https.yaml",
-                 "overlays/all-pods/kube-scheduler-config-all-pods.yaml"):
+    for name in ("scheduler/kube-scheduler-config.yaml", "scheduler/kube-scheduler-config-https.yaml",
+                 "kube-scheduler-config.yaml", "kube-scheduler-config-https.yaml"):
         cfg = shipped_scheduler_config(name)
         chk.eq(cfg.get("kind"), "KubeSchedulerConfiguration", f"{name} embeds a KubeSchedulerConfiguration")
     chk.eq(c.forbidden(), [], "no 403 (nothing ran as the extender here)")

@@ -9,10 +9,12 @@ Every check prints "ok   <name>" or "FAIL <name>: <why>"; the last line is
 "N passed, M failed" and the exit status is 1 when anything failed.
 The files are read as kustomize would render them: a kustomization's
 configMapGenerator becomes its ConfigMap and its `images:` set the images of
-the workloads below it. The ConfigMap's config.json (manifests/config.json,
-which must equal config/config.json byte for byte) is given to
-`gpu-extender --check-config`, which must accept it (exit 0) and must reject
-a broken copy of it (exit 1).
+the workloads below it; an overlay's files are patches, checked as profiles
+and configs but not as objects of their own. The ConfigMap's config.json
+(manifests/config.json, which must equal config/config.json byte for byte)
+and the GPU-pods-only overlay's (config/config.json less score.relative and
+score.fgd_idle_card_milli) are given to `gpu-extender --check-config`, which
+must accept them (exit 0) and must reject a broken copy (exit 1).
 """
 
 import argparse
@@ -58,6 +60,12 @@ EXTENDER_LEDGER_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 READ_VERBS = {"get", "list", "watch"}
 DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "deletecollection"}
 
+# The overlay for clusters before 1.36: only GPU pods through the extender.
+GPU_PODS_ONLY = "manifests/overlays/gpu-pods-only"
+# The score keys the all-pods profile needs (score.relative) or is measured with, and that the
+# GPU-pods-only install leaves at their defaults (docs/configuration.md).
+ALL_PODS_KEYS = ("relative", "fgd_idle_card_milli")
+MAP_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 CONFIG_DIR = "/etc/gpu-extender"
 CONFIG_PATH = CONFIG_DIR + "/config.json"
 SCHEDULER_NAME = "gpu-scheduler"
@@ -215,16 +223,17 @@ def is_kustomization(doc):
 
 
 def core(docs):
-    """The extender and scheduler objects (manifests/*.yaml, manifests/scheduler/)."""
+    """The extender and scheduler objects (manifests/extender/, manifests/scheduler/)."""
     return [d for d in docs if not is_kustomization(d)
-            and (os.path.dirname(d.path) == "manifests"
+            and (d.path.startswith("manifests/extender/")
                  or d.path.startswith("manifests/scheduler/"))]
 
 
 def deployable(docs):
-    """Objects that kubectl apply -k manifests/ creates (not examples)."""
+    """Objects that kubectl apply -k manifests/ creates (not examples, not the overlays'
+    patches of those objects)."""
     return [d for d in docs if not is_kustomization(d)
-            and not d.path.startswith("manifests/examples/")]
+            and not d.path.startswith(("manifests/examples/", "manifests/overlays/"))]
 
 
 def pod_specs(doc):
@@ -346,6 +355,8 @@ def chk_kustomizations(root):
         listed = list(k.get("resources") or [])
         if len(set(listed)) != len(listed):
             problems.append(f"{rel}: a resource is listed twice")
+        # a patch file is used by the kustomization as well as a resource
+        listed += [p["path"] for p in k.get("patches") or [] if p.get("path")]
         for r in listed:
             p = os.path.join(dirpath, r)
             if os.path.isdir(p):
@@ -361,22 +372,43 @@ def chk_kustomizations(root):
             problems.append(f"{rel}: numbered files are not listed in order")
     if found == 0:
         problems.append("no kustomization.yaml under manifests/")
-    top = os.path.join(mdir, "kustomization.yaml")
-    if os.path.isfile(top):
+    # Every install takes the extender's objects and the scheduler directory.
+    want = {"manifests": ["extender", "scheduler"],
+            "manifests/extender": ["00-namespace.yaml", "01-serviceaccount.yaml", "02-rbac.yaml",
+                                   "04-deployment.yaml", "05-service.yaml", "06-pdb.yaml"],
+            GPU_PODS_ONLY: ["../../extender", "../../scheduler"]}
+    for rel, files in want.items():
+        top = os.path.join(root, rel, "kustomization.yaml")
+        if not os.path.isfile(top):
+            problems.append(f"{rel}/kustomization.yaml missing")
+            continue
         with open(top, encoding="utf-8") as fh:
             k = yaml.safe_load(fh) or {}
-        want = ["00-namespace.yaml", "01-serviceaccount.yaml", "02-rbac.yaml",
-                "04-deployment.yaml", "05-service.yaml", "06-pdb.yaml"]
         listed = list(k.get("resources") or [])
-        if [r for r in listed if r in want] != want:
-            problems.append(f"manifests/kustomization.yaml must list {want} in order")
-        if "examples" in listed:
-            problems.append("manifests/kustomization.yaml must not apply examples/")
+        if [r for r in listed if r in files] != files:
+            problems.append(f"{rel}/kustomization.yaml must list {files} in order")
+        if any(r.rstrip("/").endswith("examples") for r in listed):
+            problems.append(f"{rel}/kustomization.yaml must not apply examples/")
         if k.get("namespace"):
-            problems.append("manifests/kustomization.yaml must not force one namespace")
-    else:
-        problems.append("manifests/kustomization.yaml missing")
+            problems.append(f"{rel}/kustomization.yaml must not force one namespace")
     return problems
+
+
+def kustomize(kubectl, root, rel):
+    """`kubectl kustomize` of @rel: (parsed documents, None) or (None, why it failed)."""
+    try:
+        res = subprocess.run([kubectl, "kustomize", os.path.join(root, rel)],
+                             capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, f"kubectl kustomize {rel} timed out"
+    if res.returncode != 0:
+        return None, f"{kubectl} kustomize {rel} failed: {res.stderr.strip()[:500]}"
+    return [d for d in yaml.safe_load_all(res.stdout) if d], None
+
+
+def rendered_id(d):
+    md = d.get("metadata") or {}
+    return (d.get("kind"), md.get("namespace"), md.get("name"))
 
 
 def chk_kustomize_build(root):
@@ -386,16 +418,12 @@ def chk_kustomize_build(root):
     if kubectl is None:
         print("     (no kubectl: kustomize rendering not checked)")
         return []
-    try:
-        res = subprocess.run([kubectl, "kustomize", os.path.join(root, "manifests")],
-                             capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        return ["kubectl kustomize timed out"]
-    if res.returncode != 0:
-        return [f"{kubectl} kustomize failed: {res.stderr.strip()[:500]}"]
-    out = [d for d in yaml.safe_load_all(res.stdout) if d]
+    out, why = kustomize(kubectl, root, "manifests")
+    if why:
+        return [why]
     kinds = [d.get("kind") for d in out]
-    problems = [f"rendered output lacks {k}" for k in EXPECTED_KINDS if k not in kinds]
+    problems = [f"rendered output lacks {k}" for k in EXPECTED_KINDS + sorted(MAP_KINDS)
+                if k not in kinds]
     ref, _ = read_config(root)
     cms = [d for d in out if d.get("kind") == "ConfigMap"
            and d["metadata"].get("name") == "gpu-extender-config"]
@@ -407,6 +435,78 @@ def chk_kustomize_build(root):
             or any(":" not in i for i in images):
         problems.append(f"rendered images {images}: want gpu-extender:TAG and "
                         "registry.k8s.io/kube-scheduler:TAG")
+    return problems
+
+
+def chk_gpu_pods_only_build(root):
+    """`kubectl kustomize manifests/overlays/gpu-pods-only` renders a whole install on its own:
+    the objects of manifests/ but the MutatingAdmissionPolicy and its binding, with its own
+    scheduler profiles (the overlay's files, whole) and extender config; nothing else differs."""
+    kubectl = find_kubectl()
+    if kubectl is None:
+        print("     (no kubectl: kustomize rendering not checked)")
+        return []
+    base, why = kustomize(kubectl, root, "manifests")
+    ov, why2 = kustomize(kubectl, root, GPU_PODS_ONLY)
+    if why or why2:
+        return [why or why2]
+    b = {rendered_id(d): d for d in base}
+    o = {rendered_id(d): d for d in ov}
+    problems = []
+    want = {i for i in b if i[0] not in MAP_KINDS}
+    if set(o) != want:
+        problems.append(f"objects: overlay only {sorted(set(o) - want, key=str)}, "
+                        f"manifests/ only {sorted(want - set(o), key=str)}")
+    own = {("ConfigMap", "gpu-extender", "gpu-extender-config"): ("config.json", "config.json"),
+           ("ConfigMap", "kube-system", "gpu-scheduler-config"):
+               ("kube-scheduler-config.yaml", "kube-scheduler-config.yaml"),
+           ("ConfigMap", "kube-system", "gpu-scheduler-config-https"):
+               ("kube-scheduler-config-https.yaml", "kube-scheduler-config.yaml")}
+    for i, (f, key) in own.items():
+        with open(os.path.join(root, GPU_PODS_ONLY, f), encoding="utf-8") as fh:
+            text = fh.read()
+        if f.endswith(".yaml"):
+            text = yaml.safe_load(text)["data"][key]
+        if ((o.get(i) or {}).get("data") or {}).get(key) != text:
+            problems.append(f"{i[2]} does not hold {GPU_PODS_ONLY}/{f}")
+        if ((b.get(i) or {}).get("data") or {}).get(key) == text:
+            problems.append(f"{i[2]} is the same in manifests/: the overlay changes nothing")
+    for i in sorted(set(o) & set(b) - set(own), key=str):
+        if o[i] != b[i]:
+            problems.append(f"{i[0]} {i[2]} differs from the one of manifests/ (only "
+                            "the three ConfigMaps may)")
+    return problems
+
+
+def chk_install_configs(root, docs):
+    """Each install pairs its profile with its config: manifests/ (every pod through the
+    extender, no managedResources) with config/config.json, which turns score.relative on and
+    charges idle nodes; the GPU-pods-only overlay (managedResources) with its config.json,
+    config/config.json less exactly those two keys (same order, same values otherwise)."""
+    problems = []
+    with open(os.path.join(root, "config", "config.json"), encoding="utf-8") as fh:
+        full = json.load(fh)
+    with open(os.path.join(root, GPU_PODS_ONLY, "config.json"), encoding="utf-8") as fh:
+        text = fh.read()
+    score = full.get("score") or {}
+    if score.get("relative") is not True or not score.get("fgd_idle_card_milli"):
+        problems.append("config/config.json must set score.relative: true and "
+                        "score.fgd_idle_card_milli (the all-pods profile needs them)")
+    less = copy.deepcopy(full)
+    for k in ALL_PODS_KEYS:
+        less.get("score", {}).pop(k, None)
+    if json.dumps(json.loads(text)) != json.dumps(less):
+        problems.append(f"{GPU_PODS_ONLY}/config.json is not config/config.json less score."
+                        + " and score.".join(ALL_PODS_KEYS) + ": after editing config/config.json,"
+                        " edit it the same way")
+    for d, key, k in scheduler_configs(docs):
+        mr = [m for e in k.get("extenders") or [] for m in e.get("managedResources") or []]
+        in_overlay = d.path.startswith(GPU_PODS_ONLY + "/")
+        if in_overlay and not mr:
+            problems.append(f"{d.where()}: the GPU-pods-only profile needs managedResources")
+        if not in_overlay and mr:
+            problems.append(f"{d.where()}: the all-pods profile takes every pod "
+                            "(no managedResources)")
     return problems
 
 
@@ -719,7 +819,8 @@ def chk_images(root, docs):
     edit); the Deployments name the image without a tag."""
     problems = []
     tops = {rel: k for rel, k in kustomizations(root)}
-    want = {"manifests": "gpu-extender", "manifests/scheduler": "registry.k8s.io/kube-scheduler"}
+    want = {"manifests/extender": "gpu-extender",
+            "manifests/scheduler": "registry.k8s.io/kube-scheduler"}
     for rel, name in want.items():
         imgs = [i for i in (tops.get(rel) or {}).get("images") or [] if i.get("name") == name]
         if len(imgs) != 1 or not imgs[0].get("newTag"):
@@ -922,7 +1023,7 @@ def chk_scheduler_deployment(docs):
     if m is None:
         return problems + [f"nothing mounted at {cdir}"]
     cmname = ((vols.get(m.get("name")) or {}).get("configMap") or {}).get("name")
-    cms = [x for x in find(docs, "ConfigMap", cmname) if x.namespace == dep.namespace]
+    cms = [x for x in find(deployable(docs), "ConfigMap", cmname) if x.namespace == dep.namespace]
     if len(cms) != 1:
         return problems + [f"mounted ConfigMap {cmname} not defined in {dep.namespace}"]
     if cfile not in (cms[0].body.get("data") or {}):
@@ -1175,19 +1276,22 @@ def run_check_config(binary, path):
     return res.returncode, (res.stdout + res.stderr).strip()
 
 
-def chk_binary_accepts(binary, docs):
+def chk_binary_accepts(binary, docs, root):
     if not binary or not os.access(binary, os.X_OK):
         return [f"gpu-extender binary {binary!r} not found or not executable"]
-    text = configmap_config(docs)
-    with tempfile.TemporaryDirectory(prefix="gx-manifests-") as tmp:
-        # The same layout the pod sees: a directory holding config.json.
-        path = os.path.join(tmp, "config.json")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        rc, out = run_check_config(binary, path)
-    if rc != 0:
-        return [f"--check-config exited {rc}: {out[:500]}"]
-    return []
+    with open(os.path.join(root, GPU_PODS_ONLY, "config.json"), encoding="utf-8") as fh:
+        overlay = fh.read()
+    problems = []
+    for label, text in (("manifests/", configmap_config(docs)), (GPU_PODS_ONLY, overlay)):
+        with tempfile.TemporaryDirectory(prefix="gx-manifests-") as tmp:
+            # The same layout the pod sees: a directory holding config.json.
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            rc, out = run_check_config(binary, path)
+        if rc != 0:
+            problems.append(f"{label}: --check-config exited {rc}: {out[:500]}")
+    return problems
 
 
 def chk_binary_rejects(binary, docs):
@@ -1237,6 +1341,8 @@ def main():
     ck.run("expected kinds exist", chk_kinds, docs)
     ck.run("kustomizations list exactly the files present", chk_kustomizations, root)
     ck.run("kubectl kustomize renders manifests/", chk_kustomize_build, root)
+    ck.run("kubectl kustomize renders manifests/overlays/gpu-pods-only alone",
+           chk_gpu_pods_only_build, root)
     ck.run("RBAC: no wildcards, no secrets, no escalation verbs", chk_rbac_no_wildcards, docs)
     ck.run("RBAC: extender has exactly its least-privilege rules", chk_rbac_extender, docs)
     ck.run("RBAC: bindings reference known roles and ServiceAccounts", chk_rbac_bindings, docs)
@@ -1245,6 +1351,8 @@ def main():
            docs, cfg)
     ck.run("Service and PDB select the extender pods", chk_service_pdb, docs, cfg)
     ck.run("ConfigMap config.json equals config/config.json", chk_configmap_equal, docs, root)
+    ck.run("each install's profile has its config (all pods: score.relative)",
+           chk_install_configs, root, docs)
     ck.run("images are set by the kustomizations' images:", chk_images, root, docs)
     ck.run("KubeSchedulerConfiguration extender entries", chk_scheduler_config, docs, cfg)
     ck.run("scheduler Deployment: config mount and RBAC", chk_scheduler_deployment, docs)
@@ -1253,8 +1361,8 @@ def main():
     ck.run("Dockerfile: multi-stage, non-root, entrypoint", chk_dockerfile, root, cfg)
     ck.run("Kubernetes versions: README table, manifests, Chart.yaml and sharing.md agree",
            chk_versions, root, docs)
-    ck.run("gpu-extender --check-config accepts the ConfigMap config", chk_binary_accepts,
-           a.binary, docs)
+    ck.run("gpu-extender --check-config accepts both installs' configs", chk_binary_accepts,
+           a.binary, docs, root)
     ck.run("gpu-extender --check-config rejects broken copies", chk_binary_rejects,
            a.binary, docs)
 

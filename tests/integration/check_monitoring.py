@@ -344,7 +344,7 @@ def check_kustomization(ck, objs_by_file):
 
 def check_servicemonitor(ck, sm):
     ck.eq(sm.get("apiVersion"), "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
-    svc = [d for d in load_yaml(os.path.join(ROOT, "manifests", "05-service.yaml"))
+    svc = [d for d in load_yaml(os.path.join(ROOT, "manifests", "extender", "05-service.yaml"))
            if d.get("kind") == "Service"][0]
     spec = sm.get("spec") or {}
     sel = (spec.get("selector") or {}).get("matchLabels") or {}

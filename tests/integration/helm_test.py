@@ -12,20 +12,24 @@ Usage:
 What is checked:
   - `helm lint` (and `--strict`, with every optional part on) reports no
     warning and no error; INFO lines are allowed (the chart has no icon);
-  - the chart's copies in files/ and values.yaml's config equal manifests/
-    and config/config.json;
+  - the chart's copies in files/ equal manifests/, and values.yaml's config
+    equals manifests/overlays/gpu-pods-only/config.json (config/config.json
+    less the two score keys scheduler.allPods adds);
   - `helm template -n gpu-extender` with default values renders exactly the
-    objects of `kubectl kustomize manifests` (which includes the scheduler/
-    overlay) but the Namespace, which the chart never creates,
+    objects of `kubectl kustomize manifests` (the all-pods install, with the
+    scheduler/ directory) but the Namespace, which the chart never creates,
     with monitoring.enabled=true those of manifests/ plus manifests/monitoring,
-    with scheduler.enabled=false those of manifests/ minus manifests/scheduler.
+    with scheduler.enabled=false those of manifests/overlays/gpu-pods-only
+    minus manifests/scheduler.
     Objects are matched by kind/namespace/name and compared after dropping
     the labels only Helm adds (helm.sh/chart, app.kubernetes.io/managed-by,
     app.kubernetes.io/instance, app.kubernetes.io/version) and parsing the
     ConfigMaps' embedded .json/.yaml documents (comments and key order of the
     embedded text may differ; the content may not);
-  - scheduler.allPods renders manifests/overlays/all-pods' profile and extender
-    config, the HTTPS variant of that profile, and changes nothing else;
+  - scheduler.allPods=false renders exactly the objects of `kubectl kustomize
+    manifests/overlays/gpu-pods-only` (its profiles, HTTPS included, and
+    extender config, no MutatingAdmissionPolicy) but the Namespace; the
+    default (allPods) refuses an API server before 1.36, allPods=false does not;
   - the chart's config.json passes `gpu-extender --check-config` (defaults,
     TLS, an override) and a broken override is rejected;
   - non-default values (replicas 3, TLS with caData, monitoring, the second
@@ -63,7 +67,10 @@ HELM_ONLY_LABELS = {
     "helm.sh/chart", "app.kubernetes.io/managed-by",
     "app.kubernetes.io/instance", "app.kubernetes.io/version",
 }
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "MutatingAdmissionPolicy",
+                  "MutatingAdmissionPolicyBinding"}
+# The install for clusters before 1.36: what scheduler.allPods=false renders.
+GPU_PODS_ONLY = "manifests/overlays/gpu-pods-only"
 RELEASE = "gpu-extender"
 # The release namespace the tests install into: the manifests' namespace.
 NAMESPACE = "gpu-extender"
@@ -305,7 +312,7 @@ def chk_lint(helm, root):
                  ["lint", "--strict", CHART, "--set",
                   "monitoring.enabled=true,tls.enabled=true,tls.caData=Y2E=,replicas=3"],
                  ["lint", "--strict", CHART, "--set", "scheduler.enabled=false"],
-                 ["lint", "--strict", CHART, "--set", "scheduler.allPods=true"]):
+                 ["lint", "--strict", CHART, "--set", "scheduler.allPods=false"]):
         res = run([helm] + args, cwd=root, check=False)
         out = res.stdout + res.stderr
         bad = [line for line in out.splitlines()
@@ -337,12 +344,13 @@ def chk_copies(root):
     if spec != rules:
         problems.append(f"{CHART}/files/prometheus-rules.yaml differs from the spec of "
                         "manifests/monitoring/prometheusrule.yaml (run helm_test.py --sync)")
-    with open(os.path.join(root, "config/config.json")) as f:
+    # the chart adds score.relative and score.fgd_idle_card_milli with scheduler.allPods
+    with open(os.path.join(root, GPU_PODS_ONLY, "config.json")) as f:
         cfg = json.load(f)
     with open(os.path.join(chart, "values.yaml")) as f:
         values = yaml.safe_load(f)
     if values.get("config") != cfg:
-        problems += ["values.yaml config differs from config/config.json at "
+        problems += [f"values.yaml config differs from {GPU_PODS_ONLY}/config.json at "
                      + ", ".join(paths_differing(values.get("config"), cfg))]
     return problems
 
@@ -359,55 +367,42 @@ def chk_monitoring(helm, kz):
 
 
 def chk_no_scheduler(helm, kz):
+    """Without its scheduler the chart cannot know which pods reach the extender: its config is
+    the GPU-pods-only one (no score.relative)."""
     sched = {oid(d) for d in kz.build("manifests/scheduler")}
     if not sched:
         return ["manifests/scheduler renders nothing"]
-    base = [d for d in kz.base("manifests") if oid(d) not in sched]
+    base = [d for d in kz.base(GPU_PODS_ONLY) if oid(d) not in sched]
     return compare_sets(helm.template("scheduler.enabled=false"), base,
-                        kz_label="kustomize manifests - manifests/scheduler")
+                        kz_label=f"kustomize {GPU_PODS_ONLY} - manifests/scheduler")
 
 
-def chk_all_pods(helm, root):
-    """scheduler.allPods renders manifests/overlays/all-pods: its profile (read from the
-    overlay's file; e2e_manifests renders the overlay with kustomize), the HTTPS variant of
-    it, and its extender config; nothing else changes."""
+def chk_gpu_pods_only(helm, kz):
+    """scheduler.allPods=false renders what the gpu-pods-only overlay does, object by object:
+    its profiles (HTTP and HTTPS), its extender config, no MutatingAdmissionPolicy."""
+    chart = helm.template("scheduler.allPods=false")
+    problems = compare_sets(chart, kz.base(GPU_PODS_ONLY), kz_label=f"kustomize {GPU_PODS_ONLY}")
+    if any(d["kind"].startswith("MutatingAdmissionPolicy") for d in chart):
+        problems.append("allPods=false renders a MutatingAdmissionPolicy")
+    return problems
+
+
+def chk_kube_version(helm):
+    """The all-pods default needs MutatingAdmissionPolicy v1 (Kubernetes 1.36): an older API
+    server gets an error that names the way out; allPods=false installs there."""
     problems = []
-    ov = os.path.join(root, "manifests/overlays/all-pods")
-    with open(os.path.join(ov, "kube-scheduler-config-all-pods.yaml")) as f:
-        want = yaml.safe_load(yaml.safe_load(f)["data"]["kube-scheduler-config.yaml"])
-    with open(os.path.join(ov, "config.json")) as f:
-        want_cfg = json.load(f)
-    base, chart = helm.template(), helm.template("scheduler.allPods=true")
-    for name, exp in (("gpu-scheduler-config", want), ("gpu-extender-config", None)):
-        have = sched_config(chart, name) if exp is not None else config_of(chart)
-        exp = exp if exp is not None else want_cfg
-        if have != exp:
-            problems.append(f"{name} differs from the all-pods overlay at "
-                            + ", ".join(paths_differing(have, exp)))
-    # HTTPS: the overlay's profile with the default HTTPS extender entry, no managedResources
-    https = copy.deepcopy(want)
-    ext = copy.deepcopy(sched_config(base, "gpu-scheduler-config-https")["extenders"][0])
-    ext.pop("managedResources", None)
-    https["extenders"] = [ext]
-    have = sched_config(chart, "gpu-scheduler-config-https")
-    if have != https:
-        problems.append("gpu-scheduler-config-https is not the all-pods profile over HTTPS at "
-                        + ", ".join(paths_differing(have, https)))
-    # the scheduler-name policy: the overlay's objects, labels aside
-    with open(os.path.join(ov, "scheduler-name-policy.yaml")) as f:
-        want_policy = {d["kind"]: d["spec"] for d in yaml.safe_load_all(f) if d}
-    have_policy = {d["kind"]: d["spec"] for d in chart
-                   if d and d.get("kind", "").startswith("MutatingAdmissionPolicy")}
-    if have_policy != want_policy:
-        problems.append("the scheduler-name policy differs from the overlay's: "
-                        f"{sorted(have_policy)} vs {sorted(want_policy)}")
-    added = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
-    changed = {"gpu-scheduler-config", "gpu-scheduler-config-https", "gpu-extender-config"}
-    b, c = index(base), index(chart)
-    moved = sorted(oid(d)[2] for k, d in c.items() if (k not in b and d["kind"] not in added) or
-                   (k in b and normalise(d) != normalise(b[k]) and oid(d)[2] not in changed))
-    if moved or set(b) - set(c):
-        problems.append(f"scheduler.allPods changed other objects: {moved or sorted(set(b) - set(c))}")
+    for version, sets, ok in (("v1.35.4", [], False), ("v1.35.4", ["scheduler.allPods=false"], True),
+                              ("v1.34.0", ["scheduler.allPods=false"], True),
+                              ("v1.36.0", [], True), ("v1.36.1-eks-1a2b3c", [], True)):
+        cmd = helm.cmd(NAMESPACE, version)
+        for x in sets:
+            cmd += ["--set", x]
+        res = run(cmd, cwd=helm.root, check=False)
+        if ok and res.returncode != 0:
+            problems.append(f"{version} {sets}: exit {res.returncode}: {res.stderr.strip()[:300]}")
+        if not ok and (res.returncode == 0 or "--set scheduler.allPods=false" not in res.stderr):
+            problems.append(f"{version} {sets}: exit {res.returncode}, want an error naming "
+                            f"--set scheduler.allPods=false: {res.stderr.strip()[:300]}")
     return problems
 
 
@@ -480,8 +475,7 @@ def chk_config_schema(helm, root):
               cwd=root, check=False)
     if res.returncode == 0 or "scoring" not in res.stdout + res.stderr:
         problems.append(f"helm lint with config.scoring.policyy: exit {res.returncode}")
-    for rel in ("config/config.json", "manifests/config.json",
-                "manifests/overlays/all-pods/config.json"):
+    for rel in ("config/config.json", "manifests/config.json", f"{GPU_PODS_ONLY}/config.json"):
         with open(os.path.join(root, rel)) as f:
             cfg = json.load(f)
         res = helm.template_fails(values={"config": cfg})
@@ -612,6 +606,9 @@ def chk_namespace(helm, binary):
             sc["leaderElection"]["resourceName"] != "gpu-sched-2" or \
             sc["leaderElection"]["resourceNamespace"] != "sched-ns":
         problems.append(f"scheduler name/lease not moved: {sc['profiles']} {sc['leaderElection']}")
+    pol = get(chart, "MutatingAdmissionPolicy", "gpu-extender-scheduler-name")
+    if "'gpu-sched-2'" not in pol["spec"]["mutations"][0]["applyConfiguration"]["expression"]:
+        problems.append(f"the scheduler-name policy does not name gpu-sched-2: {pol['spec']}")
     role = get(chart, "ClusterRole", "gpu-sched-2-leader-election")
     if role["rules"][1]["resourceNames"] != ["gpu-sched-2"]:
         problems.append(f"leader-election Lease name {role['rules'][1]['resourceNames']}")
@@ -760,14 +757,17 @@ def chk_images(helm):
                 sch.get("imagePullSecrets"))
 
     for sets, kv, want in (
-            ([], "1.30.4", (f"gpu-extender:{app}", "registry.k8s.io/kube-scheduler:v1.30.4")),
-            ([], "v1.31.2-eks-3c7e4f1", (f"gpu-extender:{app}",
-                                         "registry.k8s.io/kube-scheduler:v1.31.2")),
+            # before 1.36 only without the all-pods policy (chk_kube_version)
+            (["scheduler.allPods=false"], "1.30.4",
+             (f"gpu-extender:{app}", "registry.k8s.io/kube-scheduler:v1.30.4")),
+            ([], "v1.36.2-eks-3c7e4f1", (f"gpu-extender:{app}",
+                                         "registry.k8s.io/kube-scheduler:v1.36.2")),
             (["image.registry=ghcr.io/acme", "image.tag=1.2.3",
               "scheduler.image.registry=mirror.example.com:5000/k8s",
               "scheduler.image.tag=v1.36.1"], None,
              ("ghcr.io/acme/gpu-extender:1.2.3", "mirror.example.com:5000/k8s/kube-scheduler:v1.36.1")),
-            (["image.repository=team/gpu-ext", "scheduler.image.registry="], "1.33.0",
+            (["image.repository=team/gpu-ext", "scheduler.image.registry=",
+              "scheduler.allPods=false"], "1.33.0",
              (f"team/gpu-ext:{app}", "kube-scheduler:v1.33.0"))):
         have = images(*sets, kube_version=kv)[:2]
         if have != want:
@@ -882,13 +882,15 @@ def main():
     print(f"# kustomize: {kz.describe()}")
     ck = Checker(multiline=True)
     ck.run("helm lint: no warning or error", chk_lint, a.helm, root)
-    ck.run("chart copies equal manifests/ and config/config.json", chk_copies, root)
+    ck.run(f"chart copies equal manifests/ and {GPU_PODS_ONLY}/config.json", chk_copies, root)
     ck.run("defaults render the objects of kustomize manifests/", chk_default, helm, kz)
     ck.run("monitoring.enabled adds the objects of manifests/monitoring", chk_monitoring, helm, kz)
     ck.run("scheduler.enabled=false drops the objects of manifests/scheduler",
            chk_no_scheduler, helm, kz)
-    ck.run("scheduler.allPods renders manifests/overlays/all-pods (and its HTTPS variant)",
-           chk_all_pods, helm, root)
+    ck.run(f"scheduler.allPods=false renders the objects of kustomize {GPU_PODS_ONLY}",
+           chk_gpu_pods_only, helm, kz)
+    ck.run("the all-pods default refuses Kubernetes before 1.36, allPods=false does not",
+           chk_kube_version, helm)
     ck.run("gpu-extender --check-config accepts the chart's config, rejects broken ones",
            chk_check_config, helm, a.binary)
     ck.run("values.schema.json checks config against the key table", chk_config_schema,

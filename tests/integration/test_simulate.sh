@@ -79,10 +79,7 @@ sim --seeds 1 --json "$tmp/none.json" > /dev/null 2> "$tmp/none.err"
 grep -q "deployment default; extender config manifests/config.json" "$tmp/none.err" \
     || { cat "$tmp/none.err"; echo "FAIL: no options must simulate the default install"; exit 1; }
 sim --seeds 1 --deployment default --json "$tmp/dep-default.json" > /dev/null 2>&1
-sim --seeds 1 --config manifests/config.json --policy fgd --sees-all-pods \
-    --percentage-of-nodes-to-score 100 --json "$tmp/hand-default.json" > /dev/null 2>&1
-sim --seeds 1 --deployment all-pods --json "$tmp/dep-all.json" > /dev/null 2> "$tmp/dep-all.err"
-python3 - manifests/overlays/all-pods/config.json "$tmp/all.json" <<'PY'
+python3 - manifests/config.json "$tmp/all.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["simulate"] = {"scheduler": {"fit_weight": 0, "balanced_weight": 0, "extender_weight": 5,
@@ -90,7 +87,10 @@ c["simulate"] = {"scheduler": {"fit_weight": 0, "balanced_weight": 0, "extender_
 json.dump(c, open(sys.argv[2], "w"))
 PY
 sim --seeds 1 --config "$tmp/all.json" --policy fgd --cpu-pods-too --sees-all-pods \
-    --json "$tmp/hand-all.json" > /dev/null 2>&1
+    --json "$tmp/hand-default.json" > /dev/null 2>&1
+sim --seeds 1 --deployment gpu-pods-only --json "$tmp/dep-gpu.json" > /dev/null 2> "$tmp/dep-gpu.err"
+sim --seeds 1 --config manifests/overlays/gpu-pods-only/config.json --policy fgd --sees-all-pods \
+    --percentage-of-nodes-to-score 100 --json "$tmp/hand-gpu.json" > /dev/null 2>&1
 python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -99,15 +99,19 @@ def run(name):
     return j["policy"], j["alloc_pct"], j["frag_pct"], j["failed_pods"]
 assert run("none") == run("dep-default"), "no options = --deployment default"
 assert run("none")[0] == "fgd", "the shipped score.policy runs"
-assert run("dep-default") == run("hand-default"), "default = its flags by hand"
-assert run("dep-all") == run("hand-all"), "all-pods = its flags by hand"
-assert run("dep-all") != run("dep-default"), "the two installs place differently"
-print(f"deployments: default {run('none')[1][100]:.2f}, all-pods {run('dep-all')[1][100]:.2f}")
+assert run("dep-default") == run("hand-default"), "default (all pods) = its flags by hand"
+assert run("dep-gpu") == run("hand-gpu"), "gpu-pods-only = its flags by hand"
+assert run("dep-gpu") != run("dep-default"), "the two installs place differently"
+print(f"deployments: default {run('none')[1][100]:.2f}, gpu-pods-only {run('dep-gpu')[1][100]:.2f}")
 PY
-grep -q "deployment all-pods; extender config manifests/overlays/all-pods/config.json; profile \
-LeastAllocated, fit weight 0, balanced weight 0, extender weight 5, 100 % of nodes to score; all \
-pods through the extender; all-pods watch on" "$tmp/dep-all.err" || { cat "$tmp/dep-all.err"; exit 1; }
-"$bin" simulate --help | grep -q -- "--deployment default|all-pods" || { echo "FAIL: help"; exit 1; }
+grep -q "deployment default; extender config manifests/config.json; profile LeastAllocated, fit \
+weight 0, balanced weight 0, extender weight 5, 100 % of nodes to score; all pods through the \
+extender; all-pods watch on" "$tmp/none.err" || { cat "$tmp/none.err"; exit 1; }
+grep -q "deployment gpu-pods-only; extender config manifests/overlays/gpu-pods-only/config.json; \
+profile LeastAllocated, fit weight 1, balanced weight 1, extender weight 5, 100 % of nodes to \
+score; GPU pods only through the extender; all-pods watch on" "$tmp/dep-gpu.err" \
+    || { cat "$tmp/dep-gpu.err"; exit 1; }
+"$bin" simulate --help | grep -q -- "--deployment default|gpu-pods-only" || { echo "FAIL: help"; exit 1; }
 if sim --deployment default --manifests "$tmp/none" 2> "$tmp/nodir.err"; then
     echo "FAIL: a missing manifests directory was accepted"; exit 1
 fi

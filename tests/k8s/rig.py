@@ -1,7 +1,7 @@
 """The e2e control plane on loopback: etcd, kube-apiserver, kube-scheduler(s) with the shipped
 KubeSchedulerConfiguration, the fake kubelet, a real Prometheus scraping fixture dcgm-exporter
 pages, and gpu-extender replica(s) authenticated as the ServiceAccount of manifests/ with exactly
-the RBAC of manifests/02-rbac.yaml.
+the RBAC of manifests/extender/02-rbac.yaml.
 
 Used in-process by tests/e2e/*.py (class Cluster) and from the shell by tests/k8s/cluster.sh
 (python3 rig.py up|down|env STATE_DIR). Every process it starts is recorded in STATE_DIR/pids and
@@ -35,6 +35,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from gxtest import read_port, wait_for  # noqa: E402 - one poll loop, one port file rule
 
 DEMO_NODES = os.path.join(ROOT, "config", "demo", "nodes.json")
+# The install the tests run unless they name files of another: the GPU-pods-only overlay (only
+# pods that request a GPU resource reach the extender, LeastAllocated beside its score), which
+# most tests are written against. e2e_all_pods runs the default install, manifests/ itself.
+RIG_INSTALL = os.path.join("overlays", "gpu-pods-only")
 
 
 def log(msg):
@@ -70,9 +74,9 @@ def build_next_binaries():
 
 
 def shipped_scheduler_config(name="kube-scheduler-config.yaml"):
-    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/scheduler/NAME
-    (NAME with a directory: manifests/NAME, e.g. overlays/all-pods/...)."""
-    sub = () if "/" in name else ("scheduler",)
+    """The KubeSchedulerConfiguration inside the shipped ConfigMap manifests/RIG_INSTALL/NAME
+    (NAME with a directory: manifests/NAME, e.g. scheduler/... for the default install)."""
+    sub = () if "/" in name else (RIG_INSTALL,)
     with open(os.path.join(ROOT, "manifests", *sub, name)) as f:
         cm = yaml.safe_load(f)
     return yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])
@@ -81,8 +85,10 @@ def shipped_scheduler_config(name="kube-scheduler-config.yaml"):
 class Cluster:
     """One control plane in a state directory. Parameters:
     extenders: list of dicts, one per gpu-extender replica: {"name": "a", "tls": bool,
+               "config": "config.json" (under manifests/; default RIG_INSTALL's),
                "overrides": {dotted.key: value}}.
-    schedulers: list of dicts: {"name": "gpu-scheduler", "config": "kube-scheduler-config.yaml",
+    schedulers: list of dicts: {"name": "gpu-scheduler", "config": "kube-scheduler-config.yaml"
+               (RIG_INSTALL's; "scheduler/kube-scheduler-config.yaml": the default install's),
                "extender": "a", "scheduler_name": None (keep the shipped), "leader_elect": None,
                "extender_port": None (call the extender's own port)}.
     generate: extra generated GPU nodes (copies of gpu-node-b) for scale tests.
@@ -360,7 +366,7 @@ class Cluster:
         m = os.path.join(ROOT, "manifests")
         # Exactly the shipped identity and RBAC of the extender and of the second scheduler.
         for f in ("00-namespace.yaml", "01-serviceaccount.yaml", "02-rbac.yaml"):
-            self.kubectl("apply", "-f", os.path.join(m, f))
+            self.kubectl("apply", "-f", os.path.join(m, "extender", f))
         self.kubectl("apply", "-f", os.path.join(m, "scheduler", "scheduler-rbac.yaml"))
         # Without kube-controller-manager nothing creates "default" ServiceAccounts, which the
         # ServiceAccount admission plugin needs for pods.
@@ -436,7 +442,8 @@ class Cluster:
         if "port" not in spec:
             spec["port"] = free_port()
             self.state["ports"][key] = spec["port"]
-        with open(os.path.join(ROOT, "config", "config.json")) as f:
+        with open(os.path.join(ROOT, "manifests",
+                               spec.get("config", os.path.join(RIG_INSTALL, "config.json")))) as f:
             cfg = json.load(f)
         o = {"server.address": "127.0.0.1", "server.port": spec["port"],
              "server.debug_endpoints": True,

@@ -1,8 +1,8 @@
 {{/*
 The second scheduler's KubeSchedulerConfiguration, as in
 manifests/scheduler/kube-scheduler-config.yaml (https=false) and
-kube-scheduler-config-https.yaml (https=true), or with scheduler.allPods as in
-manifests/overlays/all-pods/kube-scheduler-config-all-pods.yaml:
+kube-scheduler-config-https.yaml (https=true), or without scheduler.allPods as
+in those of manifests/overlays/gpu-pods-only:
   include "gpu-extender.schedulerConfig" (list . false)
 */}}
 {{- define "gpu-extender.schedulerConfig" -}}
