@@ -355,11 +355,40 @@ Test(extender, encodes_duplicate_node_names_without_crashing)
     const struct gx_ext_filter_verdict v[2] = {{.keep = true}, {.keep = false, .reason = "x"}};
     cJSON *doc;
 
-    cr_assert_eq(decode("{\"Pod\":{},\"NodeNames\":[\"a\",\"a\"]}", &args, &why), GX_OK);
+    const char *body = "{\"Pod\":{},\"NodeNames\":[\"a\",\"a\"]}";
+
+    cr_assert_eq(decode(body, &args, &why), GX_OK);
     gx_buf_init(&out, 4096);
-    cr_assert_eq(gx_ext_encode_filter(&out, NULL, &args, v), GX_OK);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
     doc = parse_filter_result(&out);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "NodeNames")), 1);
+    cJSON_Delete(doc);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+}
+
+Test(extender, kept_names_are_echoed_in_runs_whatever_the_spacing)
+{
+    const char *body = "{\"Pod\":{},\"NodeNames\":[ \"a\" ,\n \"b\", \"c\" ,\"d\"\t]}";
+    const struct gx_ext_filter_verdict v[4] = {
+        {.keep = true}, {.keep = true}, {.keep = false, .reason = "x"}, {.keep = true}};
+    const char *want[] = {"a", "b", "d"};
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    cJSON *doc, *names;
+
+    cr_assert_eq(decode(body, &args, &why), GX_OK, "%s", why.text);
+    gx_buf_init(&out, 4096);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    doc = parse_filter_result(&out);
+    names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
+    cr_assert_eq(cJSON_GetArraySize(names), 3, "%s", out.data);
+    for (int i = 0; i < 3; i++) {
+        cr_expect_str_eq(cJSON_GetArrayItem(names, i)->valuestring, want[i]);
+    }
+    cr_expect(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "FailedNodes"),
+                                               "c") != NULL);
     cJSON_Delete(doc);
     gx_buf_release(&out);
     gx_ext_args_release(&args);
@@ -551,12 +580,15 @@ Test(extender, node_names_with_escapes_and_invalid_utf8_round_trip)
     }
     gx_buf_init(&out, 1 << 20);
     cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
-    cr_expect(strstr(out.data, "\"bad\\ufffd\\ufffd-utf8\"") != NULL, "%s", out.data);
-    cr_expect(strstr(out.data, "\"a\\u003cb\\u003e\\u0026c\"") != NULL, "%s", out.data);
+    /* echoed as sent: escapes kept, invalid bytes replaced by U+FFFD */
+    cr_expect(strstr(out.data, "\"tab\\there\"") != NULL, "%s", out.data);
+    cr_expect(strchr(out.data, '\xff') == NULL && strchr(out.data, '\xfe') == NULL);
     doc = parse_filter_result(&out);
     names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
     cr_assert_eq(cJSON_GetArraySize(names), 6);
     cr_expect_str_eq(cJSON_GetArrayItem(names, 1)->valuestring, "tab\there");
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 2)->valuestring, "bad\xef\xbf\xbd\xef\xbf\xbd-utf8");
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 3)->valuestring, "a<b>&c");
     cr_expect_str_eq(cJSON_GetArrayItem(names, 4)->valuestring, "\xc3\xa9t\xc3\xa9");
     cJSON_Delete(doc);
     gx_buf_release(&out);

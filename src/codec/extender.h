@@ -28,7 +28,7 @@ enum gx_args_mode { GX_ARGS_NAMES, GX_ARGS_NODES };
 struct gx_ext_node {
     const char *name; /* decoded, NUL-terminated */
     size_t name_len;
-    size_t item_off; /* Nodes mode: the item's raw JSON in the body */
+    size_t item_off; /* its raw JSON in the body: the Node item, or the quoted name */
     size_t item_len;
 };
 
@@ -63,10 +63,12 @@ struct gx_ext_filter_verdict {
 };
 
 /**
- * Encode ExtenderFilterResult for @args with one verdict per args->nodes[i].
- * NodeNames mode: {"Nodes":null,"NodeNames":[..],"FailedNodes":{..},
- * "FailedAndUnresolvableNodes":{..},"Error":""}. Nodes mode: "Nodes" holds
- * {"metadata":{},"items":[kept items verbatim from @body]} and NodeNames null.
+ * Encode ExtenderFilterResult for @args (decoded from @body) with one
+ * verdict per args->nodes[i]. NodeNames mode: {"Nodes":null,"NodeNames":
+ * [..],"FailedNodes":{..},"FailedAndUnresolvableNodes":{..},"Error":""}.
+ * Nodes mode: "Nodes" holds {"metadata":{},"items":[..]} and NodeNames null.
+ * Kept items and names are copied from @body as they came (invalid UTF-8
+ * replaced), so a 5,000-name reply is a few copies, not 5,000 encodings.
  */
 enum gx_err gx_ext_encode_filter(struct gx_buf *out, const char *body,
                                  const struct gx_ext_args *args,

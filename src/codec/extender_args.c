@@ -172,23 +172,23 @@ ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_
 
 /*
  * Decode a non-null "NodeNames" (array of non-empty strings) into
- * @out/@n_out, allocated from @a (@out NULL when the array is empty). Two
- * passes over the array: the first validates it and counts names and bytes,
- * the second fills one node array and one block of NUL-terminated names,
- * so thousands of names cost two allocations and one memcpy each.
+ * @out/@n_out, allocated from @a (@out NULL when the array is empty). One
+ * scan keeps each name's raw span in @vec; then one node array and one
+ * block of NUL-terminated names are filled from the spans, so thousands of
+ * names cost two allocations and one memcpy each.
  */
 static enum gx_err
-ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, size_t *n_out,
-               struct gx_why *why)
+ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_ext_node **out,
+               size_t *n_out, struct gx_why *why)
 {
-    struct gx_json start;
     struct gx_ext_node *nodes = NULL;
     const char *raw;
-    size_t n = 0, total = 0, rawlen;
-    bool esc;
+    size_t total = 0, rawlen;
+    bool esc, any_esc = false;
     char *dst;
     enum gx_err rc = GX_OK;
 
+    vec->n = 0;
     if (gx_json_peek(j) != '[') {
         gx_why_set(why, "NodeNames must be an array of strings or null");
         return ext_wrong_type(j);
@@ -196,50 +196,54 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, 
     if ((rc = gx_json_enter_array(j)) != GX_OK) {
         return rc;
     }
-    start = *j;
     while (gx_json_next_string(j, &raw, &rawlen, &esc, &rc)) {
+        /* the raw span for now: the quoted name as it came, for the reply to echo */
+        struct gx_ext_node node = {raw, rawlen, (size_t)(raw - j->p) - 1, rawlen + 2};
         /* An escape decodes to at least one byte, so only "" is empty. */
         if (rawlen == 0) {
-            gx_why_set(why, "NodeNames[%zu] is empty", n);
+            gx_why_set(why, "NodeNames[%zu] is empty", vec->n);
             return GX_EINVAL;
         }
-        if (++n > GX_EXT_MAX_NODES) {
+        if (vec->n >= GX_EXT_MAX_NODES) {
             gx_why_set(why, "NodeNames holds more than %u names", GX_EXT_MAX_NODES);
             return GX_ETOOBIG;
         }
+        if (ext_vec_push(vec, &node) != GX_OK) {
+            return ext_nomem(why);
+        }
         total += rawlen + 1;
+        any_esc |= esc;
     }
     if (rc == GX_EINVAL) {
-        gx_why_set(why, "NodeNames[%zu] must be a string", n);
+        gx_why_set(why, "NodeNames[%zu] must be a string", vec->n);
         return ext_wrong_type(j);
     }
     if (rc != GX_OK) {
         return rc;
     }
-    if (n > 0) {
-        if (n > SIZE_MAX / sizeof(*nodes)) {
+    if (vec->n > 0) {
+        if (vec->n > SIZE_MAX / sizeof(*nodes)) {
             return ext_nomem(why);
         }
-        nodes = gx_arena_alloc(a, n * sizeof(*nodes));
+        nodes = gx_arena_alloc(a, vec->n * sizeof(*nodes));
         dst = gx_arena_alloc(a, total);
         if (nodes == NULL || dst == NULL) {
             return ext_nomem(why);
         }
-        /* Second pass over input the first one accepted: it cannot fail. */
-        for (size_t i = 0; i < n && gx_json_next_string(&start, &raw, &rawlen, &esc, &rc); i++) {
-            if (esc) {
-                rawlen = gx_json_unescape(raw, rawlen, dst);
+        for (size_t i = 0; i < vec->n; i++) {
+            nodes[i] = vec->v[i];
+            if (any_esc && memchr(nodes[i].name, '\\', nodes[i].name_len) != NULL) {
+                nodes[i].name_len = gx_json_unescape(nodes[i].name, nodes[i].name_len, dst);
             } else {
-                memcpy(dst, raw, rawlen);
-                dst[rawlen] = '\0';
+                memcpy(dst, nodes[i].name, nodes[i].name_len);
+                dst[nodes[i].name_len] = '\0';
             }
             nodes[i].name = dst;
-            nodes[i].name_len = rawlen;
-            dst += rawlen + 1;
+            dst += nodes[i].name_len + 1;
         }
     }
     *out = nodes;
-    *n_out = n;
+    *n_out = vec->n;
     return GX_OK;
 }
 
@@ -247,6 +251,7 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct gx_ext_node **out, 
 struct ext_args_ctx {
     struct gx_arena *a;
     struct ext_vec items;      /* Nodes */
+    struct ext_vec spans;      /* NodeNames' raw spans while decoding */
     struct gx_ext_node *names; /* NodeNames, in the arena */
     size_t n_names;
 };
@@ -257,7 +262,7 @@ ext_args_member(struct gx_json *j, void *ctx, int which, struct gx_why *why)
     struct ext_args_ctx *c = ctx;
 
     return which == 0 ? ext_nodes(j, c->a, &c->items, why)
-                      : ext_node_names(j, c->a, &c->names, &c->n_names, why);
+                      : ext_node_names(j, c->a, &c->spans, &c->names, &c->n_names, why);
 }
 
 enum gx_err
@@ -265,7 +270,7 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
                    struct gx_why *why)
 {
     struct gx_ext_args args;
-    struct ext_args_ctx c = {&args.arena, {0}, NULL, 0};
+    struct ext_args_ctx c = {&args.arena, {0}, {0}, NULL, 0};
     const struct ext_envelope e = {"ExtenderArgs", {"Nodes", "NodeNames"}, ext_args_member, &c};
     void *nodes = NULL;
     int which = 0;
@@ -284,6 +289,7 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
     }
     args.mode = which == 0 ? GX_ARGS_NODES : GX_ARGS_NAMES;
     free(c.items.v);
+    free(c.spans.v);
     if (rc != GX_OK) {
         gx_arena_release(&args.arena);
         return rc;

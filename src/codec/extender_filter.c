@@ -61,6 +61,39 @@ ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
 }
 
 /*
+ * Append the kept nodes' items (Nodes mode) or quoted names, each as it
+ * came in the request: a run of kept nodes that were neighbours there is
+ * one copy of the bytes between them, separators included.
+ */
+static enum gx_err
+ext_kept_items(struct gx_buf *b, const char *body, const struct gx_ext_args *args,
+               const struct gx_ext_filter_verdict *v)
+{
+    bool first = true;
+    enum gx_err rc;
+
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        size_t j = i, from, to;
+        if (!v[i].keep) {
+            continue;
+        }
+        while (j + 1 < args->n_nodes && v[j + 1].keep &&
+               args->nodes[j + 1].item_off > args->nodes[j].item_off) {
+            j++;
+        }
+        from = args->nodes[i].item_off;
+        to = args->nodes[j].item_off + args->nodes[j].item_len;
+        if ((!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) ||
+            (rc = gx_buf_add_utf8(b, body + from, to - from)) != GX_OK) {
+            return rc;
+        }
+        first = false;
+        i = j;
+    }
+    return GX_OK;
+}
+
+/*
  * A close upper bound of the filter reply for @args, so gx_ext_encode_filter
  * can reserve it once: kept items (Nodes mode) or names, and for each
  * rejected node its name and room for a typical reason. Escapes or long
@@ -74,10 +107,8 @@ ext_filter_size(const struct gx_ext_args *args, const struct gx_ext_filter_verdi
     for (size_t i = 0; i < args->n_nodes; i++) {
         if (!v[i].keep) {
             n += args->nodes[i].name_len + 64;
-        } else if (args->mode == GX_ARGS_NODES) {
-            n += args->nodes[i].item_len + 1;
         } else {
-            n += args->nodes[i].name_len + 3;
+            n += args->nodes[i].item_len + 1;
         }
     }
     return n;
@@ -88,49 +119,22 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
                      const struct gx_ext_filter_verdict *v)
 {
     size_t mark = out->len;
-    bool first = true;
     enum gx_err rc = GX_OK;
 
-    if (args->n_nodes > 0 && (v == NULL || (args->mode == GX_ARGS_NODES && body == NULL))) {
+    if (args->n_nodes > 0 && (v == NULL || body == NULL)) {
         return GX_EINVAL;
     }
     /* Best effort: a reply larger than the cap fails below with GX_ETOOBIG anyway. */
     if (args->n_nodes > 0 && gx_buf_reserve(out, ext_filter_size(args, v)) == GX_ENOMEM) {
         return GX_ENOMEM;
     }
-    if (args->mode == GX_ARGS_NODES) {
-        if ((rc = gx_buf_adds(out, "{\"Nodes\":{\"metadata\":{},\"items\":[")) != GX_OK) {
-            goto out;
-        }
-        for (size_t i = 0; i < args->n_nodes; i++) {
-            if (!v[i].keep) {
-                continue;
-            }
-            if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
-                (rc = gx_buf_add_utf8(out, body + args->nodes[i].item_off,
-                                      args->nodes[i].item_len)) != GX_OK) {
-                goto out;
-            }
-            first = false;
-        }
-        rc = gx_buf_adds(out, "]},\"NodeNames\":null");
-    } else {
-        if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":[")) != GX_OK) {
-            goto out;
-        }
-        for (size_t i = 0; i < args->n_nodes; i++) {
-            if (!v[i].keep) {
-                continue;
-            }
-            if ((!first && (rc = gx_buf_add(out, ",", 1)) != GX_OK) ||
-                (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
-                    GX_OK) {
-                goto out;
-            }
-            first = false;
-        }
-        rc = gx_buf_add(out, "]", 1);
+    if ((rc = gx_buf_adds(out, args->mode == GX_ARGS_NODES
+                                   ? "{\"Nodes\":{\"metadata\":{},\"items\":["
+                                   : "{\"Nodes\":null,\"NodeNames\":[")) != GX_OK ||
+        (rc = ext_kept_items(out, body, args, v)) != GX_OK) {
+        goto out;
     }
+    rc = gx_buf_adds(out, args->mode == GX_ARGS_NODES ? "]},\"NodeNames\":null" : "]");
     if (rc != GX_OK || (rc = gx_buf_adds(out, ",\"FailedNodes\":")) != GX_OK ||
         (rc = ext_failed_map(out, args, v, false)) != GX_OK ||
         (rc = gx_buf_adds(out, ",\"FailedAndUnresolvableNodes\":")) != GX_OK ||
