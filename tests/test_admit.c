@@ -37,7 +37,6 @@ world_init(struct world *w)
     w->cfg.policy = GX_POLICY_BINPACK;
     w->cfg.w_util = w->cfg.w_fit = 20;
     w->cfg.w_memory = w->cfg.w_temp = w->cfg.w_labels = 0;
-    gx_strmap_init(&w->snap.by_name);
     for (int i = 0; i < 2; i++) {
         struct gx_node *n = &w->nodes[i];
         n->name = names[i];
@@ -59,10 +58,10 @@ world_init(struct world *w)
             }
             k->v[GX_SIG_MEM_FREE] = 24564;
         }
-        cr_assert_eq(gx_strmap_put(&w->snap.by_name, n->name, strlen(n->name), n), GX_OK);
     }
     w->snap.nodes = w->nodes;
     w->snap.n_nodes = 2;
+    cr_assert_eq(gx_snapshot_index(&w->snap), GX_OK);
     w->ledger = gx_ledger_new();
     cr_assert_not_null(w->ledger);
     w->ctx.cfg = &w->cfg;
@@ -74,7 +73,7 @@ static void
 world_free(struct world *w)
 {
     gx_ledger_free(w->ledger);
-    gx_strmap_release(&w->snap.by_name);
+    gx_nameidx_release(&w->snap.names);
     gx_config_free(w->defaults);
 }
 

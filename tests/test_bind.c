@@ -290,7 +290,6 @@ snap_init(struct env *e)
 {
     struct gx_node *n = &e->node;
 
-    gx_strmap_init(&e->snap.by_name);
     n->name = HERE;
     n->product = "NVIDIA-L4";
     n->gpu_count = 2;
@@ -307,9 +306,9 @@ snap_init(struct env *e)
         }
         e->cards[c].v[GX_SIG_MEM_FREE] = 24564;
     }
-    cr_assert_eq(gx_strmap_put(&e->snap.by_name, HERE, strlen(HERE), n), GX_OK);
     e->snap.nodes = n;
     e->snap.n_nodes = 1;
+    cr_assert_eq(gx_snapshot_index(&e->snap), GX_OK);
 }
 
 /* Run the loop until @cond holds or the deadline passes; returns @cond. */
@@ -395,7 +394,7 @@ env_fini(struct env *e)
     gx_fakehttp_stop(e->srv);
     gx_seen_free(a->seen);
     gx_ledger_free(a->ledger);
-    gx_strmap_release(&e->snap.by_name);
+    gx_nameidx_release(&e->snap.names);
     gx_config_free(a->cfg);
     event_base_free(a->base);
     free(e->f.tenants);

@@ -51,7 +51,6 @@ world_init(void)
     w.cfg.bind_deadline_ms = 4000;
     w.cfg.reservation_ttl_s = 300;
     w.cfg.w_util = w.cfg.w_fit = 20;
-    gx_strmap_init(&w.snap.by_name);
     for (int n = 0; n < 2; n++) {
         struct gx_node *node = &w.nodes[n];
         node->name = names[n];
@@ -71,10 +70,10 @@ world_init(void)
             }
             k->v[GX_SIG_MEM_FREE] = 24564;
         }
-        cr_assert_eq(gx_strmap_put(&w.snap.by_name, names[n], strlen(names[n]), node), GX_OK);
     }
     w.snap.nodes = w.nodes;
     w.snap.n_nodes = 2;
+    cr_assert_eq(gx_snapshot_index(&w.snap), GX_OK);
     w.ledger = gx_ledger_new();
     cr_assert_not_null(w.ledger);
     w.ctx.cfg = &w.cfg;
@@ -90,7 +89,7 @@ world_free(void)
 {
     gx_holds_free(w.hs);
     gx_ledger_free(w.ledger);
-    gx_strmap_release(&w.snap.by_name);
+    gx_nameidx_release(&w.snap.names);
 }
 
 /* Book @uid with @slices on card @card of @node in the ledger (a bound shared tenant). */

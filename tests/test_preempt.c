@@ -46,7 +46,6 @@ world_init(void)
     w.cfg.policy = GX_POLICY_BINPACK;
     w.cfg.w_util = w.cfg.w_fit = 20;
     w.cfg.w_memory = w.cfg.w_temp = w.cfg.w_labels = 0;
-    gx_strmap_init(&w.snap.by_name);
     w.node.name = "gpu-a";
     w.node.product = "NVIDIA-L4";
     w.node.gpu_count = 2;
@@ -65,9 +64,9 @@ world_init(void)
         }
         k->v[GX_SIG_MEM_FREE] = 24564;
     }
-    cr_assert_eq(gx_strmap_put(&w.snap.by_name, "gpu-a", 5, &w.node), GX_OK);
     w.snap.nodes = &w.node;
     w.snap.n_nodes = 1;
+    cr_assert_eq(gx_snapshot_index(&w.snap), GX_OK);
     w.ledger = gx_ledger_new();
     cr_assert_not_null(w.ledger);
     w.ctx.cfg = &w.cfg;
@@ -80,7 +79,7 @@ static void
 world_free(void)
 {
     gx_ledger_free(w.ledger);
-    gx_strmap_release(&w.snap.by_name);
+    gx_nameidx_release(&w.snap.names);
     gx_config_free(w.defaults);
 }
 

@@ -74,11 +74,7 @@ world_init(struct world *w, const char *json)
     gx_arena_init(&w->snap.arena, 0);
     w->snap.nodes = w->nodes;
     w->snap.n_nodes = 2;
-    gx_strmap_init(&w->snap.by_name);
-    for (int n = 0; n < 2; n++) {
-        cr_assert_eq(gx_strmap_put(&w->snap.by_name, names[n], strlen(names[n]), &w->nodes[n]),
-                     GX_OK);
-    }
+    cr_assert_eq(gx_snapshot_index(&w->snap), GX_OK);
     w->ledger = gx_ledger_new();
     w->ctx.cfg = w->cfg;
     w->ctx.snap = &w->snap;
@@ -90,7 +86,7 @@ static void
 world_free(struct world *w)
 {
     gx_ledger_free(w->ledger);
-    gx_strmap_release(&w->snap.by_name);
+    gx_nameidx_release(&w->snap.names);
     gx_arena_release(&w->snap.arena);
     gx_config_free(w->cfg);
 }

@@ -124,13 +124,9 @@ cluster_of_two(struct world *w, struct gx_snapshot *snap, struct gx_node *nodes,
                struct gx_score_gaps *gaps)
 {
     memset(snap, 0, sizeof(*snap));
-    gx_strmap_init(&snap->by_name);
-    for (size_t i = 0; i < 2; i++) {
-        cr_assert_eq(gx_strmap_put(&snap->by_name, nodes[i].name, strlen(nodes[i].name), &nodes[i]),
-                     GX_OK);
-    }
     snap->nodes = nodes;
     snap->n_nodes = 2;
+    cr_assert_eq(gx_snapshot_index(snap), GX_OK);
     snap->generation = 1;
     memset(gaps, 0, sizeof(*gaps));
     w->ctx.snap = snap;
@@ -189,7 +185,7 @@ Test(score_fgd, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     w.ctx.gaps = NULL;
     gx_score_node(&w.ctx, &r, &nodes[0], &v);
     cr_assert_eq(v.cards[0], 0, "no counts: no term");
-    gx_strmap_release(&snap.by_name);
+    gx_nameidx_release(&snap.names);
     world_free(&w);
 }
 
@@ -252,6 +248,6 @@ Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
     gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
     cr_assert_gt(on_a100.parts.fit, on_t4.parts.fit, "the T4 node is kept for the T4 pods");
     cr_assert_float_eq(gaps.scarce[1], 1.0, 0.01, "about half the demand on half of the cards");
-    gx_strmap_release(&snap.by_name);
+    gx_nameidx_release(&snap.names);
     world_free(&w);
 }

@@ -78,11 +78,7 @@ world_init(struct world *w)
     w->snap.nodes = w->nodes;
     w->snap.n_nodes = N_NODES;
     w->snap.generation = 1;
-    gx_strmap_init(&w->snap.by_name); /* gx_snapshot_find, for the fgd gap term */
-    for (int n = 0; n < N_NODES; n++) {
-        cr_assert_eq(gx_strmap_put(&w->snap.by_name, NAMES[n], strlen(NAMES[n]), &w->nodes[n]),
-                     GX_OK);
-    }
+    cr_assert_eq(gx_snapshot_index(&w->snap), GX_OK); /* gx_snapshot_find, for the gap term */
     w->ledger = gx_ledger_new();
     w->vc = gx_vcache_new();
     cr_assert_not_null(w->ledger);
@@ -98,7 +94,7 @@ world_free(struct world *w)
 {
     gx_vcache_free(w->vc);
     gx_ledger_free(w->ledger);
-    gx_strmap_release(&w->snap.by_name);
+    gx_nameidx_release(&w->snap.names);
     gx_config_free(w->defaults);
 }
 
@@ -425,29 +421,32 @@ Test(vcache, new_snapshot_or_config_empties_the_cache)
     world_free(&w);
 }
 
-Test(vcache, keeps_four_request_shapes_per_node)
+Test(vcache, keeps_the_most_recently_asked_shapes)
 {
     struct world w;
-    struct gx_podreq shapes[GX_VCACHE_WAYS + 1];
+    struct gx_podreq shapes[GX_VCACHE_SHAPES + 1];
 
     world_init(&w);
-    for (int i = 0; i <= GX_VCACHE_WAYS; i++) {
+    for (int i = 0; i <= GX_VCACHE_SHAPES; i++) {
         shapes[i] = req_shared(1, 1024 * (i + 1));
     }
-    for (int i = 0; i < GX_VCACHE_WAYS; i++) {
+    for (int i = 0; i < GX_VCACHE_SHAPES; i++) {
         (void)decide(&w, shapes[i], 0);
     }
-    for (int i = 0; i < GX_VCACHE_WAYS; i++) {
+    for (int i = 0; i < GX_VCACHE_SHAPES; i++) {
         (void)decide(&w, shapes[i], 0);
     }
-    cr_assert_eq(hits(&w), GX_VCACHE_WAYS);
-    /* a fifth shape evicts the oldest way only */
-    (void)decide(&w, shapes[GX_VCACHE_WAYS], 0);
+    cr_assert_eq(hits(&w), GX_VCACHE_SHAPES);
+    /* shape 0 asked again is the most recent; one more shape evicts shape 1 only */
     (void)decide(&w, shapes[0], 0);
-    cr_assert_eq(misses(&w), GX_VCACHE_WAYS + 2);
-    (void)decide(&w, shapes[GX_VCACHE_WAYS], 0);
+    (void)decide(&w, shapes[GX_VCACHE_SHAPES], 0);
+    cr_assert_eq(misses(&w), GX_VCACHE_SHAPES + 1);
+    (void)decide(&w, shapes[1], 0);
+    cr_assert_eq(misses(&w), GX_VCACHE_SHAPES + 2);
+    (void)decide(&w, shapes[GX_VCACHE_SHAPES], 0);
+    (void)decide(&w, shapes[0], 0);
     (void)decide(&w, shapes[3], 0);
-    cr_assert_eq(hits(&w), GX_VCACHE_WAYS + 2);
+    cr_assert_eq(hits(&w), GX_VCACHE_SHAPES + 4);
     world_free(&w);
 }
 

@@ -168,6 +168,12 @@ gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int
     return true;
 }
 
+bool
+gx_holds_any(const struct gx_holds *hs)
+{
+    return hs != NULL && hs->n_active > 0;
+}
+
 enum gx_hold_outcome
 gx_holds_verdict(struct gx_holds *hs, const struct gx_decide_ctx *ctx, const struct gx_pod *pod,
                  const struct gx_podreq *req, const char *node_name, int64_t now_ms,

@@ -72,6 +72,9 @@ struct gx_hold_info {
 bool gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int64_t ttl_ms,
                         int64_t now_ms, struct gx_hold_info *activated);
 
+/** True when some hold is active (gx_holds_verdict can decide anything). NULL @hs: false. */
+bool gx_holds_any(const struct gx_holds *hs);
+
 /** What gx_holds_verdict decided. */
 enum gx_hold_outcome {
     GX_HOLD_NONE,    /* no hold of another pod applies: decide as usual, the verdict untouched */

@@ -417,7 +417,6 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
         return GX_ENOMEM;
     }
     gx_arena_init(&snap->arena, 0);
-    gx_strmap_init(&snap->by_name);
     b.a = &snap->arena;
     gx_intern_init(&b.strings, b.a, 0);
     snap->built_ms = now_ms;
@@ -436,10 +435,9 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
             goto out;
         }
         snap->n_nodes++;
-        rc = gx_strmap_put(&snap->by_name, node->name, strlen(node->name), node);
-        if (rc != GX_OK) {
-            goto out;
-        }
+    }
+    if ((rc = gx_snapshot_index(snap)) != GX_OK) {
+        goto out;
     }
     *out = snap;
     snap = NULL;
@@ -456,19 +454,65 @@ gx_snapshot_free(struct gx_snapshot *snap)
     if (snap == NULL) {
         return;
     }
-    gx_strmap_release(&snap->by_name);
+    gx_nameidx_release(&snap->names);
     gx_arena_release(&snap->arena);
     free(snap);
+}
+
+enum gx_err
+gx_snapshot_index(struct gx_snapshot *snap)
+{
+    enum gx_err rc;
+
+    gx_nameidx_release(&snap->names);
+    if ((rc = gx_nameidx_init(&snap->names, snap->n_nodes)) != GX_OK) {
+        return rc;
+    }
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        const char *name = snap->nodes[i].name;
+        if ((rc = gx_nameidx_add(&snap->names, name, strlen(name))) != GX_OK) {
+            return rc;
+        }
+    }
+    return GX_OK;
 }
 
 /* The node named @name (@len bytes), or NULL. */
 const struct gx_node *
 gx_snapshot_find(const struct gx_snapshot *snap, const char *name, size_t len)
 {
+    uint32_t pos;
+
     if (snap == NULL || name == NULL) {
         return NULL;
     }
-    return gx_strmap_get(&snap->by_name, name, len);
+    pos = gx_nameidx_find(&snap->names, name, len);
+    return pos != GX_NAMEIDX_NONE ? &snap->nodes[pos] : NULL;
+}
+
+void
+gx_snapshot_find_all(const struct gx_snapshot *snap, const struct gx_ext_node *names, size_t n,
+                     const struct gx_node **out)
+{
+    enum { BATCH = 32 };
+    struct gx_nameidx_probe p[BATCH];
+    uint32_t pos[BATCH];
+
+    for (size_t at = 0; at < n; at += BATCH) {
+        size_t k = n - at < BATCH ? n - at : BATCH;
+        for (size_t i = 0; i < k; i++) {
+            p[i].name = names[at + i].name != NULL ? names[at + i].name : "";
+            p[i].len = names[at + i].name != NULL ? names[at + i].name_len : 0;
+        }
+        if (snap == NULL) {
+            memset(pos, 0xff, sizeof(pos));
+        } else {
+            gx_nameidx_find_many(&snap->names, p, k, pos);
+        }
+        for (size_t i = 0; i < k; i++) {
+            out[at + i] = pos[i] != GX_NAMEIDX_NONE ? &snap->nodes[pos[i]] : NULL;
+        }
+    }
 }
 
 enum gx_err

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vcache.c - verdict cache per snapshot node (see vcache.h for when an
- * entry dies). The table is one flat array of GX_VCACHE_WAYS entries per
- * snapshot node, indexed by the node's position in snap->nodes, so a
- * lookup costs no hashing; it is cleared whenever the snapshot, config or
- * ledger it was filled for changes. No I/O.
+ * entry dies). Each cached request shape has a column of entries indexed
+ * by the node's position in snap->nodes, so a lookup costs no hashing;
+ * every shape is forgotten whenever the snapshot, config or ledger it was
+ * filled for changes. No I/O.
  */
 #include "vcache.h"
 
@@ -12,13 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One node's cached verdict for one request shape. */
 struct vc_entry {
-    struct gx_podreq req;
     uint64_t ledger_version; /* gx_ledger_version when computed */
     int64_t made_ms;         /* ctx->now_ms when computed */
     int64_t until_ms;        /* last ctx->now_ms at which it is still valid */
     bool used;
     struct gx_vshort v;
+};
+
+/* A request shape and its column: one entry per snapshot node, in node order. */
+struct vc_shape {
+    struct gx_podreq req;
+    bool used;
+    uint64_t last_use; /* vc->tick of its last lookup, for eviction */
+    struct vc_entry *col;
 };
 
 struct gx_vcache {
@@ -29,9 +37,10 @@ struct gx_vcache {
     uint64_t cfg_hash;
     const struct gx_ledger *ledger;
 
-    struct vc_entry *e;    /* n_nodes * GX_VCACHE_WAYS */
-    unsigned char *next;   /* per node: the way to replace next */
-    size_t n_nodes;        /* nodes the table was allocated for */
+    struct vc_shape shapes[GX_VCACHE_SHAPES];
+    size_t last;           /* the shape of the last lookup: the next usually asks it again */
+    uint64_t tick;         /* lookups of a shape, for eviction */
+    size_t n_nodes;        /* nodes the columns were allocated for */
     uint64_t hits, misses; /* since gx_vcache_new */
 };
 
@@ -41,14 +50,22 @@ gx_vcache_new(void)
     return calloc(1, sizeof(struct gx_vcache));
 }
 
+static void
+vc_drop_columns(struct gx_vcache *vc)
+{
+    for (size_t i = 0; i < GX_VCACHE_SHAPES; i++) {
+        free(vc->shapes[i].col);
+        memset(&vc->shapes[i], 0, sizeof(vc->shapes[i]));
+    }
+}
+
 void
 gx_vcache_free(struct gx_vcache *vc)
 {
     if (vc == NULL) {
         return;
     }
-    free(vc->e);
-    free(vc->next);
+    vc_drop_columns(vc);
     free(vc);
 }
 
@@ -64,45 +81,31 @@ gx_vcache_stats(const struct gx_vcache *vc, uint64_t *hits, uint64_t *misses)
 }
 
 /*
- * Make the table fit @ctx: empty it (and size it for the snapshot) when the
- * snapshot, config or ledger changed. False when it cannot be allocated;
- * the cache is then empty and unbound, and callers compute without it.
+ * Make the table fit @ctx: forget every shape when the snapshot, config or
+ * ledger changed (a column is cleared when a shape takes it, and freed
+ * when the node count changed). Cannot fail.
  */
-static bool
+static void
 vc_bind(struct gx_vcache *vc, const struct gx_decide_ctx *ctx)
 {
     const struct gx_snapshot *snap = ctx->snap;
-    size_t n = snap->n_nodes;
 
     if (vc->snap == snap && vc->generation == snap->generation && vc->cfg == ctx->cfg &&
-        vc->cfg_hash == ctx->cfg->hash && vc->ledger == ctx->ledger && vc->e != NULL) {
-        return true;
+        vc->cfg_hash == ctx->cfg->hash && vc->ledger == ctx->ledger) {
+        return;
     }
-    vc->snap = NULL;
-    if (vc->e == NULL || vc->n_nodes != n) {
-        free(vc->e);
-        free(vc->next);
-        vc->n_nodes = 0;
-        vc->e = calloc(n ? n * GX_VCACHE_WAYS : 1, sizeof(*vc->e));
-        vc->next = calloc(n ? n : 1, 1);
-        if (vc->e == NULL || vc->next == NULL) {
-            free(vc->e);
-            free(vc->next);
-            vc->e = NULL;
-            vc->next = NULL;
-            return false;
-        }
-        vc->n_nodes = n;
-    } else {
-        memset(vc->e, 0, n * GX_VCACHE_WAYS * sizeof(*vc->e));
-        memset(vc->next, 0, n);
+    if (vc->n_nodes != snap->n_nodes) {
+        vc_drop_columns(vc);
+        vc->n_nodes = snap->n_nodes;
+    }
+    for (size_t i = 0; i < GX_VCACHE_SHAPES; i++) {
+        vc->shapes[i].used = false;
     }
     vc->snap = snap;
     vc->generation = snap->generation;
     vc->cfg = ctx->cfg;
     vc->cfg_hash = ctx->cfg->hash;
     vc->ledger = ctx->ledger;
-    return true;
 }
 
 /* True when @a and @b ask for the same thing (every field; -0 and 0 decide alike). */
@@ -140,15 +143,14 @@ vc_until(const struct gx_config *cfg, const struct gx_node *node, int64_t now)
     return until;
 }
 
-/* True when entry @e still answers @req on @node at ctx->now_ms. */
+/* True when entry @e (of @req's shape) still answers on @node at ctx->now_ms. */
 static bool
 vc_live(const struct vc_entry *e, const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         const struct gx_node *node, uint64_t ledger_version)
 {
     const struct gx_ledger_node *ln;
 
-    if (!e->used || ctx->now_ms < e->made_ms || ctx->now_ms > e->until_ms ||
-        !req_same(&e->req, req)) {
+    if (!e->used || ctx->now_ms < e->made_ms || ctx->now_ms > e->until_ms) {
         return false;
     }
     if (ledger_version == e->ledger_version) {
@@ -172,45 +174,103 @@ vc_short(const struct gx_verdict *v, struct gx_vshort *out)
     out->exact = v->score_exact;
 }
 
-void
-gx_vcache_decide(struct gx_vcache *vc, const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
-                 const struct gx_node *node, struct gx_vshort *out)
+/*
+ * The column of @req's shape, made (evicting the least recently asked
+ * shape) when it has none; NULL when it cannot be allocated.
+ */
+static struct vc_entry *
+vc_column(struct gx_vcache *vc, const struct gx_podreq *req)
+{
+    struct vc_shape *sh = &vc->shapes[vc->last], *victim = NULL;
+
+    if (!sh->used || !req_same(&sh->req, req)) {
+        sh = NULL;
+        for (size_t i = 0; i < GX_VCACHE_SHAPES; i++) {
+            struct vc_shape *c = &vc->shapes[i];
+            if (c->used && req_same(&c->req, req)) {
+                sh = c;
+                break;
+            }
+            if (victim == NULL || !c->used || (victim->used && c->last_use < victim->last_use)) {
+                victim = c;
+            }
+        }
+    }
+    if (sh == NULL) {
+        sh = victim;
+        if (sh->col == NULL) {
+            sh->col = malloc((vc->n_nodes ? vc->n_nodes : 1) * sizeof(*sh->col));
+            if (sh->col == NULL) {
+                return NULL;
+            }
+        }
+        memset(sh->col, 0, vc->n_nodes * sizeof(*sh->col));
+        sh->req = *req;
+        sh->used = true;
+    }
+    sh->last_use = ++vc->tick;
+    vc->last = (size_t)(sh - vc->shapes);
+    return sh->col;
+}
+
+/* Decide @req on @node through @col (NULL: compute without the cache). */
+static void
+vc_decide(struct gx_vcache *vc, struct vc_entry *col, const struct gx_decide_ctx *ctx,
+          const struct gx_podreq *req, const struct gx_node *node, uint64_t lv,
+          struct gx_vshort *out)
 {
     struct gx_verdict v;
-    struct vc_entry *ways, *slot = NULL;
-    uint64_t lv;
-    size_t idx;
+    struct vc_entry *e;
 
-    if (vc == NULL || node == NULL || req == NULL || ctx->snap == NULL || node < ctx->snap->nodes ||
-        node >= ctx->snap->nodes + ctx->snap->n_nodes || !vc_bind(vc, ctx)) {
+    if (col == NULL || node == NULL || node < ctx->snap->nodes ||
+        node >= ctx->snap->nodes + ctx->snap->n_nodes) {
         gx_score_node(ctx, req, node, &v);
         vc_short(&v, out);
         return;
     }
-    idx = (size_t)(node - ctx->snap->nodes);
-    ways = &vc->e[idx * GX_VCACHE_WAYS];
-    lv = gx_ledger_version(ctx->ledger);
-    for (size_t w = 0; w < GX_VCACHE_WAYS; w++) {
-        if (vc_live(&ways[w], ctx, req, node, lv)) {
-            vc->hits++;
-            *out = ways[w].v;
-            return;
-        }
-        if (slot == NULL && ways[w].used && req_same(&ways[w].req, req)) {
-            slot = &ways[w]; /* a dead entry of this shape: reuse its way */
-        }
+    e = &col[node - ctx->snap->nodes];
+    if (vc_live(e, ctx, req, node, lv)) {
+        vc->hits++;
+        *out = e->v;
+        return;
     }
     vc->misses++;
     gx_score_node(ctx, req, node, &v);
     vc_short(&v, out);
-    if (slot == NULL) {
-        slot = &ways[vc->next[idx]];
-        vc->next[idx] = (unsigned char)((vc->next[idx] + 1) % GX_VCACHE_WAYS);
+    e->ledger_version = lv;
+    e->made_ms = ctx->now_ms;
+    e->until_ms = vc_until(ctx->cfg, node, ctx->now_ms);
+    e->used = true;
+    e->v = *out;
+}
+
+/* The column for @req under @ctx, or NULL when the cache cannot serve. */
+static struct vc_entry *
+vc_prepare(struct gx_vcache *vc, const struct gx_decide_ctx *ctx, const struct gx_podreq *req)
+{
+    if (vc == NULL || req == NULL || ctx->snap == NULL) {
+        return NULL;
     }
-    slot->req = *req;
-    slot->ledger_version = lv;
-    slot->made_ms = ctx->now_ms;
-    slot->until_ms = vc_until(ctx->cfg, node, ctx->now_ms);
-    slot->used = true;
-    slot->v = *out;
+    vc_bind(vc, ctx);
+    return vc_column(vc, req);
+}
+
+void
+gx_vcache_decide(struct gx_vcache *vc, const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+                 const struct gx_node *node, struct gx_vshort *out)
+{
+    gx_vcache_decide_all(vc, ctx, req, &node, 1, out);
+}
+
+void
+gx_vcache_decide_all(struct gx_vcache *vc, const struct gx_decide_ctx *ctx,
+                     const struct gx_podreq *req, const struct gx_node *const *nodes, size_t n,
+                     struct gx_vshort *out)
+{
+    struct vc_entry *col = vc_prepare(vc, ctx, req);
+    uint64_t lv = gx_ledger_version(ctx->ledger);
+
+    for (size_t i = 0; i < n; i++) {
+        vc_decide(vc, col, ctx, req, nodes[i], lv, &out[i]);
+    }
 }

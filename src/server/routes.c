@@ -13,6 +13,7 @@
 #include "bind.h"
 #include "explain.h"
 #include "explain_pod.h"
+#include "holds.h"
 #include "extender.h"
 #include "cards.h"
 #include "log.h"
@@ -67,24 +68,47 @@ decode_scheduling_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb v
     return true;
 }
 
+/* Each node of a filter or prioritize call: its snapshot node (NULL when unknown), its verdict. */
+struct call_nodes {
+    const struct gx_node **sn;
+    struct gx_vshort *v;
+};
+
+static void
+call_nodes_free(struct call_nodes *cn)
+{
+    free(cn->sn);
+    free(cn->v);
+}
+
 /*
  * decode_scheduling_call, then a zeroed array of one @elem-sized entry per
- * node; NULL once @r is answered (bad body, or out of memory).
+ * node, and @cn for every node; NULL once @r is answered (bad body, or out
+ * of memory).
  */
 static void *
 decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, struct gx_ext_args *args,
-            struct gx_podreq *req, struct bad_request *bad, size_t elem)
+            struct gx_podreq *req, struct bad_request *bad, size_t elem, struct call_nodes *cn)
 {
+    size_t n;
     void *per_node;
 
     if (!decode_scheduling_call(app, r, verb, args, req, bad)) {
         return NULL;
     }
-    per_node = calloc(args->n_nodes ? args->n_nodes : 1, elem);
-    if (per_node == NULL) {
+    n = args->n_nodes ? args->n_nodes : 1;
+    per_node = calloc(n, elem);
+    /* written whole below and by verdicts(): no need to clear them */
+    cn->sn = malloc(n * sizeof(*cn->sn));
+    cn->v = malloc(n * sizeof(*cn->v));
+    if (per_node == NULL || cn->sn == NULL || cn->v == NULL) {
+        free(per_node);
+        call_nodes_free(cn);
         gx_ext_args_release(args);
         gx_reply_error(&app->metrics, r, verb, 500, "out of memory");
+        return NULL;
     }
+    gx_snapshot_find_all(app->sync.snap, args->nodes, args->n_nodes, cn->sn);
     return per_node;
 }
 
@@ -126,18 +150,20 @@ vcache(struct gx_app *app)
     return app->vcache;
 }
 
-/* The verdict of node @n for @req (a rejection for a request the extender cannot honour). */
+/* The verdict of each of @n nodes for @req (a rejection for a request the extender cannot honour).
+ */
 static void
-verdict(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_podreq *req, bool bad,
-        const struct gx_ext_node *n, struct gx_vshort *v)
+verdicts(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_podreq *req, bool bad,
+         size_t n, struct call_nodes *cn)
 {
     if (bad) {
-        memset(v, 0, sizeof(*v));
-        v->reason = GX_REASON_BAD_REQUEST;
+        for (size_t i = 0; i < n; i++) {
+            memset(&cn->v[i], 0, sizeof(cn->v[i]));
+            cn->v[i].reason = GX_REASON_BAD_REQUEST;
+        }
         return;
     }
-    gx_vcache_decide(vcache(app), ctx, req, gx_snapshot_find(app->sync.snap, n->name, n->name_len),
-                     v);
+    gx_vcache_decide_all(vcache(app), ctx, req, cn->sn, n, cn->v);
 }
 
 static void
@@ -146,6 +172,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_ext_args args;
     struct gx_podreq req;
     struct gx_ext_filter_verdict *fv;
+    struct call_nodes cn;
     struct gx_decide_ctx ctx;
     struct gx_quota_check qc;
     struct gx_admit_held held;
@@ -154,8 +181,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     const char *body = gx_http_body(r, &len);
     struct bad_request bad = {0};
     int64_t now_ms;
+    bool holding, holds;
 
-    fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv));
+    fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv), &cn);
     if (fv == NULL) {
         return;
     }
@@ -167,21 +195,21 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     gx_sync_decide_ctx(app, &ctx);
     gx_quota_check_begin(&ctx, args.pod.namespace, args.pod.uid, bad.bad ? NULL : &req, &qc);
     gx_admit_held_of(app->cfg, ctx.ledger, bad.bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
+    verdicts(app, &ctx, &req, bad.bad, args.n_nodes, &cn);
+    /* what can overrule a verdict, asked once: most requests meet none of it */
+    holding = !bad.bad && held.node != NULL;
+    holds = !bad.bad && gx_holds_any(app->holds);
     for (size_t i = 0; i < args.n_nodes; i++) {
-        struct gx_vshort v = {0};
+        struct gx_vshort v = cn.v[i];
         /* the pod's own booking first: bind takes it over, so its node fits whatever it holds */
-        bool mine =
-            !bad.bad && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
+        bool mine = holding && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
 
-        if (!mine && (bad.bad || !gx_preempt_hold_verdict(app, &ctx, &args.pod, &req,
-                                                          args.nodes[i].name, now_ms, &v))) {
-            verdict(app, &ctx, &req, bad.bad, &args.nodes[i], &v);
+        if (!mine && holds) {
+            (void)gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, now_ms,
+                                          &v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
-        if (!mine && v.keep &&
-            !gx_quota_check_node(
-                &qc, &ctx, &req,
-                gx_snapshot_find(ctx.snap, args.nodes[i].name, args.nodes[i].name_len))) {
+        if (!mine && v.keep && qc.on && !gx_quota_check_node(&qc, &ctx, &req, cn.sn[i])) {
             v.keep = false;
             v.reason = GX_REASON_QUOTA;
         }
@@ -205,6 +233,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     reply_encoded(app, r, GX_VERB_FILTER, gx_ext_encode_filter(&out, body, &args, fv), &out,
                   "cannot encode the filter result");
     free(fv);
+    call_nodes_free(&cn);
     gx_ext_args_release(&args);
 }
 
@@ -218,9 +247,10 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_buf out;
     double *exact;
     int *scores;
+    struct call_nodes cn;
     struct bad_request bad = {0};
 
-    scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores));
+    scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores), &cn);
     if (scores == NULL) {
         return;
     }
@@ -229,10 +259,12 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         app->cfg->relative_scores ? calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*exact)) : NULL;
     gx_sync_decide_ctx(app, &ctx);
     gx_admit_held_of(app->cfg, ctx.ledger, bad.bad ? NULL : args.pod.uid, gx_wall_ms(), &held);
+    if (!bad.bad) {
+        verdicts(app, &ctx, &req, false, args.n_nodes, &cn);
+    }
     for (size_t i = 0; i < args.n_nodes && !bad.bad; i++) {
-        struct gx_vshort v;
+        struct gx_vshort v = cn.v[i];
 
-        verdict(app, &ctx, &req, false, &args.nodes[i], &v);
         if (held.node != NULL && strcmp(held.node, args.nodes[i].name) == 0) {
             /* the node the pod holds GPUs on: its bind reuses them */
             v.keep = true;
@@ -253,6 +285,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, &args, scores), &out,
                   "cannot encode the priority list");
     free(scores);
+    call_nodes_free(&cn);
     gx_ext_args_release(&args);
 }
 
