@@ -431,20 +431,26 @@ Test(extender, encodes_filter_error_without_percent)
     gx_buf_release(&out);
 }
 
-Test(extender, encodes_prioritize_with_clamped_integer_scores)
+Test(extender, encodes_prioritize_with_clamped_integer_scores_leaving_out_zeros)
 {
     struct gx_ext_args args;
     struct gx_why why = {{0}};
     struct gx_buf out;
-    const int scores[4] = {-3, 7, 42, 10};
+    const int scores[5] = {-3, 7, 42, 0, 10};
+    const int none[2] = {0, -1};
 
-    cr_assert_eq(decode("{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",\"c<d\",\"e\"]}", &args, &why),
-                 GX_OK, "%s", why.text);
+    cr_assert_eq(
+        decode("{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",\"c<d\",\"z\",\"e\"]}", &args, &why), GX_OK,
+        "%s", why.text);
     gx_buf_init(&out, 4096);
     cr_assert_eq(gx_ext_encode_prioritize(&out, &args, scores), GX_OK);
     cr_expect_str_eq(out.data,
-                     "[{\"Host\":\"a\",\"Score\":0},{\"Host\":\"b\",\"Score\":7},"
+                     "[{\"Host\":\"b\",\"Score\":7},"
                      "{\"Host\":\"c\\u003cd\",\"Score\":10},{\"Host\":\"e\",\"Score\":10}]");
+    gx_buf_reset(&out);
+    args.n_nodes = 2;
+    cr_assert_eq(gx_ext_encode_prioritize(&out, &args, none), GX_OK);
+    cr_expect_str_eq(out.data, "[]");
     gx_buf_release(&out);
     gx_ext_args_release(&args);
 }

@@ -200,8 +200,11 @@ gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, con
                                              ",\"Score\":6}", ",\"Score\":7}", ",\"Score\":8}",
                                              ",\"Score\":9}", ",\"Score\":10}"};
         int s = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        if ((rc = i ? gx_buf_add(out, ",{\"Host\":", 9) : gx_buf_add(out, "{\"Host\":", 8)) !=
-                GX_OK ||
+        if (s == 0) {
+            continue; /* a node missing from the list scores 0 (see extender.h) */
+        }
+        if ((rc = out->len > mark + 1 ? gx_buf_add(out, ",{\"Host\":", 9)
+                                      : gx_buf_add(out, "{\"Host\":", 8)) != GX_OK ||
             (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
                 GX_OK ||
             (rc = gx_buf_add(out, tail[s], s == 10 ? 12 : 11)) != GX_OK) {

@@ -92,7 +92,7 @@ def in_pool(p, node_selector=POOL):
 
 
 def scores(answer):
-    return {h["Host"]: h["Score"] for h in answer or []}  # HostPriorityList
+    return {h["Host"]: h["Score"] for h in answer or []}  # HostPriorityList; a node left out: 0
 
 
 rec = Recorder()
@@ -151,7 +151,7 @@ try:
            "CPU pod on the node whose GPUs are all taken, not the one it would strand")
     pr = rec.of("prioritize", "cpu-fgd")
     s = scores(pr[-1][1]) if pr else {}
-    chk.ok(s.get("gpu-node-f") == 10 and s.get("gpu-node-g", 10) < 10,
+    chk.ok(s.get("gpu-node-f") == 10 and s.get("gpu-node-g", 0) < 10,
            f"cpu-fgd: relative answer 10 for f, less for g ({s})")
     chk.ok(rec.of("bind", "cpu-fgd"), "cpu-fgd: bound by the extender")
 

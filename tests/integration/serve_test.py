@@ -95,9 +95,10 @@ try:
     for a in (args, full):
         st, res = ext.post_json(ext.verb("prioritize"), a)
         c.eq(st, 200, "prioritize status")
-        c.ok(isinstance(res, list) and len(res) == 3, "one score per node")
-        c.ok(all(set(h) == {"Host", "Score"} and isinstance(h["Score"], int) and 0 <= h["Score"] <= 10
-                 for h in res), "scores are integers 0..10")
+        c.ok(isinstance(res, list) and {h["Host"] for h in res} <= set(NAMES),
+             "at most one score per node")
+        c.ok(all(set(h) == {"Host", "Score"} and isinstance(h["Score"], int) and 1 <= h["Score"] <= 10
+                 for h in res), "scores are integers 1..10: a node scored 0 is left out")
 
     # -- score.relative: the call's best node gets 10, the worst kept one 0, the
     # order of the rounded scores is kept (the same binary, one key changed)
@@ -107,8 +108,9 @@ try:
             _, absolute = ext.post_json(ext.verb("prioritize"), a)
             st, relative = rel.post_json(rel.verb("prioritize"), a)
             c.eq(st, 200, "relative prioritize status")
-            r = {h["Host"]: h["Score"] for h in relative}
-            b = {h["Host"]: h["Score"] for h in absolute}
+            # a node missing from HostPriorityList scored 0
+            r = {n: 0 for n in NAMES} | {h["Host"]: h["Score"] for h in relative}
+            b = {n: 0 for n in NAMES} | {h["Host"]: h["Score"] for h in absolute}
             c.eq(set(r), set(b), "relative: one score per node")
             c.eq(max(r.values()), 10, f"relative: the best node gets 10 ({r})")
             if len(set(b.values())) > 1:

@@ -38,7 +38,8 @@ def scores(ext):
                             {"Pod": p, "Nodes": None, "NodeNames": ["gpu-node-a", "gpu-node-b"]})
     if st != 200:
         return {}
-    return {h["Host"]: h["Score"] for h in res}
+    # a node missing from HostPriorityList scored 0
+    return {"gpu-node-a": 0, "gpu-node-b": 0} | {h["Host"]: h["Score"] for h in res}
 
 
 def extender(weight):
