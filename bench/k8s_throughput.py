@@ -13,6 +13,9 @@ bind - first bind), from the scheduler's scheduler_schedule_attempts_total polle
 p50/p99 latency from its scheduler_scheduling_attempt_duration_seconds histogram (one
 scheduling attempt: filter, score, bind; queueing excluded). Results: bench/results/k8s.json and
 a Markdown table on stdout. Not a test: numbers vary with the machine's load.
+--profile DIR also saves, per mode, a CPU profile of the scheduler (Go pprof, the first
+--profile-s seconds after it starts) and the extender's and the scheduler's CPU seconds for the
+run, so where an attempt's time goes can be read with `go tool pprof -top`.
 """
 import argparse
 import json
@@ -121,14 +124,44 @@ def quantile(buckets, q):
     return items[-1][0]
 
 
-def run_mode(c, mode, npods):
+def cpu_seconds(pid):
+    """User + system CPU seconds of process @pid so far (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_profile(port, seconds, path):
+    """Fetch the scheduler's CPU profile for @seconds into @path, in a daemon thread."""
+    import threading
+
+    def run():
+        ctx = ssl._create_unverified_context()
+        url = f"https://127.0.0.1:{port}/debug/pprof/profile?seconds={seconds}"
+        try:
+            with urllib.request.urlopen(url, timeout=seconds + 60, context=ctx) as r:
+                data = r.read()
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            print(f"  profile {path}: {e}", flush=True)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def run_mode(c, mode, npods, profile=None, profile_s=20):
     name = "bench-bare" if mode == "bare" else "gpu-scheduler"
     prefix = f"{mode}"
     t0 = time.time()
     create_pods(c, pods(prefix, npods, name))
     print(f"  {mode}: {npods} pods created in {time.time() - t0:.1f} s", flush=True)
     spec = {"name": name, "leader_elect": False,
-            "args": ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]}
+            "args": ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,"
+                     "/debug/pprof/*"]}
     if mode == "bare":
         spec.update(no_extender=True, scheduler_name=name)
     else:
@@ -137,6 +170,12 @@ def run_mode(c, mode, npods):
     c.schedulers.append(spec)
     c.start_scheduler(name)
     port = c.state["ports"][f"scheduler-{name}"]
+    pids = {k: c.state["pids"].get(k) for k in (f"scheduler-{name}", "extender-a")}
+    cpu0 = {k: cpu_seconds(p) for k, p in pids.items() if p}
+    prof = None
+    if profile:
+        os.makedirs(profile, exist_ok=True)
+        prof = start_profile(port, profile_s, os.path.join(profile, f"scheduler-{mode}.pprof"))
     deadline = time.time() + 1800
     while len(bound) < npods:
         if not c.alive("extender-a"):
@@ -146,6 +185,10 @@ def run_mode(c, mode, npods):
             raise TimeoutError(f"{mode}: {len(bound)}/{npods} pods bound after 1800 s")
         time.sleep(0.25)
     n, nerr, buckets = sched_metrics(port)
+    cpu = {k: round(cpu_seconds(p) - cpu0[k], 1) for k, p in pids.items()
+           if p and k in cpu0 and cpu_seconds(p) is not None}
+    if prof is not None:
+        prof.join(profile_s + 60)
     times = sorted(bound.values())
     first, last = times[0], times[-1]
     # Binds seen in the first and last 5 % are start-up and tail: the rate over the middle 90 %
@@ -157,7 +200,8 @@ def run_mode(c, mode, npods):
            "pods_per_s": round(rate, 1) if rate else None,
            "steady_pods_per_s": round(steady, 1) if steady else None,
            "p50_ms": round(quantile(buckets, 0.5) * 1000, 1) if quantile(buckets, 0.5) is not None else None,
-           "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None}
+           "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None,
+           "cpu_s": cpu}
     print(f"  {mode}: {res}", flush=True)
     c.stop_scheduler(name)
     c.schedulers.remove(spec)
@@ -179,6 +223,8 @@ def main():
     ap.add_argument("--nodes", default="1000,5000")
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--modes", default="bare,extender")
+    ap.add_argument("--profile", help="directory for the scheduler's CPU profiles")
+    ap.add_argument("--profile-s", type=int, default=20)
     a = ap.parse_args()
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
@@ -190,7 +236,7 @@ def main():
         print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
         try:
             for mode in a.modes.split(","):
-                r = run_mode(c, mode, a.pods)
+                r = run_mode(c, mode, a.pods, a.profile, a.profile_s)
                 r["nodes"] = len(c.node_names)  # generated + demo nodes
                 r["generated_nodes"] = n
                 results.append(r)
