@@ -1246,3 +1246,56 @@ Test(kube, in_cluster_settings_from_the_environment)
     event_base_free(base);
     gx_config_free(cfg);
 }
+
+/* ---- the node store: updates that change nothing a decision reads ---- */
+
+/* Apply MODIFIED @obj (freed) to @ns; the store's verdict. */
+static enum gx_err
+modify(struct gx_kube_node_store *ns, cJSON *obj)
+{
+    struct gx_arena *a = malloc(sizeof(*a));
+    struct gx_watch_event ev = {.type = GX_WATCH_MODIFIED};
+    char *s = print_free(obj);
+    struct gx_why why = {{0}};
+
+    cr_assert_not_null(a);
+    gx_arena_init(a, 0);
+    cr_assert_eq(gx_kobj_decode_node(s, strlen(s), 64, a, &ev.obj.node, &why), GX_OK, "%s",
+                 why.text);
+    free(s);
+    return gx_kube_node_store_event(ns, &ev, a);
+}
+
+Test(kube, node_updates_that_change_no_decision_input_change_nothing)
+{
+    static const char *const one[] = {"gpu-node-a", "gpu-node-a", NULL};
+    struct gx_kube_node_store ns;
+    struct gx_why why = {{0}};
+    char *list = node_list("100", one), *rv = NULL;
+    cJSON *hb, *cond;
+
+    gx_kube_node_store_init(&ns);
+    cr_assert_eq(gx_kube_node_store_list(&ns, list, strlen(list), 64, &rv, &why), GX_OK);
+    /* a heartbeat: new resourceVersion, new condition times, an annotation */
+    hb = node_item("gpu-node-a", "gpu-node-a", "101", NULL, NULL);
+    cJSON_ArrayForEach(cond, cJSON_GetObjectItem(cJSON_GetObjectItem(hb, "status"), "conditions"))
+    {
+        cJSON_ReplaceItemInObject(cond, "lastHeartbeatTime",
+                                  cJSON_CreateString("2026-12-02T08:00:00Z"));
+    }
+    cJSON_AddItemToObject(cJSON_GetObjectItem(hb, "metadata"), "annotations",
+                          cJSON_Parse("{\"example.com/seen\":\"now\"}"));
+    cr_assert_eq(modify(&ns, hb), GX_ENOTFOUND, "a heartbeat needs no new snapshot");
+    cr_assert_eq(modify(&ns, node_item("gpu-node-a", "gpu-node-a", "102", "x.io/k", "v")), GX_OK,
+                 "a new label does");
+    cr_assert_eq(modify(&ns, node_item("gpu-node-a", "gpu-node-a", "103", "x.io/k", "w")), GX_OK,
+                 "so does a changed value");
+    cr_assert_eq(modify(&ns, node_item("gpu-node-a", "gpu-node-a", "104", "x.io/k", "w")),
+                 GX_ENOTFOUND);
+    hb = node_item("gpu-node-a", "gpu-node-a", "105", "x.io/k", "w");
+    cJSON_AddItemToObject(cJSON_GetObjectItem(hb, "spec"), "unschedulable", cJSON_CreateTrue());
+    cr_assert_eq(modify(&ns, hb), GX_OK, "cordoning does");
+    gx_kube_node_store_release(&ns);
+    free(list);
+    free(rv);
+}

@@ -106,6 +106,14 @@ struct gx_node_info {
     bool unschedulable; /* spec.unschedulable */
 };
 
+/**
+ * True when @a and @b hold the same node for every decision: everything
+ * decoded but the resourceVersion. A node update that changes none of it
+ * (a status heartbeat, another controller's annotation) needs no new
+ * snapshot: at 5,000 nodes their stream rebuilt it 20 times a second.
+ */
+bool gx_node_info_same(const struct gx_node_info *a, const struct gx_node_info *b);
+
 /* Largest Pod JSON accepted from a request (the API server's own limit is 1.5 MiB). */
 #define GX_POD_MAX_BYTES 3145728u
 /* Most JSON values a Pod may hold (each costs a tree node while decoding). */

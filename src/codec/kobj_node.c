@@ -144,3 +144,43 @@ gx_kobj_decode_node(const char *json, size_t len, int max_depth, struct gx_arena
     kobj_doc_free(&doc);
     return rc;
 }
+
+static bool
+str_same(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool
+kvs_same(const struct gx_kv *a, size_t na, const struct gx_kv *b, size_t nb)
+{
+    if (na != nb) {
+        return false;
+    }
+    for (size_t i = 0; i < na; i++) {
+        if (!str_same(a[i].key, b[i].key) || !str_same(a[i].value, b[i].value)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+gx_node_info_same(const struct gx_node_info *a, const struct gx_node_info *b)
+{
+    if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
+        !str_same(a->name, b->name) || !kvs_same(a->labels, a->n_labels, b->labels, b->n_labels) ||
+        !kvs_same(a->allocatable, a->n_allocatable, b->allocatable, b->n_allocatable) ||
+        !kvs_same(a->capacity, a->n_capacity, b->capacity, b->n_capacity) ||
+        a->n_taints != b->n_taints) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n_taints; i++) {
+        if (!str_same(a->taints[i].key, b->taints[i].key) ||
+            !str_same(a->taints[i].value, b->taints[i].value) ||
+            !str_same(a->taints[i].effect, b->taints[i].effect)) {
+            return false;
+        }
+    }
+    return true;
+}

@@ -181,8 +181,9 @@ enum gx_err gx_kube_node_store_list(struct gx_kube_node_store *ns, const char *b
 
 /**
  * Apply one ADDED, MODIFIED or DELETED node event decoded into arena @a,
- * which the store takes in every case. GX_ENOTFOUND: a delete of a node
- * it does not have (nothing changed). GX_ENOMEM.
+ * which the store takes in every case. GX_ENOTFOUND: nothing changed (a
+ * delete of a node it does not have, or an update gx_node_info_same with
+ * what it has). GX_ENOMEM.
  */
 enum gx_err gx_kube_node_store_event(struct gx_kube_node_store *ns, const struct gx_watch_event *ev,
                                      struct gx_arena *a) GX_WUR;

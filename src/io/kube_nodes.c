@@ -151,6 +151,11 @@ gx_kube_node_store_event(struct gx_kube_node_store *ns, const struct gx_watch_ev
         ns->arr_dirty = ns->arr_dirty || found;
         return found ? GX_OK : GX_ENOTFOUND;
     }
+    e = gx_store_get(&ns->nodes, name);
+    if (e != NULL && gx_node_info_same(&e->info, &ev->obj.node)) {
+        arena_free(a); /* @name lives in it */
+        return GX_ENOTFOUND;
+    }
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         arena_free(a);
