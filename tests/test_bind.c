@@ -562,14 +562,24 @@ Test(bind, a_lost_lease_race_retries_the_reservation)
            "GET lease,PUT lease,GET lease,PUT lease,PATCH pod,POST binding," MARK_BOUND, "bound");
 }
 
-Test(bind, a_failed_label_patch_releases_the_reservation)
+Test(bind, a_label_patch_failing_twice_releases_the_reservation)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom", RESERVE "PATCH pod," RELEASE,
-           "");
+    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
+           RESERVE "PATCH pod,PATCH pod," RELEASE, "");
+}
+
+Test(bind, a_label_patch_failing_once_is_sent_again)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.patch_status = 503;
+    e.f.patch_failures = 1;
+    expect(&e, GX_BIND_OK, "", RESERVE "PATCH pod,PATCH pod,POST binding," MARK_BOUND, "bound");
 }
 
 Test(bind, a_binding_conflict_for_a_pod_bound_here_is_a_repeat)
@@ -673,7 +683,7 @@ late_release(int hold_call)
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    e.f.patch_failures = 1;
+    e.f.patch_failures = 2; /* the PATCH and its one retry */
     e.f.hold_call = hold_call;
     e.f.hold = true;
     bind_post(&e);

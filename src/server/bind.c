@@ -45,6 +45,7 @@ struct bind_op {
     bool reserved;         /* this op wrote the reservation (undo on failure) */
     bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
     bool shown;            /* its booking is shown in the cache while it is written (hold) */
+    bool label_retried;    /* the label PATCH was sent again after a failed answer */
     char binding_error[300];
     char error[512];
 };
@@ -269,6 +270,19 @@ label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     op->xfer = NULL;
     if (rc == GX_OK && status == 200) {
         op_enter(op, BS_BINDING);
+        return;
+    }
+    /*
+     * The merge patch is idempotent: one more try after a 5xx, 429 or a
+     * broken connection (not a timeout: its time is spent) while half the
+     * bind's deadline is left for it and the Binding. A failed bind costs
+     * kube-scheduler a whole new attempt.
+     */
+    if (!op->label_retried && rc != GX_ETIMEDOUT &&
+        (rc != GX_OK || status >= 500 || status == 429) &&
+        op->deadline_ms - gx_mono_ms() >= op->app->cfg->bind_deadline_ms / 2) {
+        op->label_retried = true;
+        op_enter(op, BS_LABEL);
         return;
     }
     op_fail_call(op, "cannot label the pod", rc, status, body, len);
