@@ -93,3 +93,20 @@ Test(common, backoff_doubles_to_a_cap_with_bounded_jitter)
     cr_assert_eq(gx_jitter(0, 20, &rng), 0);
     cr_assert_neq(gx_rand_next(&rng), gx_rand_next(&rng));
 }
+
+/* Every byte of a key counts, whatever its length and position (the 8-byte steps and the tail). */
+Test(common, hash_mem_sees_every_byte)
+{
+    char a[40], b[40];
+
+    for (size_t len = 1; len <= sizeof(a); len++) {
+        memset(a, 'x', len);
+        cr_assert_eq(gx_hash_mem(a, len), gx_hash_mem(a, len));
+        for (size_t at = 0; at < len; at++) {
+            memcpy(b, a, len);
+            b[at] = 'y';
+            cr_assert_neq(gx_hash_mem(a, len), gx_hash_mem(b, len), "len %zu, byte %zu", len, at);
+        }
+        cr_assert_neq(gx_hash_mem(a, len), gx_hash_mem(a, len - 1), "len %zu", len);
+    }
+}

@@ -290,3 +290,30 @@ gx_hash(const void *data, size_t len)
     }
     return h;
 }
+
+uint64_t
+gx_hash_mem(const void *data, size_t len)
+{
+    const unsigned char *s = data;
+    const uint64_t k = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = len * k, w = 0;
+    size_t i = 0;
+
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    if (i < len && len >= 8) {
+        memcpy(&w, s + len - 8, 8); /* the tail, overlapping: no byte-wise copy to stall on */
+        h = (h ^ w) * k;
+    } else if (i < len) {
+        for (w = 0; i < len; i++) {
+            w = w << 8 | s[i];
+        }
+        h = (h ^ w) * k;
+    }
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    return h ^ (h >> 32);
+}

@@ -5,36 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Eight bytes a step: FNV-1a's byte loop (gx_hash) was a tenth of a
- * 5,000-name filter. In memory only, never persisted.
- */
-static uint64_t
-name_hash(const char *s, size_t len)
-{
-    const uint64_t k = 0x9e3779b97f4a7c15ULL;
-    uint64_t h = len * k, w = 0;
-    size_t i = 0;
-
-    for (; i + 8 <= len; i += 8) {
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * k;
-        h ^= h >> 29;
-    }
-    if (i < len && len >= 8) {
-        memcpy(&w, s + len - 8, 8); /* the tail, overlapping: no byte-wise copy to stall on */
-        h = (h ^ w) * k;
-    } else if (i < len) {
-        for (w = 0; i < len; i++) {
-            w = w << 8 | (unsigned char)s[i];
-        }
-        h = (h ^ w) * k;
-    }
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    return h ^ (h >> 32);
-}
-
 enum gx_err
 gx_nameidx_init(struct gx_nameidx *x, size_t max)
 {
@@ -100,7 +70,7 @@ find_slot(const struct gx_nameidx *x, const char *name, size_t len, uint64_t h)
 enum gx_err
 gx_nameidx_add(struct gx_nameidx *x, const char *name, size_t len)
 {
-    uint64_t h = name_hash(name, len);
+    uint64_t h = gx_hash_mem(name, len);
     uint64_t *slot;
 
     if (x->n >= x->max) {
@@ -138,7 +108,7 @@ gx_nameidx_find(const struct gx_nameidx *x, const char *name, size_t len)
     if (x->cap == 0) {
         return GX_NAMEIDX_NONE;
     }
-    s = *find_slot(x, name, len, name_hash(name, len));
+    s = *find_slot(x, name, len, gx_hash_mem(name, len));
     return s != 0 ? (uint32_t)s - 1 : GX_NAMEIDX_NONE;
 }
 
@@ -153,7 +123,7 @@ gx_nameidx_find_many(const struct gx_nameidx *x, struct gx_nameidx_probe *p, siz
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        p[i].hash = name_hash(p[i].name, p[i].len);
+        p[i].hash = gx_hash_mem(p[i].name, p[i].len);
         __builtin_prefetch(&x->slots[p[i].hash & (x->cap - 1)]);
     }
     for (size_t i = 0; i < n; i++) {

@@ -71,7 +71,7 @@ gx_strmap_reserve(struct gx_strmap *m, size_t extra)
 enum gx_err
 gx_strmap_put(struct gx_strmap *m, const char *key, size_t klen, void *value)
 {
-    uint64_t h = gx_hash(key, klen);
+    uint64_t h = gx_hash_mem(key, klen);
     struct gx_strmap_slot *s;
     enum gx_err rc;
 
@@ -95,7 +95,7 @@ gx_strmap_get(const struct gx_strmap *m, const char *key, size_t klen)
     if (m->cap == 0) {
         return NULL;
     }
-    return find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen))->value;
+    return find_slot(m->slots, m->cap, key, klen, gx_hash_mem(key, klen))->value;
 }
 
 void *
@@ -108,7 +108,7 @@ gx_strmap_del(struct gx_strmap *m, const char *key, size_t klen)
     if (m->cap == 0) {
         return NULL;
     }
-    s = find_slot(m->slots, m->cap, key, klen, gx_hash(key, klen));
+    s = find_slot(m->slots, m->cap, key, klen, gx_hash_mem(key, klen));
     if (s->key == NULL) {
         return NULL;
     }

@@ -48,7 +48,10 @@ struct build {
     const struct gx_config *cfg;
     struct gx_arena *a;
     struct gx_interner strings; /* label strings repeat across nodes */
+    struct gx_strmap kept;      /* label key -> KEY_KEPT or KEY_DROPPED, asked once a build */
 };
+
+static char key_kept, key_dropped; /* the values of build.kept, by address */
 
 static int
 kv_cmp(const void *a, const void *b)
@@ -282,6 +285,41 @@ out:
     return rc;
 }
 
+/*
+ * gx_snapshot_label_kept for @key, remembered for the build: nodes repeat
+ * the same few dozen keys, and asking the rules for every label of 5,000
+ * nodes was most of a rebuild.
+ */
+static bool
+label_kept(struct build *b, const char *key)
+{
+    size_t len = strlen(key);
+    const char *v = gx_strmap_get(&b->kept, key, len);
+    enum gx_err rc;
+    bool kept;
+
+    if (v != NULL) {
+        return v == &key_kept;
+    }
+    kept = gx_snapshot_label_kept(b->cfg, key);
+    /* the key lives in the node store as long as the build; no memory: the next node asks again */
+    rc = gx_strmap_put(&b->kept, key, len, kept ? &key_kept : &key_dropped);
+    (void)rc;
+    return kept;
+}
+
+/* True when @kv[0..n) is sorted by key (the node store sorts them). */
+static bool
+labels_sorted(const struct gx_kv *kv, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(kv[i - 1].key, kv[i].key) > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Copy the labels of @ni that decisions read into @node, sorted by key. GX_ENOMEM. */
 static enum gx_err
 copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node)
@@ -289,7 +327,7 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
     size_t kept = 0;
 
     for (size_t i = 0; i < ni->n_labels; i++) {
-        kept += ni->labels[i].key != NULL && gx_snapshot_label_kept(b->cfg, ni->labels[i].key);
+        kept += ni->labels[i].key != NULL && label_kept(b, ni->labels[i].key);
     }
     if (kept == 0) {
         return GX_OK;
@@ -302,7 +340,7 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
         const char *k = ni->labels[i].key, *lv = ni->labels[i].value;
         struct gx_kv *kv = &node->labels[node->n_labels];
 
-        if (k == NULL || !gx_snapshot_label_kept(b->cfg, k)) {
+        if (k == NULL || !label_kept(b, k)) {
             continue;
         }
         kv->key = shared_str(b, k);
@@ -312,7 +350,9 @@ copy_labels(struct build *b, const struct gx_node_info *ni, struct gx_node *node
         }
         node->n_labels++;
     }
-    qsort(node->labels, node->n_labels, sizeof(*node->labels), kv_cmp);
+    if (!labels_sorted(node->labels, node->n_labels)) {
+        qsort(node->labels, node->n_labels, sizeof(*node->labels), kv_cmp);
+    }
     return GX_OK;
 }
 
@@ -419,6 +459,7 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     gx_arena_init(&snap->arena, 0);
     b.a = &snap->arena;
     gx_intern_init(&b.strings, b.a, 0);
+    gx_strmap_init(&b.kept);
     snap->built_ms = now_ms;
     if (n_nodes > 0) {
         snap->nodes = gx_arena_alloc(&snap->arena, n_nodes * sizeof(*snap->nodes));
@@ -443,6 +484,7 @@ gx_snapshot_build(const struct gx_config *cfg, const struct gx_node_info *nodes,
     snap = NULL;
 out:
     gx_intern_release(&b.strings);
+    gx_strmap_release(&b.kept);
     gx_snapshot_free(snap);
     return rc;
 }
