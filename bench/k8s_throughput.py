@@ -230,7 +230,9 @@ def main():
     for n in [int(x) for x in a.nodes.split(",")]:
         t0 = time.time()
         c = Cluster(extender_bin=a.extender, extenders=[{"name": "a", "overrides": {
-            "log.level": "warn", "ledger.sync_interval_s": 5, "ledger.reconcile_interval_s": 10}}],
+            # the shipped defaults where the rig's test settings differ (tests/k8s/rig.py)
+            "log.level": "warn", "ledger.sync_interval_s": 5, "ledger.reconcile_interval_s": 10,
+            "prometheus.interval_s": 5}}],
             schedulers=[], generate=n)
         c.up()
         print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
