@@ -1270,9 +1270,15 @@ def chk_versions(root, docs):
     return problems
 
 
-def run_check_config(binary, path):
-    res = subprocess.run([binary, "--check-config", path], capture_output=True, text=True,
-                         timeout=60)
+def check_config_text(binary, text):
+    """`gpu-extender --check-config` on @text laid out as the pod sees it (a directory holding
+    config.json): (exit status, output)."""
+    with tempfile.TemporaryDirectory(prefix="gx-manifests-") as tmp:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        res = subprocess.run([binary, "--check-config", path], capture_output=True, text=True,
+                             timeout=60)
     return res.returncode, (res.stdout + res.stderr).strip()
 
 
@@ -1283,12 +1289,7 @@ def chk_binary_accepts(binary, docs, root):
         overlay = fh.read()
     problems = []
     for label, text in (("manifests/", configmap_config(docs)), (GPU_PODS_ONLY, overlay)):
-        with tempfile.TemporaryDirectory(prefix="gx-manifests-") as tmp:
-            # The same layout the pod sees: a directory holding config.json.
-            path = os.path.join(tmp, "config.json")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            rc, out = run_check_config(binary, path)
+        rc, out = check_config_text(binary, text)
         if rc != 0:
             problems.append(f"{label}: --check-config exited {rc}: {out[:500]}")
     return problems
@@ -1304,16 +1305,12 @@ def chk_binary_rejects(binary, docs):
     bad_key = copy.deepcopy(good)
     bad_key["no_such_section"] = {}
     problems = []
-    with tempfile.TemporaryDirectory(prefix="gx-manifests-") as tmp:
-        for label, text in [("port 70000", json.dumps(bad_port)),
-                            ("unknown key", json.dumps(bad_key)),
-                            ("truncated JSON", json.dumps(good)[:-1])]:
-            path = os.path.join(tmp, "config.json")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            rc, out = run_check_config(binary, path)
-            if rc != 1:
-                problems.append(f"{label}: --check-config exited {rc}, want 1 ({out[:200]})")
+    for label, text in [("port 70000", json.dumps(bad_port)),
+                        ("unknown key", json.dumps(bad_key)),
+                        ("truncated JSON", json.dumps(good)[:-1])]:
+        rc, out = check_config_text(binary, text)
+        if rc != 1:
+            problems.append(f"{label}: --check-config exited {rc}, want 1 ({out[:200]})")
     return problems
 
 
