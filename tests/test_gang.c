@@ -17,7 +17,7 @@ GX_SUITE(gang);
 #define T0 INT64_C(5000) /* the monotonic clock the entries run on */
 #define TTL INT64_C(1000)
 
-/* Nodes gpu-a and gpu-b (the worlds' nodes) in one snapshot over the ledger of @a. */
+/* Nodes gpu-a and gpu-b (the worlds' nodes) in one snapshot over one ledger. */
 struct two {
     struct world a, b;
     struct gx_node nodes[2];
@@ -32,6 +32,8 @@ two_init_of(int cards)
 {
     world_init(&t.a, "gpu-a", cards);
     world_init(&t.b, "gpu-b", cards);
+    gx_ledger_free(t.b.ledger); /* one ledger for both nodes: book() on either world */
+    t.b.ledger = t.a.ledger;
     t.nodes[0] = t.a.node;
     t.nodes[1] = t.b.node;
     t.snap.nodes = t.nodes;
@@ -53,28 +55,19 @@ two_free(void)
 {
     gx_gang_free(t.g);
     gx_nameidx_release(&t.snap.names);
+    t.b.ledger = NULL;
     world_free(&t.b);
     world_free(&t.a);
 }
 
 TestSuite(gang_two, .init = two_init, .fini = two_free);
 
-/* Book @slices on card @card of @node for pod @uid (bound), in the shared ledger. */
+/* gpu-a keeps exactly one free share (card 0), gpu-b is empty. */
 static void
-take(const char *node, const char *uid, int card, int slices)
+one_share_left(void)
 {
-    static const int slots[] = {4, 4};
-    struct gx_tenant x;
-
-    memset(&x, 0, sizeof(x));
-    (void)snprintf(x.uid, sizeof(x.uid), "%s", uid);
-    (void)snprintf(x.pod, sizeof(x.pod), "ml/%s", uid);
-    x.card = card;
-    x.slices = slices;
-    x.util_pct = -1;
-    x.state = GX_TENANT_BOUND;
-    x.since_ms = NOW - 1000;
-    cr_assert_eq(gx_ledger_add(t.a.ledger, node, &x, 1, slots, 2), GX_OK);
+    book(&t.a, "other-0", 0, false, 3, 0);
+    book(&t.a, "other-1", 1, false, 4, 0);
 }
 
 /* Member @uid of PodGroup ml/@group ("" for a pod of no group). */
@@ -159,8 +152,7 @@ Test(gang_two, second_member_does_not_get_the_share_the_first_one_booked)
     struct gx_podreq one = req_shared(1, 0, -1);
     const char *n1, *n2;
 
-    take("gpu-a", "other-0", 0, 3);
-    take("gpu-a", "other-1", 1, 4);
+    one_share_left();
     n1 = member_filter("m1", "trainer", one, T0);
     cr_assert_str_eq(n1, "gpu-a", "binpack: the last free share first");
     n2 = member_filter("m2", "trainer", one, T0 + 1);
@@ -175,8 +167,7 @@ Test(gang_two, entries_count_for_outsiders_and_other_groups_but_not_for_their_ow
     struct gx_pod outsider = member("x", ""), other = member("o1", "other"), m1;
     struct gx_vshort v;
 
-    take("gpu-a", "other-0", 0, 3);
-    take("gpu-a", "other-1", 1, 4);
+    one_share_left();
     cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
     cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_TURNED,
                  "an outsider would take the card the gang binds to next");
@@ -195,10 +186,10 @@ Test(gang_two, a_gang_that_fits_only_packed_is_packed)
     const char *at[4];
 
     /* 4 cards x 4 slots, 8 taken, in halves: 4 members of 2 fit only on the free halves */
-    take("gpu-a", "o0", 0, 2);
-    take("gpu-a", "o1", 1, 2);
-    take("gpu-b", "o2", 0, 2);
-    take("gpu-b", "o3", 1, 2);
+    book(&t.a, "o0", 0, false, 2, 0);
+    book(&t.a, "o1", 1, false, 2, 0);
+    book(&t.b, "o2", 0, false, 2, 0);
+    book(&t.b, "o3", 1, false, 2, 0);
     for (int i = 0; i < 4; i++) {
         char uid[8];
         (void)snprintf(uid, sizeof(uid), "m%d", i);
@@ -232,8 +223,7 @@ Test(gang_two, entries_expire_after_their_ttl)
     struct gx_tenant planned[GX_MAX_PICK];
     struct gx_vshort v;
 
-    take("gpu-a", "other-0", 0, 3);
-    take("gpu-a", "other-1", 1, 4);
+    one_share_left();
     cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
     cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0 + TTL, &v),
                  GX_GANG_TURNED, "held until its TTL");
@@ -244,34 +234,42 @@ Test(gang_two, entries_expire_after_their_ttl)
     cr_assert_not(gx_gang_any(t.g));
 }
 
+/* Bind 1-slice member @uid to gpu-a as bind.c does: the cards of its entry, booked in the ledger.
+ */
+static enum gx_err
+bind_planned(const char *uid, struct gx_admit_plan *plan, struct gx_why *why)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    struct gx_tenant planned[GX_MAX_PICK];
+    struct gx_admit_pod ap = {uid, "ml", uid, &one};
+    size_t n = gx_gang_planned(t.g, uid, "gpu-a", T0, planned);
+
+    cr_assert_eq(n, 1, "one card planned for %s on gpu-a", uid);
+    return gx_admit_reserve_as(&t.a.ctx, t.a.ledger, "gpu-a", &ap, planned, n, plan, why);
+}
+
 Test(gang_two, bind_books_exactly_the_planned_cards_and_the_entry_goes_with_it)
 {
     struct gx_podreq one = req_shared(1, 0, -1);
     struct gx_tenant planned[GX_MAX_PICK];
     struct gx_admit_plan plan;
     struct gx_why why = {{0}};
-    struct gx_admit_pod ap = {"m2", "ml", "m2", &one};
     struct gx_pod outsider = member("x", "");
     struct gx_vshort v;
-    size_t n;
 
     /* m1 takes card 0's last share; m2 is planned on card 1 of the same node */
-    take("gpu-a", "other-0", 0, 3);
-    take("gpu-a", "other-1", 1, 3);
-    take("gpu-b", "full-0", 0, 4);
-    take("gpu-b", "full-1", 1, 4);
+    book(&t.a, "other-0", 0, false, 3, 0);
+    book(&t.a, "other-1", 1, false, 3, 0);
+    book(&t.b, "full-0", 0, false, 4, 0);
+    book(&t.b, "full-1", 1, false, 4, 0);
     cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
     cr_assert_str_eq(member_filter("m2", "trainer", one, T0), "gpu-a");
     cr_assert_eq(gx_gang_planned(t.g, "m2", "gpu-b", T0, planned), 0, "not bound there");
-    n = gx_gang_planned(t.g, "m2", "gpu-a", T0, planned);
-    cr_assert_eq(n, 1);
-    cr_assert_eq(planned[0].card, 1, "card 0 was m1's");
     /* m2 binds first: the plain planner would take card 0's last share, the entry card 1 */
-    cr_assert_eq(gx_admit_reserve_as(&t.a.ctx, t.a.ledger, "gpu-a", &ap, planned, n, &plan, &why),
-                 GX_OK, "%s", why.text);
+    cr_assert_eq(bind_planned("m2", &plan, &why), GX_OK, "%s", why.text);
     cr_assert(plan.changed);
     cr_assert_eq(plan.n_cards, 1);
-    cr_assert_eq(plan.cards[0], 1);
+    cr_assert_eq(plan.cards[0], 1, "card 0 was m1's");
     cr_assert_eq(gx_ledger_booking(t.a.ledger, "m2"), NOW, "stamped at the bind");
     /* the ledger books m2 now: its entry is skipped and dropped, m1's still counts */
     cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_TURNED);
@@ -283,20 +281,15 @@ Test(gang_two, bind_books_exactly_the_planned_cards_and_the_entry_goes_with_it)
 
 Test(gang_two, a_planned_card_taken_meanwhile_is_a_conflict)
 {
-    struct gx_podreq one = req_shared(1, 0, -1);
     struct gx_tenant planned[GX_MAX_PICK];
     struct gx_admit_plan plan;
     struct gx_why why = {{0}};
-    struct gx_admit_pod ap = {"m1", "ml", "m1", &one};
-    size_t n;
 
-    take("gpu-a", "other-0", 0, 3);
-    take("gpu-a", "other-1", 1, 4);
-    cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
-    n = gx_gang_planned(t.g, "m1", "gpu-a", T0, planned);
-    take("gpu-a", "late", planned[0].card, 1);
-    cr_assert_eq(gx_admit_reserve_as(&t.a.ctx, t.a.ledger, "gpu-a", &ap, planned, n, &plan, &why),
-                 GX_ECONFLICT);
+    one_share_left();
+    cr_assert_str_eq(member_filter("m1", "trainer", req_shared(1, 0, -1), T0), "gpu-a");
+    cr_assert_eq(gx_gang_planned(t.g, "m1", "gpu-a", T0, planned), 1);
+    book(&t.a, "late", planned[0].card, false, 1, 0);
+    cr_assert_eq(bind_planned("m1", &plan, &why), GX_ECONFLICT);
     cr_assert_not_null(strstr(why.text, "no GPU time slot available"), "%s", why.text);
     cr_assert_null(gx_ledger_find_pod(t.a.ledger, "m1"), "nothing booked");
 }

@@ -127,7 +127,6 @@ static struct gx_ledger *
 scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_node *sn,
            const char *uid, int64_t now_ms)
 {
-    const struct gx_ledger_node *e;
     struct gx_ledger *scratch = NULL;
     int slots[256];
     size_t n_slots = 0;
@@ -143,13 +142,7 @@ scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_n
             continue;
         }
         if (scratch == NULL) {
-            if ((scratch = gx_ledger_new()) == NULL) {
-                return NULL;
-            }
-            e = gx_ledger_node(ctx->ledger, sn->name);
-            if (gx_ledger_set_node(scratch, sn->name, e != NULL ? e->tenants : NULL,
-                                   e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
-                gx_ledger_free(scratch);
+            if ((scratch = gx_ledger_scratch(ctx->ledger, sn->name)) == NULL) {
                 return NULL;
             }
             n_slots = gx_admit_slots(ctx->cfg, sn, slots, GX_ARRAY_LEN(slots));
@@ -168,28 +161,16 @@ gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct
 {
     const struct gx_node *sn;
     struct gx_ledger *scratch;
-    struct gx_decide_ctx here;
-    struct gx_verdict booked, plain;
+    bool turned;
 
     if (g == NULL || g->n == 0 ||
         (sn = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL ||
         (scratch = scratch_of(g, ctx, sn, pod->uid, now_ms)) == NULL) {
         return GX_GANG_NONE;
     }
-    here = gx_decide_ctx_on(ctx, scratch);
-    gx_score_node(&here, req, sn, &booked);
+    turned = gx_vcache_decide_booked(ctx, scratch, req, sn, v);
     gx_ledger_free(scratch);
-    v->keep = booked.keep;
-    v->reason = booked.keep ? GX_REASON_NONE : booked.reason;
-    v->score = booked.keep ? booked.score : 0;
-    v->exact = booked.keep ? booked.score_exact : 0.0;
-    if (!booked.keep) {
-        gx_score_node(ctx, req, sn, &plain);
-        if (plain.keep) {
-            return GX_GANG_TURNED;
-        }
-    }
-    return GX_GANG_DECIDED;
+    return turned ? GX_GANG_TURNED : GX_GANG_DECIDED;
 }
 
 size_t
@@ -262,15 +243,8 @@ gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
     }
     (void)gx_gang_drop(g, pod->uid);
     scratch = scratch_of(g, ctx, sn, pod->uid, now_ms);
-    if (scratch == NULL) {
-        /* no other entry on the node: the plan is made on a copy of the node's own entry */
-        const struct gx_ledger_node *e = gx_ledger_node(ctx->ledger, sn->name);
-        if ((scratch = gx_ledger_new()) == NULL ||
-            gx_ledger_set_node(scratch, sn->name, e != NULL ? e->tenants : NULL,
-                               e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
-            gx_ledger_free(scratch);
-            return GX_ENOMEM;
-        }
+    if (scratch == NULL && (scratch = gx_ledger_scratch(ctx->ledger, sn->name)) == NULL) {
+        return GX_ENOMEM; /* (no other entry on the node: a copy of the node's own entry) */
     }
     here = gx_decide_ctx_on(ctx, scratch);
     rc = gx_admit_reserve(&here, scratch, sn->name, &ap, &plan, why);

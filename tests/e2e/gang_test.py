@@ -20,38 +20,23 @@ nofit: a gang of three whole-card shares (4 slices) on a pool with two free card
   binds while the scheduler retries; once the gang is deleted its tentative bookings are gone
   after gang.hold_ms (gpu_extender_gang_bookings 0) and two outsiders take the two cards.
 """
-import copy
-import json
 import sys
 import time
 
-from e2e import (NS, TOLERATE_GPU, Checks, check_no_403, create, delete_pods, events, finish, get_pods, log,
-                 rig, shared, wait_bound, wait_for)
-from rig import DEMO_NODES
+from e2e import (NS, POOL_KEY, TOLERATE_GPU, Checks, check_no_403, create, delete_pods, events,
+                 finish, get_pods, log, pool_node, rig, shared, wait_bound, wait_for)
 
 MODE = sys.argv[2] if len(sys.argv) > 2 else "shares"
 chk = Checks(f"e2e_gang_{MODE}")
 GATES = "--feature-gates=GenericWorkload=true"
-POOL = {"e2e.gpu-extender.io/pool": "gang"}
-POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "gang", "effect": "NoSchedule"}
+POOL = {POOL_KEY: "gang"}
 NODES = ("gpu-node-f", "gpu-node-g")
 HOLD_MS = 3000
 
 
-def pool_node(name):
-    with open(DEMO_NODES) as f:
-        src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
-    n = copy.deepcopy(src)
-    n["metadata"]["name"] = name
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    n["metadata"]["labels"].update(POOL)
-    n["spec"]["taints"] = n["spec"].get("taints", []) + [POOL_TAINT]
-    return n
-
-
 def inpool(p, host=None):
     p["spec"]["nodeSelector"] = dict(POOL, **({"kubernetes.io/hostname": host} if host else {}))
-    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_TAINT["key"], "operator": "Exists"}]
+    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_KEY, "operator": "Exists"}]
     return p
 
 
@@ -159,7 +144,7 @@ def run_nofit(c):
            "two whole-card outsiders take the cards the gang had booked")
 
 
-c = rig(sys.argv[1], extra_nodes=[pool_node(n) for n in NODES],
+c = rig(sys.argv[1], extra_nodes=[pool_node(n, "gang") for n in NODES],
         extenders=[{"name": "a", "overrides": {"gang.hold_ms": HOLD_MS}}],
         schedulers=[{"name": "gpu-scheduler", "extender": "a", "args": [GATES]}],
         apiserver_args=[GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true",
