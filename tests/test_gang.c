@@ -88,7 +88,7 @@ filter(const struct gx_pod *p, struct gx_podreq r, int64_t now, struct gx_vshort
         v[i] = (struct gx_vshort){plain.keep, plain.reason, plain.score, plain.score_exact};
         (void)gx_gang_verdict(t.g, &t.a.ctx, p, &r, t.nodes[i].name, now, &v[i]);
     }
-    return gx_gang_pin(v, 2);
+    return gx_gang_pin(v, 2, 2);
 }
 
 /* A member's whole filter: begin, decide, pin, record; the node it kept (NULL: none). */
@@ -136,13 +136,20 @@ Test(gang, pin_keeps_the_best_first_node_and_rejects_the_other_feasible_ones)
     struct gx_vshort none[2] = {{false, GX_REASON_NO_SLOT, 0, 0.0},
                                 {false, GX_REASON_BUSY, 0, 0.0}};
 
-    cr_assert_eq(gx_gang_pin(v, 4), 1, "highest score, first of a tie");
+    struct gx_vshort held[3] = {{true, GX_REASON_NONE, 9, 9.0},
+                                {true, GX_REASON_NONE, 2, 2.0},
+                                {false, GX_REASON_NO_SLOT, 0, 0.0}};
+
+    cr_assert_eq(gx_gang_pin(held, 3, 1), 1, "the node the pod holds a booking on, when kept");
+    cr_assert(!held[0].keep && held[0].reason == GX_REASON_GANG_PINNED);
+    cr_assert_eq(gx_gang_pin(held, 3, 2), 1, "not kept: the best of the others");
+    cr_assert_eq(gx_gang_pin(v, 4, 4), 1, "highest score, first of a tie");
     cr_assert(v[1].keep);
     cr_assert(!v[0].keep && v[0].reason == GX_REASON_GANG_PINNED);
     cr_assert(!v[3].keep && v[3].reason == GX_REASON_GANG_PINNED);
     cr_assert_eq(v[2].reason, GX_REASON_NO_SLOT, "a rejection keeps its own reason");
     cr_assert_not(gx_reason_unresolvable(GX_REASON_GANG_PINNED), "the pod fits there");
-    cr_assert_eq(gx_gang_pin(none, 2), 2, "nothing kept: nothing pinned");
+    cr_assert_eq(gx_gang_pin(none, 2, 0), 2, "nothing kept: nothing pinned");
     cr_assert_eq(none[1].reason, GX_REASON_BUSY);
 }
 

@@ -174,11 +174,12 @@ gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct
 }
 
 size_t
-gx_gang_pin(struct gx_vshort *v, size_t n)
+gx_gang_pin(struct gx_vshort *v, size_t n, size_t prefer)
 {
-    size_t best = n;
+    size_t best = prefer < n && v[prefer].keep ? prefer : n;
+    bool held = best != n;
 
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !held; i++) {
         if (v[i].keep && (best == n || v[i].score > v[best].score)) {
             best = i;
         }

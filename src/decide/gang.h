@@ -93,11 +93,13 @@ enum gx_gang_outcome gx_gang_verdict(struct gx_gang *g, const struct gx_decide_c
                                      const char *node, int64_t now_ms, struct gx_vshort *v);
 
 /**
- * Keep one node of @n verdicts: the kept one with the highest score, the
- * first in order on a tie; every other kept node is rejected with
- * GX_REASON_GANG_PINNED. Returns its index, @n when no node is kept.
+ * Keep one node of @n verdicts: @prefer when it is kept (the node the pod
+ * already holds a booking on; @n: none), else the kept one with the
+ * highest score, the first in order on a tie; every other kept node is
+ * rejected with GX_REASON_GANG_PINNED. Returns its index, @n when no node
+ * is kept.
  */
-size_t gx_gang_pin(struct gx_vshort *v, size_t n);
+size_t gx_gang_pin(struct gx_vshort *v, size_t n, size_t prefer);
 
 /**
  * Record the entry of member @pod (@req) of group @key on @node at @now_ms,

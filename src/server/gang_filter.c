@@ -60,19 +60,20 @@ void
 gx_gang_filter_pin(struct gx_app *app, const struct gx_gang_call *gc,
                    const struct gx_decide_ctx *ctx, const struct gx_pod *pod,
                    const struct gx_podreq *req, const struct gx_ext_node *nodes,
-                   struct gx_vshort *v, size_t n)
+                   struct gx_vshort *v, size_t n, const char *held)
 {
     struct gx_vshort *kept;
     struct gx_why why = {{0}};
-    size_t at = n;
+    size_t at = n, prefer = n;
     enum gx_err rc;
     char qp[700], qn[300], qw[300];
 
     if (!gc->member) {
         return;
     }
-    for (size_t i = 0; i < n && at == n; i++) {
-        at = v[i].keep ? i : n;
+    for (size_t i = 0; i < n; i++) {
+        at = at == n && v[i].keep ? i : at;
+        prefer = held != NULL && strcmp(nodes[i].name, held) == 0 ? i : prefer;
     }
     if (at == n) {
         return; /* fits nowhere: its rejections say why, and it books nothing */
@@ -85,7 +86,7 @@ gx_gang_filter_pin(struct gx_app *app, const struct gx_gang_call *gc,
         return;
     }
     memcpy(kept, v, n * sizeof(*kept));
-    at = gx_gang_pin(kept, n);
+    at = gx_gang_pin(kept, n, prefer);
     rc = gx_gang_put(app->gang, ctx, gc->key, pod, req, nodes[at].name, ttl_ms(app), gc->now_ms,
                      &why);
     if (rc == GX_OK) {

@@ -41,15 +41,17 @@ bool gx_gang_node_verdict(struct gx_app *app, const struct gx_gang_call *gc,
                           const struct gx_podreq *req, const char *node, struct gx_vshort *v);
 
 /**
- * For a member: keep only the best of the @n verdicts @v of @nodes, reject
- * the other feasible ones (gx_gang_pin) and record the member's entry on
- * the kept node. A member that fits nowhere keeps its rejections and
- * records nothing; one whose entry cannot be recorded keeps every verdict.
+ * For a member: keep only the best of the @n verdicts @v of @nodes (the
+ * node @held, where the pod already holds a booking, when it is kept; NULL:
+ * none), reject the other feasible ones (gx_gang_pin) and record the
+ * member's entry on the kept node. A member that fits nowhere keeps its
+ * rejections and records nothing; one whose entry cannot be recorded keeps
+ * every verdict.
  */
 void gx_gang_filter_pin(struct gx_app *app, const struct gx_gang_call *gc,
                         const struct gx_decide_ctx *ctx, const struct gx_pod *pod,
                         const struct gx_podreq *req, const struct gx_ext_node *nodes,
-                        struct gx_vshort *v, size_t n);
+                        struct gx_vshort *v, size_t n, const char *held);
 
 /** The tenants pod @uid's entry plans on @node into @t (gx_gang_planned): how many, 0 none. */
 size_t gx_gang_bind_plan(struct gx_app *app, const char *uid, const char *node,

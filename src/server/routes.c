@@ -212,7 +212,8 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
             (void)gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, now_ms,
                                           v);
         }
-        if (!mine) {
+        /* a node something else already refused stays refused */
+        if (!mine && v->keep) {
             (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
@@ -222,7 +223,8 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         }
     }
     /* a gang member keeps one node, the one its cards are booked on for the group (gang.h) */
-    gx_gang_filter_pin(app, &gang, &ctx, &args.pod, &req, args.nodes, cn.v, args.n_nodes);
+    gx_gang_filter_pin(app, &gang, &ctx, &args.pod, &req, args.nodes, cn.v, args.n_nodes,
+                       holding ? held.node : NULL);
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v = cn.v[i];
 
@@ -285,7 +287,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
             v.keep = true;
             v.score = 10;
             v.exact = 10.0;
-        } else {
+        } else if (v.keep) {
             /* the cards a gang member's bind comes for are not this pod's to score */
             (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, &v);
         }
