@@ -819,6 +819,29 @@ Test(kobj, pod_where_of_the_wrong_type_names_its_path, .init = setup, .fini = te
     cr_assert_eq(decode_pod("{\"spec\":{\"nodeSelector\":[\"a\"]}}", &pod, &why), GX_EINVAL);
 }
 
+Test(kobj, pod_group_is_the_scheduling_group_name, .init = setup, .fini = teardown)
+{
+    struct gx_pod pod;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(
+        decode_pod("{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"trainer\"}}}", &pod, &why),
+        GX_OK, "%s", why.text);
+    cr_assert_str_eq(pod.pod_group, "trainer");
+    /* the scheduler-plugins label makes no member: kube-scheduler gives it no gang meaning */
+    cr_assert_eq(decode_pod("{\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":"
+                            "\"trainer\"}},\"spec\":{}}",
+                            &pod, &why),
+                 GX_OK);
+    cr_assert_str_eq(pod.pod_group, "", "no schedulingGroup: no group");
+    cr_assert_eq(decode_pod("{\"spec\":{\"schedulingGroup\":{}}}", &pod, &why), GX_OK);
+    cr_assert_str_eq(pod.pod_group, "");
+    cr_assert_eq(decode_pod("{\"spec\":{\"schedulingGroup\":{\"podGroupName\":7}}}", &pod, &why),
+                 GX_EINVAL);
+    cr_assert_not_null(strstr(why.text, "spec.schedulingGroup.podGroupName"), "%s", why.text);
+    cr_assert_eq(decode_pod("{\"spec\":{\"schedulingGroup\":\"trainer\"}}", &pod, &why), GX_EINVAL);
+}
+
 /* gx_kobj_pod_of on @json: the Pod JSON in @b, the document's name in @what. */
 static enum gx_err
 pod_of_doc(const char *json, struct gx_buf *b, char *what, bool *tpl, struct gx_why *why)

@@ -89,6 +89,27 @@ Test(ledger, rejects_second_tenant_when_slots_full)
     gx_ledger_free(l);
 }
 
+Test(ledger, scratch_copies_one_node_and_changes_apart_from_it)
+{
+    struct gx_ledger *l = gx_ledger_new(), *s, *none;
+
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 3, 0, 1)), GX_OK);
+    cr_assert_eq(add1(l, "n2", mk("b", 0, false, 1, 0, 1)), GX_OK);
+    s = gx_ledger_scratch(l, "n1");
+    cr_assert_not_null(s);
+    cr_assert_not_null(gx_ledger_find_pod(s, "a"));
+    cr_assert_null(gx_ledger_find_pod(s, "b"), "only the node asked for");
+    cr_assert_eq(add1(s, "n1", mk("c", 0, false, 1, 0, 1)), GX_OK);
+    cr_assert_eq(add1(s, "n1", mk("d", 0, false, 1, 0, 1)), GX_ECONFLICT, "a's slots copied");
+    cr_assert_null(gx_ledger_find_pod(l, "c"), "the original is untouched");
+    none = gx_ledger_scratch(l, "n3");
+    cr_assert_not_null(none);
+    cr_assert_eq(add1(none, "n3", mk("e", 0, false, 4, 0, 1)), GX_OK, "no entry: empty");
+    gx_ledger_free(none);
+    gx_ledger_free(s);
+    gx_ledger_free(l);
+}
+
 Test(ledger, keeps_exclusive_and_shared_apart)
 {
     struct gx_ledger *l = gx_ledger_new();

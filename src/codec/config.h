@@ -111,6 +111,7 @@ struct gx_config {
     struct gx_product_slots *product_slots;
     size_t n_product_slots;
     int reservation_ttl_s; /* unbound reservations expire: 300 */
+    int gang_hold_ms;      /* a gang member's tentative booking expires: 30000 (gang.h) */
 
     /* score */
     enum gx_policy policy;

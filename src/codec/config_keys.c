@@ -134,6 +134,7 @@ const struct gx_kspec gx_config_table[] = {
     INT("sharing.default_slices", default_slices, 1, 64, 1, GX_KF_DEPRECATED),
     LIST("sharing.product_slots", GX_K_SLOTS, product_slots, 1, 64, NULL, 0),
     INT("sharing.reservation_ttl_s", reservation_ttl_s, 1, 86400, 300, 0),
+    INT("gang.hold_ms", gang_hold_ms, 100, 600000, 30000, 0),
 
     ENUM("score.policy", policy, policy_names, GX_POLICY_FGD),
     INT("score.fgd_half_life", fgd_half_life, 10, 10000000, 5000, 0),

@@ -85,6 +85,7 @@ struct gx_pod {
     struct gx_kv *overhead; /* spec.overhead */
     size_t n_overhead;
     struct gx_where where; /* spec.nodeSelector and required node affinity */
+    const char *pod_group; /* spec.schedulingGroup.podGroupName: a member of that PodGroup; "" */
 };
 
 struct gx_taint {

@@ -110,6 +110,27 @@ pod_preempted(const cJSON *status)
     return false;
 }
 
+/*
+ * spec.schedulingGroup.podGroupName (KEP-4671, gate GenericWorkload): the
+ * PodGroup the pod is a member of, "" when none. The scheduler-plugins
+ * label scheduling.x-k8s.io/pod-group is not read: kube-scheduler itself
+ * gives it no gang meaning, so the extender must not either.
+ */
+static enum gx_err
+decode_pod_group(struct dec *d, const cJSON *spec, const char *sp, const char **out)
+{
+    char gp[PATH_MAX_LEN];
+    const cJSON *g;
+    enum gx_err rc = kobj_get_object(d, spec, sp, "schedulingGroup", &g);
+
+    *out = "";
+    if (rc != GX_OK || g == NULL) {
+        return rc;
+    }
+    kobj_sub_path(gp, sizeof(gp), sp, "schedulingGroup");
+    return kobj_get_string(d, g, gp, "podGroupName", "", out);
+}
+
 /* Decode a Pod object @o whose own path is @path ("" at the root). */
 enum gx_err
 kobj_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out)
@@ -151,7 +172,8 @@ kobj_pod_obj(struct dec *d, const cJSON *o, const char *path, struct gx_pod *out
                                 &p.n_init_containers)) != GX_OK ||
         (rc = kobj_get_map(d, spec, sp, "overhead", MAP_QUANTITIES | MAP_SHARE_VALUES, &p.overhead,
                            &p.n_overhead)) != GX_OK ||
-        (rc = kobj_where(d, spec, sp, &p.where)) != GX_OK) {
+        (rc = kobj_where(d, spec, sp, &p.where)) != GX_OK ||
+        (rc = decode_pod_group(d, spec, sp, &p.pod_group)) != GX_OK) {
         return rc;
     }
     /* spec.priority is an int32; anything else is clamped, never wrapped */

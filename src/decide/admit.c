@@ -88,18 +88,27 @@ quota_fits(const struct gx_decide_ctx *ctx, const struct gx_admit_pod *pod,
     return gx_quota_check_node(&q, ctx, pod->req, sn);
 }
 
-enum gx_err
-gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
-                 const struct gx_admit_pod *pod, struct gx_admit_plan *out, struct gx_why *why)
+size_t
+gx_admit_slots(const struct gx_config *cfg, const struct gx_node *sn, int *slots, size_t cap)
+{
+    size_t n = 0;
+
+    for (; sn != NULL && n < sn->n_cards && n < cap; n++) {
+        slots[n] = gx_config_card_slots(cfg, sn->product, sn->replicas);
+    }
+    return n;
+}
+
+/*
+ * The pod's booking already in @l: on @node it is taken over (true, GX_OK
+ * in *rc); on another node GX_ECONFLICT. False when it holds nothing.
+ */
+static bool
+reserve_held(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
+             const struct gx_admit_pod *pod, struct gx_admit_plan *out, struct gx_why *why,
+             enum gx_err *rc)
 {
     const struct gx_ledger_node *held = gx_ledger_find_pod(l, pod->uid);
-    const struct gx_node *sn = gx_snapshot_find(ctx->snap, node, strlen(node));
-    struct gx_decide_ctx here;
-    struct gx_verdict v;
-    struct gx_tenant t[GX_MAX_PICK];
-    int slots[256];
-    size_t n, n_slots = 0;
-    enum gx_err rc;
 
     memset(out, 0, sizeof(*out));
     out->booking = GX_BOOKING_ANY;
@@ -108,26 +117,29 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
         /* a retry takes the booking over, so a release queued by an earlier attempt misses it */
         out->booking = gx_ledger_renew(l, pod->uid, ctx->now_ms);
         out->renewed = true;
-        return GX_OK;
+        *rc = GX_OK;
+        return true;
     }
     if (held != NULL) {
         gx_why_set(why, "pod already holds GPUs on node %s", held->node);
-        return GX_ECONFLICT;
+        *rc = GX_ECONFLICT;
+        return true;
     }
-    here = gx_decide_ctx_on(ctx, l);
-    gx_score_node(&here, pod->req, sn, &v);
-    if (pod->req->kind != GX_REQ_NONE && !v.keep) {
-        gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(v.reason));
-        return GX_ECONFLICT;
-    }
-    for (; sn != NULL && n_slots < sn->n_cards && n_slots < GX_ARRAY_LEN(slots); n_slots++) {
-        slots[n_slots] = gx_config_card_slots(ctx->cfg, sn->product, sn->replicas);
-    }
-    n = tenants_for(ctx->cfg, pod, &v, ctx->now_ms, n_slots > 0 ? slots[0] : 1, t);
-    if (n == 0) {
-        return GX_OK;
-    }
-    if (!quota_fits(&here, pod, sn)) {
+    return false;
+}
+
+/* Book tenants @t[0..n) of @pod on @node in @l (quota first) and fill @out but its cards. */
+static enum gx_err
+book(const struct gx_decide_ctx *here, struct gx_ledger *l, const char *node,
+     const struct gx_admit_pod *pod, const struct gx_tenant *t, size_t n, struct gx_admit_plan *out,
+     struct gx_why *why)
+{
+    const struct gx_node *sn = gx_snapshot_find(here->snap, node, strlen(node));
+    int slots[256];
+    size_t n_slots = gx_admit_slots(here->cfg, sn, slots, GX_ARRAY_LEN(slots));
+    enum gx_err rc;
+
+    if (!quota_fits(here, pod, sn)) {
         gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(GX_REASON_QUOTA));
         return GX_ECONFLICT;
     }
@@ -137,10 +149,75 @@ gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const cha
                    rc == GX_ECONFLICT ? gx_reason_text(GX_REASON_NO_SLOT) : gx_strerror(rc));
         return rc;
     }
-    out->n_cards = v.device_plugin ? 0 : v.n_cards;
-    memcpy(out->cards, v.cards, sizeof(out->cards));
     out->changed = true;
     out->booking = gx_ledger_booking(l, pod->uid);
+    return GX_OK;
+}
+
+enum gx_err
+gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
+                 const struct gx_admit_pod *pod, struct gx_admit_plan *out, struct gx_why *why)
+{
+    const struct gx_node *sn = gx_snapshot_find(ctx->snap, node, strlen(node));
+    struct gx_decide_ctx here;
+    struct gx_verdict v;
+    struct gx_tenant t[GX_MAX_PICK];
+    int slots[1];
+    size_t n;
+    enum gx_err rc;
+
+    if (reserve_held(ctx, l, node, pod, out, why, &rc)) {
+        return rc;
+    }
+    here = gx_decide_ctx_on(ctx, l);
+    gx_score_node(&here, pod->req, sn, &v);
+    if (pod->req->kind != GX_REQ_NONE && !v.keep) {
+        gx_why_set(why, "cannot bind to %s: %s", node, gx_reason_text(v.reason));
+        return GX_ECONFLICT;
+    }
+    n = tenants_for(ctx->cfg, pod, &v, ctx->now_ms,
+                    gx_admit_slots(ctx->cfg, sn, slots, 1) > 0 ? slots[0] : 1, t);
+    if (n == 0) {
+        return GX_OK;
+    }
+    if ((rc = book(&here, l, node, pod, t, n, out, why)) != GX_OK) {
+        return rc;
+    }
+    out->n_cards = v.device_plugin ? 0 : v.n_cards;
+    memcpy(out->cards, v.cards, sizeof(out->cards));
+    return GX_OK;
+}
+
+enum gx_err
+gx_admit_reserve_as(const struct gx_decide_ctx *ctx, struct gx_ledger *l, const char *node,
+                    const struct gx_admit_pod *pod, const struct gx_tenant *t, size_t n,
+                    struct gx_admit_plan *out, struct gx_why *why)
+{
+    struct gx_tenant mine[GX_MAX_PICK];
+    struct gx_decide_ctx here;
+    enum gx_err rc;
+
+    if (reserve_held(ctx, l, node, pod, out, why, &rc)) {
+        return rc;
+    }
+    if (n == 0 || n > GX_MAX_PICK) {
+        gx_why_set(why, "cannot reserve GPUs on %s: no cards planned", node);
+        return GX_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        mine[i] = t[i];
+        mine[i].state = GX_TENANT_RESERVED;
+        mine[i].since_ms = ctx->now_ms;
+    }
+    here = gx_decide_ctx_on(ctx, l);
+    if ((rc = book(&here, l, node, pod, mine, n, out, why)) != GX_OK) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (mine[i].card >= 0 && out->n_cards < GX_MAX_PICK) {
+            out->cards[out->n_cards++] = mine[i].card;
+        }
+    }
     return GX_OK;
 }
 

@@ -39,6 +39,23 @@ enum gx_err gx_admit_reserve(const struct gx_decide_ctx *ctx, struct gx_ledger *
                              const struct gx_admit_pod *pod, struct gx_admit_plan *out,
                              struct gx_why *why) GX_WUR;
 
+/**
+ * As gx_admit_reserve, but book exactly the tenants @t[0..n) (uid @pod's,
+ * as gx_admit_reserve booked them on another ledger: a gang member's
+ * tentative booking, gang.h) instead of choosing cards again; they are
+ * stamped @ctx->now_ms. The quota is checked as gx_admit_reserve checks
+ * it. GX_ECONFLICT when a planned card has no room left in @l (the caller
+ * may then decide anew with gx_admit_reserve), GX_EINVAL for no tenant.
+ */
+enum gx_err gx_admit_reserve_as(const struct gx_decide_ctx *ctx, struct gx_ledger *l,
+                                const char *node, const struct gx_admit_pod *pod,
+                                const struct gx_tenant *t, size_t n, struct gx_admit_plan *out,
+                                struct gx_why *why) GX_WUR;
+
+/** The slots of each card of snapshot node @sn (NULL: none) into @slots (at most @cap). */
+size_t gx_admit_slots(const struct gx_config *cfg, const struct gx_node *sn, int *slots,
+                      size_t cap);
+
 /** Annotation values of a bind: comma-joined card UUIDs and indexes. */
 struct gx_admit_notes {
     char uuids[2048]; /* a card's index where no dcgm-exporter series named its UUID */

@@ -182,10 +182,8 @@ gx_holds_verdict(struct gx_holds *hs, const struct gx_decide_ctx *ctx, const str
     struct hold *apply[GX_HOLDS_MAX];
     size_t n = 0;
     struct gx_ledger *scratch;
-    const struct gx_ledger_node *e;
-    struct gx_decide_ctx here;
-    struct gx_verdict held, plain;
     const struct gx_node *node;
+    bool turned;
 
     if (hs == NULL || hs->n_active == 0 ||
         (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL) {
@@ -204,13 +202,7 @@ gx_holds_verdict(struct gx_holds *hs, const struct gx_decide_ctx *ctx, const str
             apply[n++] = h;
         }
     }
-    if (n == 0 || (scratch = gx_ledger_new()) == NULL) {
-        return GX_HOLD_NONE;
-    }
-    e = gx_ledger_node(ctx->ledger, node->name);
-    if (gx_ledger_set_node(scratch, node->name, e != NULL ? e->tenants : NULL,
-                           e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
-        gx_ledger_free(scratch);
+    if (n == 0 || (scratch = gx_ledger_scratch(ctx->ledger, node->name)) == NULL) {
         return GX_HOLD_NONE;
     }
     for (size_t i = 0; i < n; i++) {
@@ -222,17 +214,7 @@ gx_holds_verdict(struct gx_holds *hs, const struct gx_decide_ctx *ctx, const str
             continue;
         }
     }
-    here = gx_decide_ctx_on(ctx, scratch);
-    gx_score_node(&here, req, node, &held);
+    turned = gx_vcache_decide_booked(ctx, scratch, req, node, v);
     gx_ledger_free(scratch);
-    v->keep = held.keep;
-    v->reason = held.keep ? GX_REASON_NONE : held.reason;
-    v->score = held.keep ? held.score : 0;
-    if (!held.keep) {
-        gx_score_node(ctx, req, node, &plain);
-        if (plain.keep) {
-            return GX_HOLD_TURNED;
-        }
-    }
-    return GX_HOLD_DECIDED;
+    return turned ? GX_HOLD_TURNED : GX_HOLD_DECIDED;
 }

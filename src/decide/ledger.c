@@ -687,3 +687,17 @@ gx_ledger_each(const struct gx_ledger *l, void (*cb)(void *ctx, const struct gx_
         }
     }
 }
+
+struct gx_ledger *
+gx_ledger_scratch(const struct gx_ledger *l, const char *node)
+{
+    struct gx_ledger *scratch = gx_ledger_new();
+    const struct gx_ledger_node *e = gx_ledger_node(l, node);
+
+    if (scratch != NULL && gx_ledger_set_node(scratch, node, e != NULL ? e->tenants : NULL,
+                                              e != NULL ? e->n_tenants : 0, NULL) != GX_OK) {
+        gx_ledger_free(scratch);
+        return NULL;
+    }
+    return scratch;
+}

@@ -178,6 +178,13 @@ enum gx_err gx_ledger_set_node(struct gx_ledger *l, const char *node, const stru
                                size_t n, const char *resource_version) GX_WUR;
 
 /**
+ * A new ledger holding a copy of @l's entry of @node (no entry: none), for
+ * deciding with bookings @l does not hold (a scratch ledger); NULL out of
+ * memory. You own it: gx_ledger_free.
+ */
+struct gx_ledger *gx_ledger_scratch(const struct gx_ledger *l, const char *node);
+
+/**
  * Sum of the shared tenants' slices and number of tenants. The slots a
  * card shows in use are gx_ledger_slots_used's (cards.h sums them for
  * /metrics).

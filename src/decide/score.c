@@ -47,6 +47,8 @@ static const struct {
                                     true},
     /* more slices, milli or memory than an empty card of the node holds: waiting cannot help */
     [GX_REASON_NEVER_FITS] = {"request larger than any GPU of the node", "never_fits", true},
+    /* a gang member's filter keeps one node, the one its cards are booked on (gang.h) */
+    [GX_REASON_GANG_PINNED] = {"gang member placed on another node", "gang_pinned", false},
 };
 
 const char *

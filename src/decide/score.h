@@ -31,6 +31,7 @@ enum gx_reason {
     GX_REASON_QUOTA,            /* "namespace GPU share quota exceeded" (quota.h) */
     GX_REASON_BOOKED_ELSEWHERE, /* "GPUs of this pod booked on another node" (admit.h) */
     GX_REASON_NEVER_FITS,       /* "request larger than any GPU of the node" */
+    GX_REASON_GANG_PINNED,      /* "gang member placed on another node" (gang.h) */
     GX_REASON_COUNT
 };
 

@@ -274,3 +274,22 @@ gx_vcache_decide_all(struct gx_vcache *vc, const struct gx_decide_ctx *ctx,
         vc_decide(vc, col, ctx, req, nodes[i], lv, &out[i]);
     }
 }
+
+bool
+gx_vcache_decide_booked(const struct gx_decide_ctx *ctx, const struct gx_ledger *booked,
+                        const struct gx_podreq *req, const struct gx_node *node,
+                        struct gx_vshort *out)
+{
+    struct gx_decide_ctx here = gx_decide_ctx_on(ctx, booked);
+    struct gx_verdict v, plain;
+
+    gx_score_node(&here, req, node, &v);
+    vc_short(&v, out);
+    if (v.keep) {
+        return false;
+    }
+    out->score = 0;
+    out->exact = 0.0;
+    gx_score_node(ctx, req, node, &plain);
+    return plain.keep;
+}

@@ -62,6 +62,16 @@ void gx_vcache_decide_all(struct gx_vcache *vc, const struct gx_decide_ctx *ctx,
                           const struct gx_podreq *req, const struct gx_node *const *nodes, size_t n,
                           struct gx_vshort *out);
 
+/**
+ * Decide @req on snapshot node @node against @booked, a scratch ledger with
+ * bookings @ctx's ledger does not hold (a preemptor's hold, gang members'
+ * tentative bookings), into @out, uncached. True when @booked turned it: a
+ * rejection @ctx's own ledger would not give.
+ */
+bool gx_vcache_decide_booked(const struct gx_decide_ctx *ctx, const struct gx_ledger *booked,
+                             const struct gx_podreq *req, const struct gx_node *node,
+                             struct gx_vshort *out);
+
 /** Lookups answered from the cache and computed, since gx_vcache_new (for tests and metrics). */
 void gx_vcache_stats(const struct gx_vcache *vc, uint64_t *hits, uint64_t *misses);
 

@@ -18,6 +18,7 @@
 #include "extender.h"
 #include "log.h"
 #include "vcache.h"
+#include "gang_filter.h"
 #include "preempt_holds.h"
 #include "reconcile.h"
 #include "requeue.h"
@@ -376,6 +377,7 @@ gx_app_free(struct gx_app *app)
     gx_sync_free(app);
     gx_vcache_free(app->vcache);
     gx_preempt_holds_free(app);
+    gx_gang_store_free(app);
     gx_ledger_free(app->ledger);
     gx_config_free(app->cfg);
     gx_seen_free(app->seen);

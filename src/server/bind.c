@@ -13,6 +13,7 @@
 #include "bgwrite.h"
 #include "admit.h"
 #include "extender.h"
+#include "gang_filter.h"
 #include "kube.h"
 #include "kwrite.h"
 #include "log.h"
@@ -41,6 +42,8 @@ struct bind_op {
     int64_t deadline_ms;
     struct gx_httpc_xfer *xfer;
     struct gx_admit_plan plan;
+    struct gx_tenant gang[GX_MAX_PICK]; /* the cards a gang member's entry planned here */
+    size_t n_gang;
     int64_t other_booking; /* MOVE: stamp of the booking seen on @other */
     bool reserved;         /* this op wrote the reservation (undo on failure) */
     bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
@@ -60,6 +63,26 @@ op_pod(const struct bind_op *op)
     return p;
 }
 
+/*
+ * Book @pod on @node in @l: a gang member with an entry on @node takes
+ * exactly the cards the entry planned (the other members' entries were
+ * planned around them); when one of them was taken meanwhile, or for any
+ * other pod, the planner chooses as usual.
+ */
+static enum gx_err
+reserve(const struct gx_decide_ctx *dc, struct gx_ledger *l, const char *node,
+        const struct gx_admit_pod *pod, const struct gx_tenant *gang, size_t n_gang,
+        struct gx_admit_plan *plan, struct gx_why *why)
+{
+    enum gx_err rc;
+
+    if (n_gang > 0 &&
+        (rc = gx_admit_reserve_as(dc, l, node, pod, gang, n_gang, plan, why)) != GX_ECONFLICT) {
+        return rc;
+    }
+    return gx_admit_reserve(dc, l, node, pod, plan, why);
+}
+
 /* ---- file mode ---- */
 
 static void
@@ -70,6 +93,8 @@ bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_a
     struct gx_admit_pod pod = {b->pod_uid, b->pod_namespace, b->pod_name, NULL};
     struct gx_admit_plan plan;
     struct gx_decide_ctx ctx;
+    struct gx_tenant gang[GX_MAX_PICK];
+    size_t n_gang;
     char msg[300];
 
     if (seen == NULL) {
@@ -81,10 +106,12 @@ bind_local(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_a
     }
     pod.req = &seen->req;
     gx_sync_decide_ctx(app, &ctx);
-    if (gx_admit_reserve(&ctx, app->ledger, b->node, &pod, &plan, &why) != GX_OK) {
+    n_gang = gx_gang_bind_plan(app, b->pod_uid, b->node, gang);
+    if (reserve(&ctx, app->ledger, b->node, &pod, gang, n_gang, &plan, &why) != GX_OK) {
         gx_reply_bind(&app->metrics, r, GX_BIND_REJECTED, why.text);
         return;
     }
+    gx_gang_booked(app, b->pod_uid);
     if (plan.changed && gx_ledger_mark_bound(app->ledger, b->pod_uid) != GX_OK) {
         gx_reply_bind(&app->metrics, r, GX_BIND_ERROR, "ledger lost the reservation");
         return;
@@ -241,7 +268,7 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
     enum gx_err rc;
 
     gx_sync_decide_ctx(op->app, &dc);
-    rc = gx_admit_reserve(&dc, l, node, &pod, &op->plan, why);
+    rc = reserve(&dc, l, node, &pod, op->gang, op->n_gang, &op->plan, why);
     *write = op->plan.changed || op->plan.renewed;
     return rc;
 }
@@ -252,6 +279,9 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
     struct bind_op *op = ctx;
 
     op_unhold(op, rc == GX_OK); /* the Lease has the booking now, or the bind fails */
+    if (rc == GX_OK) {
+        gx_gang_booked(op->app, op->uid); /* its own booking holds the cards from now on */
+    }
     if (rc != GX_OK) {
         op_fail(op, rc == GX_ECONFLICT ? GX_BIND_REJECTED : GX_BIND_ERROR,
                 why[0] ? why : gx_strerror(rc), "");
@@ -408,7 +438,7 @@ show_booking(struct bind_op *op)
         return;
     }
     gx_sync_decide_ctx(op->app, &dc);
-    if (gx_admit_reserve(&dc, op->app->ledger, op->node, &pod, &plan, &why) == GX_OK &&
+    if (reserve(&dc, op->app->ledger, op->node, &pod, op->gang, op->n_gang, &plan, &why) == GX_OK &&
         plan.changed) {
         gx_leases_hold(op->app->leases, op->node, op->uid);
         op->shown = true;
@@ -552,6 +582,7 @@ bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_ar
     (void)snprintf(op->uid, sizeof(op->uid), "%s", b->pod_uid);
     (void)snprintf(op->node, sizeof(op->node), "%s", b->node);
     op->deadline_ms = gx_http_start_ms(r) + app->cfg->bind_deadline_ms;
+    op->n_gang = gx_gang_bind_plan(app, op->uid, op->node, op->gang);
     LIST_INSERT_HEAD(&app->binds, op, link);
     seen = gx_seen_get(app->seen, op->uid, gx_mono_ms());
     if (seen == NULL) {

@@ -118,6 +118,14 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
         {"gpu_extender_preempt_hold_rejections_total",
          "Filter verdicts that rejected a node because a preemptor holds its freed share.",
          m->preempt_hold_rejections},
+        {"gpu_extender_gang_pins_total",
+         "Gang members' filters answered with one node, their cards booked for the group's "
+         "cycle.",
+         m->gang_pins},
+        {"gpu_extender_gang_rejections_total",
+         "Filter and prioritize verdicts that rejected a node because a gang member's tentative "
+         "booking holds its cards.",
+         m->gang_rejections},
         {"gpu_extender_requeue_pokes_total",
          "Pods refused for GPU capacity that the ledger held, requeued (annotated) once it "
          "freed.",
@@ -278,6 +286,9 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
          (double)g->ledger_slots_total},
         {"gpu_extender_ledger_tenants", "Tenants recorded in the ledger.",
          (double)g->ledger_tenants},
+        {"gpu_extender_gang_bookings",
+         "Tentative bookings of gang members held for their group's binds.",
+         (double)g->gang_bookings},
         {"gpu_extender_other_pods",
          "Bound pods the extender does not manage whose requests it counts per node "
          "(kubernetes.watch_all_pods).",

@@ -49,6 +49,8 @@ struct gx_metrics {
     uint64_t preempt_victims;
     uint64_t preempt_holds_activated;
     uint64_t preempt_hold_rejections; /* filter verdicts turned by a preemptor's hold */
+    uint64_t gang_pins;               /* gang members' filters answered with one node */
+    uint64_t gang_rejections;         /* verdicts turned by a gang member's tentative booking */
     uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
     struct gx_upstats up[GX_UP_COUNT];
     uint64_t reloads_ok, reloads_failed;
@@ -73,6 +75,7 @@ struct gx_metrics_gauges {
     int64_t ledger_slots_used;
     int64_t ledger_slots_total;
     int64_t ledger_tenants;
+    int64_t gang_bookings; /* gang members' tentative bookings held */
     /* the all-pods watch (podsum): pods not managed by the extender, counted per node */
     int64_t other_pods;
     int64_t other_cpu_milli;

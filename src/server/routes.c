@@ -13,6 +13,7 @@
 #include "bind.h"
 #include "explain.h"
 #include "explain_pod.h"
+#include "gang_filter.h"
 #include "holds.h"
 #include "extender.h"
 #include "cards.h"
@@ -176,6 +177,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     struct gx_decide_ctx ctx;
     struct gx_quota_check qc;
     struct gx_admit_held held;
+    struct gx_gang_call gang;
     struct gx_buf out;
     size_t len, kept = 0, booked = 0;
     const char *body = gx_http_body(r, &len);
@@ -199,20 +201,33 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     /* what can overrule a verdict, asked once: most requests meet none of it */
     holding = !bad.bad && held.node != NULL;
     holds = !bad.bad && gx_holds_any(app->holds);
+    gx_gang_call_begin(app, &args.pod, &req, bad.bad, true, &gang);
     for (size_t i = 0; i < args.n_nodes; i++) {
-        struct gx_vshort v = cn.v[i];
+        struct gx_vshort *v = &cn.v[i];
         /* the pod's own booking first: bind takes it over, so its node fits whatever it holds */
-        bool mine = holding && gx_admit_held_verdict(&held, args.nodes[i].name, &v.keep, &v.reason);
+        bool mine =
+            holding && gx_admit_held_verdict(&held, args.nodes[i].name, &v->keep, &v->reason);
 
         if (!mine && holds) {
             (void)gx_preempt_hold_verdict(app, &ctx, &args.pod, &req, args.nodes[i].name, now_ms,
-                                          &v);
+                                          v);
+        }
+        /* a node something else already refused stays refused */
+        if (!mine && v->keep) {
+            (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
-        if (!mine && v.keep && qc.on && !gx_quota_check_node(&qc, &ctx, &req, cn.sn[i])) {
-            v.keep = false;
-            v.reason = GX_REASON_QUOTA;
+        if (!mine && v->keep && qc.on && !gx_quota_check_node(&qc, &ctx, &req, cn.sn[i])) {
+            v->keep = false;
+            v->reason = GX_REASON_QUOTA;
         }
+    }
+    /* a gang member keeps one node, the one its cards are booked on for the group (gang.h) */
+    gx_gang_filter_pin(app, &gang, &ctx, &args.pod, &req, args.nodes, cn.v, args.n_nodes,
+                       holding ? held.node : NULL);
+    for (size_t i = 0; i < args.n_nodes; i++) {
+        struct gx_vshort v = cn.v[i];
+
         fv[i].keep = v.keep;
         fv[i].reason = bad.bad ? bad.reason : gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
@@ -244,6 +259,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct gx_podreq req;
     struct gx_decide_ctx ctx;
     struct gx_admit_held held;
+    struct gx_gang_call gang;
     struct gx_buf out;
     double *exact;
     int *scores;
@@ -262,6 +278,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     if (!bad.bad) {
         verdicts(app, &ctx, &req, false, args.n_nodes, &cn);
     }
+    gx_gang_call_begin(app, &args.pod, &req, bad.bad, false, &gang);
     for (size_t i = 0; i < args.n_nodes && !bad.bad; i++) {
         struct gx_vshort v = cn.v[i];
 
@@ -270,6 +287,9 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
             v.keep = true;
             v.score = 10;
             v.exact = 10.0;
+        } else if (v.keep) {
+            /* the cards a gang member's bind comes for are not this pod's to score */
+            (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, &v);
         }
         scores[i] = v.keep ? v.score : 0;
         if (exact != NULL) {
@@ -387,6 +407,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     gx_cards_slots(app->cfg, app->sync.snap, app->ledger, &g.ledger_slots_used,
                    &g.ledger_slots_total);
     gx_ledger_totals(app->ledger, NULL, &g.ledger_tenants);
+    g.gang_bookings = (int64_t)gx_gang_held(app);
     other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, gx_http_elapsed_s(r));

@@ -12,6 +12,7 @@
  *   reconcile.c    the managed-pod view and the periodic reconcile
  *   requeue.c      pods refused for capacity, poked when a booking goes
  *   preempt_holds.c the shares held for preemptors (decide/holds.c decides)
+ *   gang_filter.c  gang members' tentative bookings (decide/gang.c decides)
  *
  * Pure decisions live outside the shell, in src/decide/.
  * Other modules only read a section they do not own.
@@ -43,6 +44,7 @@ struct gx_vcache;
 struct bind_op;
 struct bgwrite;
 struct gx_holds;
+struct gx_gang;
 struct gx_pdbs;
 struct gx_kube_watch;
 
@@ -128,6 +130,8 @@ struct gx_app {
 
     /* preempt_holds.c: shares held for preemptors, created on first use */
     struct gx_holds *holds;
+    /* gang_filter.c: gang members' tentative bookings, created on first use */
+    struct gx_gang *gang;
 };
 
 #endif

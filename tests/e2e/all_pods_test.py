@@ -10,7 +10,6 @@ not onto one whose free GPUs it would strand. The install's scheduler-name polic
 (manifests/scheduler/scheduler-name-policy.yaml, a MutatingAdmissionPolicy the real API server
 applies) sends a pod created for the default scheduler that tolerates the GPU taint to
 gpu-scheduler, and leaves the others alone."""
-import copy
 import http.server
 import json
 import os
@@ -18,14 +17,13 @@ import sys
 import threading
 import urllib.request
 
-from e2e import (TOLERATE_GPU, Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
-                 exclusive, log, pod, shared, wait_bound, wait_for)
-from rig import DEMO_NODES, ROOT, Cluster, free_port
+from e2e import (POOL_KEY, TOLERATE_GPU, Checks, finish, check_assignment, check_ledger, check_no_403, create, delete_pods,
+                 exclusive, log, pod, pool_node, shared, wait_bound, wait_for)
+from rig import ROOT, Cluster, free_port
 
 chk = Checks("e2e_all_pods")
 POLICY = os.path.join(ROOT, "manifests", "scheduler", "scheduler-name-policy.yaml")
-POOL = {"e2e.gpu-extender.io/pool": "fgd"}
-POOL_TAINT = {"key": "e2e.gpu-extender.io/pool", "value": "fgd", "effect": "NoSchedule"}
+POOL = {POOL_KEY: "fgd"}
 
 
 class Recorder(http.server.ThreadingHTTPServer):
@@ -73,13 +71,7 @@ class RecordHandler(http.server.BaseHTTPRequestHandler):
 def gpu_node(name, cpu):
     """A copy of gpu-node-a (2 whole cards, no time-slicing) with @cpu cores, in the test pool:
     labelled and tainted, so that only the pool's pods land there."""
-    with open(DEMO_NODES) as f:
-        src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
-    n = copy.deepcopy(src)
-    n["metadata"]["name"] = name
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    n["metadata"]["labels"].update(POOL)
-    n["spec"]["taints"] = n["spec"].get("taints", []) + [POOL_TAINT]
+    n = pool_node(name, POOL[POOL_KEY])
     for k in ("capacity", "allocatable"):
         n["status"][k]["cpu"] = str(cpu)
     return n
@@ -87,7 +79,7 @@ def gpu_node(name, cpu):
 
 def in_pool(p, node_selector=POOL):
     p["spec"]["nodeSelector"] = node_selector
-    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_TAINT["key"], "operator": "Exists"}]
+    p["spec"]["tolerations"] = TOLERATE_GPU + [{"key": POOL_KEY, "operator": "Exists"}]
     return p
 
 

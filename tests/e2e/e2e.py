@@ -1,5 +1,6 @@
 """Shared pieces of the end-to-end tests: the rig (tests/k8s/rig.py), pods as users write them,
 and the invariants every test checks against the real API server."""
+import copy
 import json
 import os
 import sys
@@ -11,11 +12,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 from gxtest import Checks  # noqa: E402
-from rig import Cluster, wait_for  # noqa: E402
+from rig import DEMO_NODES, Cluster, wait_for  # noqa: E402
 
 NS = "e2e"
 ANN = "gpu-extender.io/"
 RESERVE_MIB = 512  # sharing.memory_reserve_mib of config/config.json
+POOL_KEY = "e2e.gpu-extender.io/pool"
 TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
@@ -231,6 +233,21 @@ def check_no_403(c, chk):
     chk.eq(bad, [], "no request of the extender's ServiceAccount was refused (403)")
     bad = c.forbidden("system:serviceaccount:kube-system:gpu-scheduler")
     chk.eq(bad, [], "no request of the gpu-scheduler ServiceAccount was refused (403)")
+
+
+def pool_node(name, pool):
+    """A copy of gpu-node-a (2 whole cards of 4 slots, no time-slicing) named @name in the test
+    pool @pool: labelled e2e.gpu-extender.io/pool=@pool and tainted so, so that only the pods
+    of the pool (pool_pod) land there."""
+    with open(DEMO_NODES) as f:
+        src = next(n for n in json.load(f)["items"] if n["metadata"]["name"] == "gpu-node-a")
+    n = copy.deepcopy(src)
+    n["metadata"]["name"] = name
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    n["metadata"]["labels"][POOL_KEY] = pool
+    n["spec"]["taints"] = n["spec"].get("taints", []) + [
+        {"key": POOL_KEY, "value": pool, "effect": "NoSchedule"}]
+    return n
 
 
 def rig(extender_bin, **kw):

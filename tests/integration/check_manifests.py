@@ -1116,6 +1116,21 @@ def chk_examples(docs, cfg):
         milli_ann = cfg_get(cfg, "names.gpu_milli_annotation", "gpu-extender.io/gpu-milli")
         problems += [f"pod-gpu-milli.yaml: {p}"
                      for p in shared_pod_problems(d.body, names, share_ann=milli_ann)]
+    gang = [d for d in ex if d.path.endswith("/gang-shares.yaml")]
+    groups = [d for d in gang if d.kind == "PodGroup"]
+    members = [d for d in gang if d.kind == "Pod"]
+    if len(groups) != 1 or len(members) < 2:
+        problems.append("gang-shares.yaml must hold one PodGroup and its member Pods")
+    else:
+        policy = ((groups[0].body.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+        if (policy or {}).get("minCount") != len(members):
+            problems.append("gang-shares.yaml: gang.minCount must be the number of members")
+        for d in members:
+            if (d.body["spec"].get("schedulingGroup") or {}).get("podGroupName") != groups[0].name:
+                problems.append(f"gang-shares.yaml {d.name}: spec.schedulingGroup must name "
+                                f"the PodGroup {groups[0].name}")
+            problems += [f"gang-shares.yaml {d.name}: {p}"
+                         for p in shared_pod_problems(d.body, names)]
     return problems
 
 

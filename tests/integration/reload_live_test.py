@@ -502,6 +502,8 @@ NO_EFFECT = {
                                     "set and score.weights.trend > 0; the base config has neither",
     "score.weights.trend": "scores the slope, which the base config does not query "
                            "(integration_test_trend_live checks it with a real Prometheus)",
+    "gang.hold_ms": "read only for pods with spec.schedulingGroup, which only a control plane "
+                    "with GenericWorkload schedules (e2e_gang_nofit checks it on one)",
 }
 # Documented live keys that nothing reads: reported on every run until fixed.
 # (sharing.default_slices was one; it is retired: marked "ignored", no longer live)

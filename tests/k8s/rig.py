@@ -95,11 +95,13 @@ class Cluster:
     faults: start cmd/faultproxy in front of the API server (fault_url, set_faults()); an
                extender spec {"via_faults": True} and a scheduler spec {"via_faults": True} talk
                to the API server through it.
+    apiserver_args: extra kube-apiserver flags, e.g. the gates and API versions of gang
+               scheduling (tests/e2e/gang_test.py).
     """
 
     def __init__(self, state_dir=None, extender_bin=None, extenders=None, schedulers=None,
                  generate=0, prometheus=True, extra_nodes=None, bin_dir=None,
-                 tie_to_parent=True, faults=False):
+                 tie_to_parent=True, faults=False, apiserver_args=None):
         self.dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="gx-k8s-"))
         os.makedirs(self.dir, exist_ok=True)
         self.bin = bin_dir or build_binaries()
@@ -112,6 +114,7 @@ class Cluster:
         self.extra_nodes = extra_nodes or []
         self.tie_to_parent = tie_to_parent
         self.want_faults = faults
+        self.apiserver_args = list(apiserver_args or [])
         self.procs = {}
         self.state = {"dir": self.dir, "bin": self.bin, "pids": {}, "ports": {}}
         self.ctx = None
@@ -302,7 +305,7 @@ class Cluster:
                 f"--audit-log-path={self.path('audit.log')}",
                 "--audit-log-format=json",
                 f"--cert-dir={self.path('apiserver-certs')}",
-                "--profiling=false", "--v=1"]
+                "--profiling=false", "--v=1", *self.apiserver_args]
         self.start("kube-apiserver", args)
         self.kubeconfig = self.path("admin.kubeconfig")
         self.state["kubeconfig"] = self.kubeconfig

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gang.c - tentative bookings of gang members (gang.h): a packed table of
+ * entries, the rules that drop them, the verdict of a node with them
+ * booked and the single node a member's filter keeps. Pure: the time comes
+ * in as @now_ms, and the log lines are the shell's (server/gang_filter.c).
+ */
+#include "gang.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+#include "snapshot.h"
+
+/* One member's tentative booking: the tenants its bind would write on @node. */
+struct entry {
+    char key[GX_GANG_KEY_MAX];
+    char uid[GX_UID_MAX];
+    char node[256];
+    struct gx_tenant t[GX_MAX_PICK];
+    size_t n;
+    bool fits;          /* it fitted on the last scratch ledger (not counted when it did not) */
+    int64_t expires_ms; /* the caller's monotonic clock */
+};
+
+/* Entries packed at the front: filter walks only the live ones for every node. */
+struct gx_gang {
+    struct entry *e;
+    size_t n, cap;
+};
+
+struct gx_gang *
+gx_gang_new(void)
+{
+    return calloc(1, sizeof(struct gx_gang));
+}
+
+void
+gx_gang_free(struct gx_gang *g)
+{
+    if (g != NULL) {
+        free(g->e);
+        free(g);
+    }
+}
+
+bool
+gx_gang_key(const struct gx_pod *pod, char *key, size_t cap)
+{
+    int w;
+
+    key[0] = '\0';
+    if (pod->pod_group == NULL || pod->pod_group[0] == '\0') {
+        return false;
+    }
+    w = snprintf(key, cap, "%s/%s", pod->namespace, pod->pod_group);
+    if (w < 0 || (size_t)w >= cap) {
+        key[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+/* Remove entry @i: the last one takes its place. */
+static void
+drop_at(struct gx_gang *g, size_t i)
+{
+    if (i + 1 < g->n) {
+        g->e[i] = g->e[g->n - 1];
+    }
+    g->n--;
+}
+
+size_t
+gx_gang_begin(struct gx_gang *g, const char *key, const char *uid, int64_t now_ms)
+{
+    bool again = false;
+    size_t dropped = 0;
+
+    if (g == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < g->n;) {
+        if (g->e[i].expires_ms < now_ms) {
+            drop_at(g, i);
+            continue;
+        }
+        again = again || (strcmp(g->e[i].uid, uid) == 0 && strcmp(g->e[i].key, key) == 0);
+        i++;
+    }
+    for (size_t i = 0; again && i < g->n;) {
+        if (strcmp(g->e[i].key, key) == 0) {
+            drop_at(g, i);
+            dropped++;
+            continue;
+        }
+        i++;
+    }
+    return dropped;
+}
+
+bool
+gx_gang_any(const struct gx_gang *g)
+{
+    return g != NULL && g->n > 0;
+}
+
+size_t
+gx_gang_count(const struct gx_gang *g, int64_t now_ms)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; g != NULL && i < g->n; i++) {
+        n += g->e[i].expires_ms >= now_ms;
+    }
+    return n;
+}
+
+/*
+ * A scratch ledger holding @ctx's entry of snapshot node @sn with every
+ * live entry of the node booked but @uid's; NULL when no entry applies or
+ * out of memory. Entries expired or already booked by their own pod go.
+ */
+static struct gx_ledger *
+scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_node *sn,
+           const char *uid, int64_t now_ms)
+{
+    struct gx_ledger *scratch = NULL;
+    int slots[256];
+    size_t n_slots = 0;
+
+    for (size_t i = 0; i < g->n;) {
+        struct entry *x = &g->e[i];
+        if (strcmp(x->node, sn->name) != 0 || strcmp(x->uid, uid) == 0) {
+            i++;
+            continue;
+        }
+        if (x->expires_ms < now_ms || gx_ledger_find_pod(ctx->ledger, x->uid) != NULL) {
+            drop_at(g, i); /* expired, or the member's own bind booked it */
+            continue;
+        }
+        if (scratch == NULL) {
+            if ((scratch = gx_ledger_scratch(ctx->ledger, sn->name)) == NULL) {
+                return NULL;
+            }
+            n_slots = gx_admit_slots(ctx->cfg, sn, slots, GX_ARRAY_LEN(slots));
+        }
+        /* no room left: whatever took it holds it just as well */
+        x->fits = gx_ledger_add(scratch, sn->name, x->t, x->n, slots, n_slots) == GX_OK;
+        i++;
+    }
+    return scratch;
+}
+
+enum gx_gang_outcome
+gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_pod *pod,
+                const struct gx_podreq *req, const char *node_name, int64_t now_ms,
+                struct gx_vshort *v)
+{
+    const struct gx_node *sn;
+    struct gx_ledger *scratch;
+    bool turned;
+
+    if (g == NULL || g->n == 0 ||
+        (sn = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL ||
+        (scratch = scratch_of(g, ctx, sn, pod->uid, now_ms)) == NULL) {
+        return GX_GANG_NONE;
+    }
+    turned = gx_vcache_decide_booked(ctx, scratch, req, sn, v);
+    gx_ledger_free(scratch);
+    return turned ? GX_GANG_TURNED : GX_GANG_DECIDED;
+}
+
+size_t
+gx_gang_pin(struct gx_vshort *v, size_t n, size_t prefer)
+{
+    size_t best = prefer < n && v[prefer].keep ? prefer : n;
+    bool held = best != n;
+
+    for (size_t i = 0; i < n && !held; i++) {
+        if (v[i].keep && (best == n || v[i].score > v[best].score)) {
+            best = i;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i != best && v[i].keep) {
+            v[i].keep = false;
+            v[i].reason = GX_REASON_GANG_PINNED;
+            v[i].score = 0;
+        }
+    }
+    return best;
+}
+
+/* The slot of a new entry, growing the table up to GX_GANG_MAX; NULL when full or no memory. */
+static struct entry *
+entry_new(struct gx_gang *g, enum gx_err *rc)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct entry *e;
+
+        if (cap > GX_GANG_MAX) {
+            cap = GX_GANG_MAX;
+        }
+        if (cap == g->cap) {
+            *rc = GX_ETOOBIG;
+            return NULL;
+        }
+        if ((e = realloc(g->e, cap * sizeof(*e))) == NULL) {
+            *rc = GX_ENOMEM;
+            return NULL;
+        }
+        g->e = e;
+        g->cap = cap;
+    }
+    return &g->e[g->n];
+}
+
+enum gx_err
+gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
+            const struct gx_pod *pod, const struct gx_podreq *req, const char *node, int64_t ttl_ms,
+            int64_t now_ms, struct gx_why *why)
+{
+    const struct gx_node *sn = gx_snapshot_find(ctx->snap, node, strlen(node));
+    struct gx_admit_pod ap = {pod->uid, pod->namespace, pod->name, req};
+    const struct gx_ledger_node *booked;
+    struct gx_ledger *scratch;
+    struct gx_admit_plan plan;
+    struct gx_decide_ctx here;
+    struct entry *x;
+    enum gx_err rc = GX_OK;
+
+    if (sn == NULL) {
+        gx_why_set(why, "node %s unknown to gpu-extender", node);
+        return GX_ECONFLICT;
+    }
+    if (strlen(key) >= sizeof(x->key) || strlen(pod->uid) >= sizeof(x->uid) ||
+        strlen(node) >= sizeof(x->node)) {
+        gx_why_set(why, "gang key, pod uid or node name too long");
+        return GX_EINVAL;
+    }
+    (void)gx_gang_drop(g, pod->uid);
+    scratch = scratch_of(g, ctx, sn, pod->uid, now_ms);
+    if (scratch == NULL && (scratch = gx_ledger_scratch(ctx->ledger, sn->name)) == NULL) {
+        return GX_ENOMEM; /* (no other entry on the node: a copy of the node's own entry) */
+    }
+    here = gx_decide_ctx_on(ctx, scratch);
+    rc = gx_admit_reserve(&here, scratch, sn->name, &ap, &plan, why);
+    if (rc == GX_OK && plan.changed && (x = entry_new(g, &rc)) != NULL) {
+        memset(x, 0, sizeof(*x));
+        (void)snprintf(x->key, sizeof(x->key), "%s", key);
+        (void)snprintf(x->uid, sizeof(x->uid), "%s", pod->uid);
+        (void)snprintf(x->node, sizeof(x->node), "%s", sn->name);
+        booked = gx_ledger_node(scratch, sn->name);
+        for (size_t i = 0; booked != NULL && i < booked->n_tenants && x->n < GX_MAX_PICK; i++) {
+            if (strcmp(booked->tenants[i].uid, pod->uid) == 0) {
+                x->t[x->n++] = booked->tenants[i];
+            }
+        }
+        x->expires_ms = now_ms + ttl_ms;
+        g->n++;
+    }
+    gx_ledger_free(scratch);
+    return rc;
+}
+
+size_t
+gx_gang_planned(const struct gx_gang *g, const char *uid, const char *node, int64_t now_ms,
+                struct gx_tenant *t)
+{
+    for (size_t i = 0; g != NULL && i < g->n; i++) {
+        const struct entry *x = &g->e[i];
+        if (strcmp(x->uid, uid) == 0) {
+            if (x->expires_ms < now_ms || strcmp(x->node, node) != 0) {
+                return 0;
+            }
+            memcpy(t, x->t, x->n * sizeof(*t));
+            return x->n;
+        }
+    }
+    return 0;
+}
+
+bool
+gx_gang_drop(struct gx_gang *g, const char *uid)
+{
+    for (size_t i = 0; g != NULL && i < g->n; i++) {
+        if (strcmp(g->e[i].uid, uid) == 0) {
+            drop_at(g, i);
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gang.h - tentative bookings of gang members, as pure decisions on a
+ * store of entries: one entry per member whose filter the extender
+ * answered with a single node, holding the cards the bind planner would
+ * book for it there (gx_admit_reserve on a scratch ledger). The time is
+ * the caller's monotonic clock, passed in as @now_ms: no clock, no I/O, no
+ * logging here. The server's shell (server/gang_filter.c) keeps the store,
+ * reads the clock, logs and counts.
+ *
+ * Why: kube-scheduler (GenericWorkload, KEP-4671) filters every member of
+ * a PodGroup in one cycle, assuming earlier members only in its own
+ * snapshot, and binds them all after the cycle. Without entries the
+ * extender admits two members onto the last share of one card and one
+ * bind fails: a partially bound gang. With them, member k is decided with
+ * the entries of members 1..k-1 booked, and its filter keeps one node only,
+ * so kube-scheduler binds it exactly where its entry is (no prioritize
+ * follows a single feasible node).
+ *
+ * The rules:
+ * - a member's filter while it already holds an entry means kube-scheduler
+ *   started a new pass over the group (a retry, the preemption re-run):
+ *   every entry of the group goes (gx_gang_begin);
+ * - an entry expires @ttl_ms after it was made (rollback is never
+ *   announced);
+ * - entries count as taken cards for every pod but their own, outsiders
+ *   included: binds come 5-15 ms after the cycle, and an outsider filtered
+ *   in between must not take the gang's cards (gx_gang_verdict);
+ * - the member's bind to the entry's node books exactly its cards
+ *   (gx_gang_planned, gx_admit_reserve_as), and the entry goes when the
+ *   pod's own booking is written (gx_gang_drop); an entry whose pod the
+ *   ledger already books is skipped and dropped.
+ *
+ * Thread: the caller's; a store is not shared between threads.
+ */
+#ifndef GX_GANG_H
+#define GX_GANG_H
+
+#include "kobj.h"
+#include "ledger.h"
+#include "score.h"
+#include "vcache.h"
+
+/** Entries one store keeps (members of all groups); a full store records no more. */
+#define GX_GANG_MAX 512
+/** Bytes of a group key, "namespace/podGroupName" and its NUL. */
+#define GX_GANG_KEY_MAX 512
+
+struct gx_gang;
+
+/** An empty store, or NULL out of memory. You own it: gx_gang_free. */
+struct gx_gang *gx_gang_new(void);
+
+/** Free @g and every entry in it. NULL is a no-op. */
+void gx_gang_free(struct gx_gang *g);
+
+/**
+ * The group key of @pod, "namespace/podGroupName", into @key (@cap bytes):
+ * true for a gang member (spec.schedulingGroup set); false, @key empty,
+ * for any other pod or a key that does not fit.
+ */
+bool gx_gang_key(const struct gx_pod *pod, char *key, size_t cap);
+
+/**
+ * A filter of member @uid of group @key begins at @now_ms: drop expired
+ * entries, and when @uid holds an entry every entry of @key (a new pass
+ * over the group). Returns how many entries of @key went. NULL @g: 0.
+ */
+size_t gx_gang_begin(struct gx_gang *g, const char *key, const char *uid, int64_t now_ms);
+
+/** True when the store holds some entry (gx_gang_verdict can decide anything). NULL @g: false. */
+bool gx_gang_any(const struct gx_gang *g);
+
+/** Entries held at @now_ms (expired ones not counted). NULL @g: 0. */
+size_t gx_gang_count(const struct gx_gang *g, int64_t now_ms);
+
+/** What gx_gang_verdict decided. */
+enum gx_gang_outcome {
+    GX_GANG_NONE,    /* no entry of another pod on the node: the verdict untouched */
+    GX_GANG_DECIDED, /* the verdict was decided with the entries booked */
+    GX_GANG_TURNED   /* so decided, a rejection the node would not give without them */
+};
+
+/**
+ * When entries of pods other than @pod sit on node @node, decide @pod
+ * (@req) there with them booked on a scratch copy of @ctx's ledger entry
+ * of the node, into @v. Entries found expired at @now_ms, or whose pod the
+ * ledger books already, are dropped on the way. A node the snapshot does
+ * not have, or no memory for the scratch ledger: GX_GANG_NONE.
+ */
+enum gx_gang_outcome gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx,
+                                     const struct gx_pod *pod, const struct gx_podreq *req,
+                                     const char *node, int64_t now_ms, struct gx_vshort *v);
+
+/**
+ * Keep one node of @n verdicts: @prefer when it is kept (the node the pod
+ * already holds a booking on; @n: none), else the kept one with the
+ * highest score, the first in order on a tie; every other kept node is
+ * rejected with GX_REASON_GANG_PINNED. Returns its index, @n when no node
+ * is kept.
+ */
+size_t gx_gang_pin(struct gx_vshort *v, size_t n, size_t prefer);
+
+/**
+ * Record the entry of member @pod (@req) of group @key on @node at @now_ms,
+ * expiring @ttl_ms later: the cards gx_admit_reserve books for it there
+ * with the other entries of the node booked. A pod whose booking @ctx's
+ * ledger already holds on @node records nothing (its booking is real).
+ * GX_ECONFLICT (reason in @why) when it does not fit there; GX_ETOOBIG
+ * when the store is full; GX_ENOMEM. Nothing is recorded on failure.
+ */
+enum gx_err gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
+                        const struct gx_pod *pod, const struct gx_podreq *req, const char *node,
+                        int64_t ttl_ms, int64_t now_ms, struct gx_why *why) GX_WUR;
+
+/**
+ * The tenants of pod @uid's live entry on @node into @t (GX_MAX_PICK of
+ * them at most): how many, 0 when it holds none there (none, expired, or
+ * on another node). NULL @g: 0.
+ */
+size_t gx_gang_planned(const struct gx_gang *g, const char *uid, const char *node, int64_t now_ms,
+                       struct gx_tenant *t);
+
+/** Drop pod @uid's entry: true when it had one. NULL @g: false. */
+bool gx_gang_drop(struct gx_gang *g, const char *uid);
+
+#endif
