@@ -103,7 +103,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < a.n_nodes; i++)
         scores[i] = (int)(i % 31) - 10; /* below, inside and above 0..10 */
     gx_buf_init(&out, 64u << 20);
-    rc = gx_ext_encode_prioritize(&out, &a, scores);
+    rc = gx_ext_encode_prioritize(&out, body, &a, scores);
     FZ_CHECK(rc == GX_OK, "encode_prioritize: %s", gx_strerror(rc));
     FZ_CHECK(fz_is_json(out.data, out.len), "priority list is not JSON: %.200s", out.data);
     gx_buf_release(&out);

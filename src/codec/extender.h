@@ -78,13 +78,15 @@ enum gx_err gx_ext_encode_filter(struct gx_buf *out, const char *body,
 enum gx_err gx_ext_encode_filter_error(struct gx_buf *out, const char *msg) GX_WUR;
 
 /**
- * Encode HostPriorityList: [{"Host":"n","Score":7},...], scores clamped to
- * 0..10. Nodes scored 0 are left out: kube-scheduler adds nothing for a node
- * missing from the list (v1.37 schedule_one.go, prioritizeNodes), and
- * decoding 5,000 entries was a tenth of its CPU per pod at 5,000 nodes.
+ * Encode HostPriorityList for @args (decoded from @body): [{"Host":"n",
+ * "Score":7},...], scores clamped to 0..10. Nodes scored 0 are left out:
+ * kube-scheduler adds nothing for a node missing from the list (v1.37
+ * schedule_one.go, prioritizeNodes), and decoding 5,000 entries was a
+ * tenth of its CPU per pod at 5,000 nodes. NodeNames are echoed as sent,
+ * as gx_ext_encode_filter does.
  */
-enum gx_err gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args,
-                                     const int *scores) GX_WUR;
+enum gx_err gx_ext_encode_prioritize(struct gx_buf *out, const char *body,
+                                     const struct gx_ext_args *args, const int *scores) GX_WUR;
 
 struct gx_ext_bind_args {
     struct gx_arena arena;

@@ -168,12 +168,14 @@ gx_ext_encode_filter_error(struct gx_buf *out, const char *msg)
 }
 
 enum gx_err
-gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, const int *scores)
+gx_ext_encode_prioritize(struct gx_buf *out, const char *body, const struct gx_ext_args *args,
+                         const int *scores)
 {
     size_t mark = out->len;
+    bool raw = args->mode == GX_ARGS_NAMES;
     enum gx_err rc;
 
-    if (args->n_nodes > 0 && scores == NULL) {
+    if (args->n_nodes > 0 && (scores == NULL || (raw && body == NULL))) {
         return GX_EINVAL;
     }
     /*
@@ -205,7 +207,9 @@ gx_ext_encode_prioritize(struct gx_buf *out, const struct gx_ext_args *args, con
         }
         if ((rc = out->len > mark + 1 ? gx_buf_add(out, ",{\"Host\":", 9)
                                       : gx_buf_add(out, "{\"Host\":", 8)) != GX_OK ||
-            (rc = gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
+            (rc =
+                 raw ? gx_buf_add_utf8(out, body + args->nodes[i].item_off, args->nodes[i].item_len)
+                     : gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
                 GX_OK ||
             (rc = gx_buf_add(out, tail[s], s == 10 ? 12 : 11)) != GX_OK) {
             goto out;

@@ -265,6 +265,8 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     int *scores;
     struct call_nodes cn;
     struct bad_request bad = {0};
+    size_t len;
+    const char *body = gx_http_body(r, &len);
 
     scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores), &cn);
     if (scores == NULL) {
@@ -302,8 +304,8 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     }
     free(exact);
     gx_buf_init(&out, (size_t)64 << 20);
-    reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, &args, scores), &out,
-                  "cannot encode the priority list");
+    reply_encoded(app, r, GX_VERB_PRIORITIZE, gx_ext_encode_prioritize(&out, body, &args, scores),
+                  &out, "cannot encode the priority list");
     free(scores);
     call_nodes_free(&cn);
     gx_ext_args_release(&args);
