@@ -411,7 +411,7 @@ absent_cb(void *ctx, long status)
 
     if (!d->absent && status == 403) {
         gx_warn("not allowed to read DRA ResourceSlices/ResourceClaims, cards claims hold are not "
-                "seen (grant get/list/watch, see manifests/02-rbac.yaml)",
+                "seen (grant get/list/watch, see manifests/extender/02-rbac.yaml)",
                 NULL);
     } else if (!d->absent) {
         gx_info("the API server has no DRA API (resource.k8s.io/v1), no card is held by claims",

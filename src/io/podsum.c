@@ -360,7 +360,7 @@ absent_cb(void *ctx, long status)
 
     if (!p->absent) {
         gx_warn("cannot list all pods, CPU and memory of pods the extender does not manage are "
-                "not seen (grant list/watch on pods, see manifests/02-rbac.yaml, or set "
+                "not seen (grant list/watch on pods, see manifests/extender/02-rbac.yaml, or set "
                 "kubernetes.watch_all_pods to false)",
                 "status=%ld", status);
         /* no stale sums from before the refusal: the ledger goes back to zero */

@@ -291,7 +291,7 @@ pdbs_absent(void *ctx, long status)
 
     if (status == 403) {
         gx_warn("not allowed to read PodDisruptionBudgets, preemption counts no PDB violation "
-                "(grant list/watch poddisruptionbudgets, see manifests/02-rbac.yaml)",
+                "(grant list/watch poddisruptionbudgets, see manifests/extender/02-rbac.yaml)",
                 NULL);
     } else {
         gx_info("the API server has no policy/v1 PodDisruptionBudgets", NULL);
