@@ -540,17 +540,19 @@ gx_snapshot_find_all(const struct gx_snapshot *snap, const struct gx_ext_node *n
     struct gx_nameidx_probe p[BATCH];
     uint32_t pos[BATCH];
 
+    if (snap == NULL) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = NULL;
+        }
+        return;
+    }
     for (size_t at = 0; at < n; at += BATCH) {
         size_t k = n - at < BATCH ? n - at : BATCH;
         for (size_t i = 0; i < k; i++) {
             p[i].name = names[at + i].name != NULL ? names[at + i].name : "";
             p[i].len = names[at + i].name != NULL ? names[at + i].name_len : 0;
         }
-        if (snap == NULL) {
-            memset(pos, 0xff, sizeof(pos));
-        } else {
-            gx_nameidx_find_many(&snap->names, p, k, pos);
-        }
+        gx_nameidx_find_many(&snap->names, p, k, pos);
         for (size_t i = 0; i < k; i++) {
             out[at + i] = pos[i] != GX_NAMEIDX_NONE ? &snap->nodes[pos[i]] : NULL;
         }

@@ -100,7 +100,7 @@ decode_call(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, struct
     n = args->n_nodes ? args->n_nodes : 1;
     per_node = calloc(n, elem);
     /* written whole below and by verdicts(): no need to clear them */
-    cn->sn = malloc(n * sizeof(*cn->sn));
+    cn->sn = malloc(n * sizeof(const struct gx_node *));
     cn->v = malloc(n * sizeof(*cn->v));
     if (per_node == NULL || cn->sn == NULL || cn->v == NULL) {
         free(per_node);
