@@ -394,6 +394,36 @@ Test(extender, kept_names_are_echoed_in_runs_whatever_the_spacing)
     gx_ext_args_release(&args);
 }
 
+/* An escaped name is encoded again, not echoed: a lone surrogate or \u0000 is one strict readers
+ * refuse. */
+Test(extender, escaped_names_are_encoded_again_in_filter_and_prioritize)
+{
+    const char *body = "{\"Pod\":{},\"NodeNames\":[\"a\",\"\\ud800c\\u0000d\",\"b\"]}";
+    const struct gx_ext_filter_verdict v[3] = {{.keep = true}, {.keep = true}, {.keep = true}};
+    const int scores[3] = {1, 2, 3};
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    cJSON *doc;
+
+    cr_assert_eq(decode(body, &args, &why), GX_OK, "%s", why.text);
+    gx_buf_init(&out, 4096);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    cr_expect(strstr(out.data, "\\ud800") == NULL, "%s", out.data);
+    doc = cJSON_Parse(out.data);
+    cr_assert_not_null(doc, "a strict reader takes it: %s", out.data);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "NodeNames")), 3);
+    cJSON_Delete(doc);
+    gx_buf_reset(&out);
+    cr_assert_eq(gx_ext_encode_prioritize(&out, body, &args, scores), GX_OK);
+    doc = cJSON_Parse(out.data);
+    cr_assert_not_null(doc, "%s", out.data);
+    cr_expect_eq(cJSON_GetArraySize(doc), 3);
+    cJSON_Delete(doc);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+}
+
 Test(extender, encode_failure_leaves_buffer_unchanged)
 {
     size_t len;

@@ -10,6 +10,8 @@
 
 #include "extender_int.h"
 
+#include <string.h>
+
 /* Reason used when a verdict rejects a node without giving one. */
 #define EXT_DEFAULT_REASON "rejected by gpu-extender"
 
@@ -61,6 +63,32 @@ ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
 }
 
 /*
+ * True when node @i is echoed from @body as it came: a Nodes item always
+ * (as before), a name only without escapes. An escape may be one a strict
+ * reader refuses (a lone surrogate, \u0000): such a name is encoded again
+ * from its decoded text.
+ */
+static bool
+ext_echoes(const char *body, const struct gx_ext_args *args, size_t i)
+{
+    const struct gx_ext_node *n = &args->nodes[i];
+
+    return args->mode == GX_ARGS_NODES || memchr(body + n->item_off, '\\', n->item_len) == NULL;
+}
+
+/* Append node @i's name: echoed when ext_echoes, else encoded from the decoded name. */
+static enum gx_err
+ext_add_name(struct gx_buf *b, const char *body, const struct gx_ext_args *args, size_t i)
+{
+    const struct gx_ext_node *n = &args->nodes[i];
+
+    if (args->mode == GX_ARGS_NAMES && ext_echoes(body, args, i)) {
+        return gx_buf_add_utf8(b, body + n->item_off, n->item_len);
+    }
+    return gx_buf_add_json_str(b, n->name, n->name_len);
+}
+
+/*
  * Append the kept nodes' items (Nodes mode) or quoted names, each as it
  * came in the request: a run of kept nodes that were neighbours there is
  * one copy of the bytes between them, separators included.
@@ -77,17 +105,25 @@ ext_kept_items(struct gx_buf *b, const char *body, const struct gx_ext_args *arg
         if (!v[i].keep) {
             continue;
         }
-        while (j + 1 < args->n_nodes && v[j + 1].keep &&
+        if (!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) {
+            return rc;
+        }
+        first = false;
+        if (!ext_echoes(body, args, i)) {
+            if ((rc = ext_add_name(b, body, args, i)) != GX_OK) {
+                return rc;
+            }
+            continue;
+        }
+        while (j + 1 < args->n_nodes && v[j + 1].keep && ext_echoes(body, args, j + 1) &&
                args->nodes[j + 1].item_off > args->nodes[j].item_off) {
             j++;
         }
         from = args->nodes[i].item_off;
         to = args->nodes[j].item_off + args->nodes[j].item_len;
-        if ((!first && (rc = gx_buf_add(b, ",", 1)) != GX_OK) ||
-            (rc = gx_buf_add_utf8(b, body + from, to - from)) != GX_OK) {
+        if ((rc = gx_buf_add_utf8(b, body + from, to - from)) != GX_OK) {
             return rc;
         }
-        first = false;
         i = j;
     }
     return GX_OK;
@@ -207,10 +243,7 @@ gx_ext_encode_prioritize(struct gx_buf *out, const char *body, const struct gx_e
         }
         if ((rc = out->len > mark + 1 ? gx_buf_add(out, ",{\"Host\":", 9)
                                       : gx_buf_add(out, "{\"Host\":", 8)) != GX_OK ||
-            (rc =
-                 raw ? gx_buf_add_utf8(out, body + args->nodes[i].item_off, args->nodes[i].item_len)
-                     : gx_buf_add_json_str(out, args->nodes[i].name, args->nodes[i].name_len)) !=
-                GX_OK ||
+            (rc = ext_add_name(out, body, args, i)) != GX_OK ||
             (rc = gx_buf_add(out, tail[s], s == 10 ? 12 : 11)) != GX_OK) {
             goto out;
         }
