@@ -21,8 +21,9 @@ struct entry {
     char node[256];
     struct gx_tenant t[GX_MAX_PICK];
     size_t n;
-    bool fits;          /* it fitted on the last scratch ledger (not counted when it did not) */
-    int64_t expires_ms; /* the caller's monotonic clock */
+    bool fits;       /* it fitted on the last scratch ledger (not counted when it did not) */
+    int64_t made_ms; /* the caller's monotonic clock */
+    int64_t expires_ms;
 };
 
 /* Entries packed at the front: filter walks only the live ones for every node. */
@@ -78,6 +79,7 @@ gx_gang_begin(struct gx_gang *g, const char *key, const char *uid, int64_t now_m
 {
     bool again = false;
     size_t dropped = 0;
+    int64_t newest = INT64_MIN;
 
     if (g == NULL) {
         return 0;
@@ -87,9 +89,19 @@ gx_gang_begin(struct gx_gang *g, const char *key, const char *uid, int64_t now_m
             drop_at(g, i);
             continue;
         }
-        again = again || (strcmp(g->e[i].uid, uid) == 0 && strcmp(g->e[i].key, key) == 0);
+        if (strcmp(g->e[i].key, key) == 0) {
+            again = again || strcmp(g->e[i].uid, uid) == 0;
+            newest = g->e[i].made_ms > newest ? g->e[i].made_ms : newest;
+        }
         i++;
     }
+    /*
+     * A pause since the group's last entry: a new pass (a retry after
+     * backoff), whatever member comes first. Its order may differ from the
+     * last pass's, so a member still holding an old entry later in this pass
+     * must not take it for a new pass and drop this pass's entries.
+     */
+    again = again || (newest != INT64_MIN && now_ms - newest > GX_GANG_PASS_GAP_MS);
     for (size_t i = 0; again && i < g->n;) {
         if (strcmp(g->e[i].key, key) == 0) {
             drop_at(g, i);
@@ -260,6 +272,7 @@ gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
                 x->t[x->n++] = booked->tenants[i];
             }
         }
+        x->made_ms = now_ms;
         x->expires_ms = now_ms + ttl_ms;
         g->n++;
     }

@@ -18,7 +18,8 @@
  * follows a single feasible node).
  *
  * The rules:
- * - a member's filter while it already holds an entry means kube-scheduler
+ * - a member's filter while it already holds an entry, or after a pause of
+ *   GX_GANG_PASS_GAP_MS since the group's last entry, means kube-scheduler
  *   started a new pass over the group (a retry, the preemption re-run):
  *   every entry of the group goes (gx_gang_begin);
  * - an entry expires @ttl_ms after it was made (rollback is never
@@ -45,6 +46,13 @@
 #define GX_GANG_MAX 512
 /** Bytes of a group key, "namespace/podGroupName" and its NUL. */
 #define GX_GANG_KEY_MAX 512
+
+/*
+ * A pause this long (ms) since a group's last entry starts a new pass: the
+ * members of one pass are filtered a few ms apart, retries come after
+ * kube-scheduler's backoff (1 s and more).
+ */
+#define GX_GANG_PASS_GAP_MS 500
 
 struct gx_gang;
 
