@@ -326,6 +326,44 @@ Test(kobj, decodes_node_readiness_and_cordon, .init = setup, .fini = teardown)
     cr_assert_not(node.ready);
 }
 
+/* A heartbeat (new resourceVersion, same facts) is the same node; a label or a condition is not. */
+Test(kobj, node_info_same_ignores_only_the_resource_version, .init = setup, .fini = teardown)
+{
+    static const char *fmt = "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"%s\","
+                             "\"labels\":{\"a\":\"%s\"}},\"status\":{\"capacity\":"
+                             "{\"nvidia.com/gpu\":4},\"conditions\":[{\"type\":\"Ready\","
+                             "\"status\":\"%s\"}]}}";
+    struct gx_node_info a, b;
+    struct gx_why why = {{0}};
+    char j[512];
+
+    (void)snprintf(j, sizeof(j), fmt, "7", "1", "True");
+    cr_assert_eq(decode_node(j, &a, &why), GX_OK, "%s", why.text);
+    (void)snprintf(j, sizeof(j), fmt, "8", "1", "True");
+    cr_assert_eq(decode_node(j, &b, &why), GX_OK, "%s", why.text);
+    cr_assert(gx_node_info_same(&a, &b), "a heartbeat");
+    (void)snprintf(j, sizeof(j), fmt, "9", "2", "True");
+    cr_assert_eq(decode_node(j, &b, &why), GX_OK, "%s", why.text);
+    cr_assert_not(gx_node_info_same(&a, &b), "a label changed");
+    (void)snprintf(j, sizeof(j), fmt, "9", "1", "False");
+    cr_assert_eq(decode_node(j, &b, &why), GX_OK, "%s", why.text);
+    cr_assert_not(gx_node_info_same(&a, &b), "no longer ready");
+}
+
+Test(kobj, resource_versions_compare_as_numbers_when_they_are)
+{
+    cr_assert(gx_rv_older("99", "100"), "by length first");
+    cr_assert(gx_rv_older("123", "124"));
+    cr_assert_not(gx_rv_older("124", "124"), "equal is not older");
+    cr_assert_not(gx_rv_older("1000", "999"));
+    cr_assert_not(gx_rv_older("", "5"), "empty: not comparable");
+    cr_assert_not(gx_rv_older("abc", "5"), "opaque: not comparable");
+    cr_assert_not(gx_rv_older("5", "x12"));
+    cr_assert_not(gx_rv_older("05", "6"), "a leading zero is not a KEP-5504 version");
+    cr_assert_not(gx_rv_older(NULL, "6"));
+    cr_assert(gx_rv_older("0", "1"));
+}
+
 /* {"a":[[...]]} nested to exactly @depth levels. */
 static char *
 nested(int depth)

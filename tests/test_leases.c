@@ -173,6 +173,8 @@ struct fake {
     bool write_after; /* after a write, another writer writes too, before our answer */
     int fail_writes;  /* PUTs still to store and then answer 504 (landed, answer lost) */
     bool mute_watch;  /* the watch sends nothing: a watch that lags under load */
+    char *late;       /* a Lease the watch sends once, as if delayed (heap) */
+    bool late_sent;
     int puts, posts, gets, lists, watches, conflicts;
 };
 
@@ -242,7 +244,11 @@ serve_watch(struct fake *f, int fd, long sent)
 
         pthread_mutex_lock(&f->mu);
         stop = f->stop;
-        if (f->rv != sent && f->exists && !f->mute_watch) {
+        if (f->late != NULL) {
+            obj = f->late;
+            f->late = NULL;
+            f->late_sent = true;
+        } else if (f->rv != sent && f->exists && !f->mute_watch) {
             obj = lease_json(f);
             sent = f->rv;
         }
@@ -394,6 +400,7 @@ fake_stop(struct fake *f)
     gx_fakehttp_stop(f->srv);
     pthread_mutex_destroy(&f->mu);
     free(f->tenants);
+    free(f->late);
     free(f);
 }
 
@@ -729,6 +736,56 @@ Test(leases, a_write_that_failed_but_landed_is_read_back)
     book(&e);
     cr_assert_neq(e.rc, GX_OK, "the write is reported failed");
     cr_assert(run_until(&e, sees_mine), "the Lease read after the failure shows the booking");
+    env_fini(&e);
+}
+
+static bool
+late_sent(struct env *e)
+{
+    bool sent;
+
+    pthread_mutex_lock(&e->f->mu);
+    sent = e->f->late_sent;
+    pthread_mutex_unlock(&e->f->mu);
+    return sent;
+}
+
+/*
+ * A watch event that trails our own write's answer (the Lease before the
+ * write) leaves the cache at the newer write: applied, it would hide the
+ * booking until the next event, and filters would admit onto its card.
+ */
+Test(leases, a_watch_event_older_than_the_cache_is_ignored)
+{
+    struct env e;
+    char *before;
+    int64_t t0;
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    wait_watch(&e);
+    pthread_mutex_lock(&e.f->mu);
+    other_writer(e.f, "uid-other");
+    before = lease_json(e.f); /* rv 101, without uid-mine */
+    e.f->mute_watch = true;
+    pthread_mutex_unlock(&e.f->mu);
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"));
+    pthread_mutex_lock(&e.f->mu);
+    e.f->late = before;
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert(run_until(&e, late_sent), "the late event is sent");
+    t0 = gx_mono_ms();
+    while (gx_mono_ms() - t0 < 200) { /* time for it to arrive */
+        (void)event_base_loop(e.base, EVLOOP_ONCE);
+    }
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"), "the newer write stays");
+    pthread_mutex_lock(&e.f->mu);
+    e.f->mute_watch = false;
+    other_writer(e.f, "uid-watched"); /* a newer event still applies */
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert(run_until(&e, sees_other), "a newer event reaches the cache");
     env_fini(&e);
 }
 

@@ -115,6 +115,14 @@ struct gx_node_info {
  */
 bool gx_node_info_same(const struct gx_node_info *a, const struct gx_node_info *b);
 
+/**
+ * True when resourceVersion @a is older than @b. Since v1.35 (KEP-5504)
+ * they are decimal integers without leading zeros, comparable by length,
+ * then digit by digit; anything else (empty, an older or foreign server's
+ * opaque string) is never older, so it is applied as before.
+ */
+bool gx_rv_older(const char *a, const char *b);
+
 /* Largest Pod JSON accepted from a request (the API server's own limit is 1.5 MiB). */
 #define GX_POD_MAX_BYTES 3145728u
 /* Most JSON values a Pod may hold (each costs a tree node while decoding). */

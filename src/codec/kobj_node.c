@@ -184,3 +184,23 @@ gx_node_info_same(const struct gx_node_info *a, const struct gx_node_info *b)
     }
     return true;
 }
+
+static bool
+rv_number(const char *s, size_t *len)
+{
+    size_t n = strspn(s, "0123456789");
+
+    *len = n;
+    return n > 0 && s[n] == '\0' && (s[0] != '0' || n == 1);
+}
+
+bool
+gx_rv_older(const char *a, const char *b)
+{
+    size_t la, lb;
+
+    if (a == NULL || b == NULL || !rv_number(a, &la) || !rv_number(b, &lb)) {
+        return false;
+    }
+    return la != lb ? la < lb : strcmp(a, b) < 0;
+}

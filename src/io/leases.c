@@ -19,18 +19,23 @@
 
 /* ---- the watch ---- */
 
-/* Make the cache hold what @lease says about its node (unless busy). */
+/* Make the cache hold what @lease says about its node (unless busy or older). */
 static void
 apply_lease(struct gx_leases *ls, const struct gx_lease *lease, bool deleted)
 {
     struct gx_why why = {{0}};
     struct gx_tenant *t = NULL;
     const char *node = gx_kv_get(lease->annotations, lease->n_annotations, GX_LEASE_NODE);
+    const struct gx_ledger_node *cached;
     size_t n = 0;
     char rv[64];
 
     if (node == NULL || gx_leases_busy(ls, node)) {
         return;
+    }
+    cached = gx_ledger_node(ls->ledger, node);
+    if (cached != NULL && gx_rv_older(lease->resource_version, cached->resource_version)) {
+        return; /* a watch event behind our own write's answer: the cache is newer */
     }
     if (deleted) {
         gx_leases_cache_set(ls, node, NULL, 0, NULL);
