@@ -174,6 +174,7 @@ struct fake {
     int fail_writes;  /* PUTs still to store and then answer 504 (landed, answer lost) */
     bool mute_watch;  /* the watch sends nothing: a watch that lags under load */
     char *late;       /* a Lease the watch sends once, as if delayed (heap) */
+    int write_ms;     /* each write is answered this late: a slow API server */
     bool late_sent;
     int puts, posts, gets, lists, watches, conflicts;
 };
@@ -270,6 +271,17 @@ serve_watch(struct fake *f, int fd, long sent)
     gx_fakehttp_chunk_end(fd);
 }
 
+/* Wait f->write_ms before a write's answer (caller holds mu, held again on return). */
+static void
+slow_write(struct fake *f)
+{
+    int ms = f->write_ms;
+
+    pthread_mutex_unlock(&f->mu);
+    gx_fakehttp_msleep(ms);
+    pthread_mutex_lock(&f->mu);
+}
+
 static void
 handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
 {
@@ -322,6 +334,7 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         }
         store_body(f, body);
         obj = lease_json(f);
+        slow_write(f);
         if (f->write_after) {
             other_writer(f, "uid-after"); /* the watch sends it while our answer waits */
         }
@@ -354,6 +367,7 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         }
         store_body(f, body);
         obj = lease_json(f);
+        slow_write(f);
         if (f->fail_writes > 0) {
             f->fail_writes--;
             pthread_mutex_unlock(&f->mu);
@@ -889,6 +903,55 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
     }
     cr_assert_eq(fake_int(&e, &e.f->conflicts), 0, "no update lost a race to another");
     cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 2, "two writes");
+    env_fini(&e);
+}
+
+static bool
+four_done(struct env *e)
+{
+    (void)e;
+    for (int i = 0; i < 4; i++) {
+        if (g_many[i].done == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Updates queued behind a round (a write takes 500 ms): one whose deadline
+ * passed while it waited ends without joining the next round; one that
+ * runs out during that round hears its result late, and no longer times
+ * out the updates the round carries with it.
+ */
+Test(leases, an_update_near_its_deadline_does_not_fail_its_round)
+{
+    struct env e;
+    struct many m[4];
+    static const int64_t left_ms[4] = {4000, 300, 900, 4000};
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    pthread_mutex_lock(&e.f->mu);
+    e.f->write_ms = 500;
+    e.f->mute_watch = true; /* no event during a round: no extra round reads the Lease */
+    pthread_mutex_unlock(&e.f->mu);
+    book(&e); /* the Lease exists: each round is GET + PUT */
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    g_many = m;
+    for (int i = 0; i < 4; i++) {
+        m[i] = (struct many){.e = &e, .i = i};
+        cr_assert(gx_leases_update(e.ls, NODE, gx_mono_ms() + left_ms[i], many_mutate, many_done,
+                                   &m[i]));
+    }
+    cr_assert(run_until(&e, four_done), "every update ends");
+    cr_assert_eq(m[0].rc, GX_OK, "the first round, alone");
+    cr_assert_eq(m[1].rc, GX_ETIMEDOUT, "out of time before the second round");
+    cr_assert_eq(m[1].calls, 0, "never applied");
+    cr_assert_eq(m[2].rc, GX_OK, "written, heard after its deadline");
+    cr_assert_eq(m[3].rc, GX_OK, "not failed by the late one");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-3"));
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-1"));
     env_fini(&e);
 }
 

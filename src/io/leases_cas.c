@@ -12,7 +12,10 @@
  * with itself: a third of the binds failed.
  *
  * An update whose mutate fails is taken out of the round and its changes
- * are undone; one with nothing to write ends with the round's read. The
+ * are undone; one with nothing to write ends with the round's read. A
+ * round's calls time out at its latest deadline, and an update out of time
+ * does not join one (op_late): timed out at the earliest, one update near
+ * its end failed every other update of its round with it. The
  * callbacks run once the round's state is consistent, so one may queue a
  * new update of the same node (it goes into the next round).
  */
@@ -58,7 +61,7 @@ struct gx_lease_q {
 };
 
 static void q_get(struct gx_lease_q *q);
-static void q_kick(struct gx_lease_q *q);
+static void q_kick(struct gx_lease_q *q, bool waited);
 
 static struct gx_lease_q *
 q_find(struct gx_leases *ls, const char *node)
@@ -164,20 +167,47 @@ q_end(struct gx_lease_q *q, enum gx_err rc, const char *why)
     }
     q->missed = false;
     ops_report(&ended); /* may queue updates of this node: the next round takes them */
-    q_kick(q);
+    q_kick(q, true);
 }
 
-/* The request timeout of the round: the earliest deadline in it, within kube.timeout_s. */
+/* @o has too little time left to join a round, or to go on with one after a conflict. */
+static bool
+op_late(const struct lease_op *o, int64_t now)
+{
+    return o->deadline_ms - now < 100;
+}
+
+/* End every update of the round that op_late says has no time for it. */
+static void
+q_drop_late(struct gx_lease_q *q, bool spent, const char *why, struct lease_ops *ended)
+{
+    int64_t now = gx_mono_ms();
+
+    for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
+        next = TAILQ_NEXT(o, link);
+        if (spent || op_late(o, now)) {
+            op_end(q, o, ended, why != NULL ? GX_ECONFLICT : GX_ETIMEDOUT,
+                   why != NULL ? why : "no time left to write the ledger lease");
+        }
+    }
+}
+
+/*
+ * The request timeout of the round: its latest deadline, within
+ * kube.timeout_s. An update may hear its result after its own deadline;
+ * its caller decides what a late result is worth (bind gives up).
+ */
 static long
 q_timeout(const struct gx_lease_q *q)
 {
-    int64_t left = (int64_t)q->ls->cfg->kube_timeout_s * 1000, now = gx_mono_ms();
+    int64_t cap = (int64_t)q->ls->cfg->kube_timeout_s * 1000, now = gx_mono_ms(), left = 0;
 
     for (const struct lease_op *o = TAILQ_FIRST(&q->round); o != NULL; o = TAILQ_NEXT(o, link)) {
-        if (o->deadline_ms - now < left) {
+        if (o->deadline_ms - now > left) {
             left = o->deadline_ms - now;
         }
     }
+    left = left < cap ? left : cap;
     return left < 50 ? 50 : (long)left;
 }
 
@@ -199,15 +229,9 @@ q_retry(struct gx_lease_q *q, const char *why)
     struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
     struct gx_leases *ls = q->ls;
     struct timeval tv = {0, 0};
-    bool spent = q->attempts >= ls->cfg->ledger_cas_retries;
 
     TAILQ_INIT(&ended);
-    for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
-        next = TAILQ_NEXT(o, link);
-        if (spent || gx_mono_ms() + 100 >= o->deadline_ms) {
-            op_end(q, o, &ended, GX_ECONFLICT, why);
-        }
-    }
+    q_drop_late(q, q->attempts >= ls->cfg->ledger_cas_retries, why, &ended);
     q->xfer = NULL;
     if (TAILQ_EMPTY(&q->round)) {
         q_end(q, GX_ECONFLICT, why); /* reports nothing more; starts the next round */
@@ -403,10 +427,16 @@ q_get(struct gx_lease_q *q)
     }
 }
 
-/* Start the next round when none is in flight; free an idle queue. */
+/*
+ * Start the next round when none is in flight; free an idle queue. After
+ * @waited (a round ended), updates too late for a round end first.
+ */
 static void
-q_kick(struct gx_lease_q *q)
+q_kick(struct gx_lease_q *q, bool waited)
 {
+    struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
+
+    TAILQ_INIT(&ended);
     if (!TAILQ_EMPTY(&q->round) || q->xfer != NULL) {
         return;
     }
@@ -416,7 +446,15 @@ q_kick(struct gx_lease_q *q)
     }
     TAILQ_CONCAT(&q->round, &q->waiting, link);
     q->attempts = 0;
-    q_get(q);
+    if (waited) {
+        q_drop_late(q, false, NULL, &ended);
+    }
+    if (TAILQ_EMPTY(&q->round)) {
+        q_end(q, GX_OK, ""); /* reports nothing more; starts the next round */
+    } else {
+        q_get(q);
+    }
+    ops_report(&ended);
 }
 
 bool
@@ -444,7 +482,7 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
     }
     o = calloc(1, sizeof(*o));
     if (o == NULL) {
-        q_kick(q); /* frees a queue made just now */
+        q_kick(q, false); /* frees a queue made just now */
         return false;
     }
     o->deadline_ms = deadline_ms;
@@ -452,7 +490,7 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
     o->done = done;
     o->ctx = ctx;
     TAILQ_INSERT_TAIL(&q->waiting, o, link);
-    q_kick(q);
+    q_kick(q, false); /* a round of this update alone: late or not, it harms no other */
     return true;
 }
 
