@@ -5,8 +5,9 @@
  * fake API server (gx_fakehttp) that holds one pod and its node's Lease
  * with real resourceVersion semantics and can be told to fail each call.
  * The fake records the calls in order: that trace is the chain's state
- * sequence (READ_POD, RESERVE = Lease GET+PUT/POST, LABEL = PATCH,
- * BINDING = POST binding, CHECK = GET pod), then the background write.
+ * sequence (READ_POD, RESERVE = Lease GET+PUT/POST with the label PATCH
+ * alongside, BINDING = POST binding, CHECK = GET pod), then the background
+ * write.
  */
 #include "gx_test.h"
 
@@ -474,12 +475,50 @@ bind_pod(struct env *e)
     cr_assert_eq(e->status, 200);
 }
 
-/* The calls the fake saw, in order. */
+/*
+ * @trace without its label PATCHes into @out; returns how many there were,
+ * and with @before_binding whether each came before the Binding.
+ */
+static int
+strip_patches(const char *trace, char *out, size_t cap, bool *before_binding)
+{
+    const char *binding = strstr(trace, "POST binding");
+    char buf[1024], *save = NULL;
+    int n = 0;
+
+    out[0] = '\0';
+    *before_binding = true;
+    (void)snprintf(buf, sizeof(buf), "%s", trace);
+    for (char *call = strtok_r(buf, ",", &save); call != NULL; call = strtok_r(NULL, ",", &save)) {
+        size_t len = strlen(out);
+        if (strcmp(call, "PATCH pod") == 0) {
+            n++;
+            *before_binding &= binding == NULL || trace + (call - buf) < binding;
+            continue;
+        }
+        (void)snprintf(out + len, cap - len, "%s%s", len ? "," : "", call);
+    }
+    return n;
+}
+
+/*
+ * The calls the fake saw, in order, except the label PATCH: it runs
+ * alongside the Lease calls, so only its count and that it came before the
+ * Binding are fixed.
+ */
 static void
 assert_trace(struct env *e, const char *want)
 {
+    char got_rest[1024], want_rest[1024];
+    bool got_before, want_before;
+    int got_n, want_n;
+
     pthread_mutex_lock(&e->f.mu);
-    cr_assert_str_eq(e->f.trace, want);
+    got_n = strip_patches(e->f.trace, got_rest, sizeof(got_rest), &got_before);
+    want_n = strip_patches(want, want_rest, sizeof(want_rest), &want_before);
+    cr_assert_str_eq(got_rest, want_rest, "trace %s", e->f.trace);
+    cr_assert_eq(got_n, want_n, "label PATCHes in %s", e->f.trace);
+    cr_assert(got_before, "every label PATCH before the Binding: %s", e->f.trace);
     pthread_mutex_unlock(&e->f.mu);
 }
 
@@ -580,6 +619,165 @@ Test(bind, a_label_patch_failing_once_is_sent_again)
     e.f.patch_status = 503;
     e.f.patch_failures = 1;
     expect(&e, GX_BIND_OK, "", RESERVE "PATCH pod,PATCH pod,POST binding," MARK_BOUND, "bound");
+}
+
+static int g_patches_seen; /* label PATCHes the next held_with_patches waits for */
+
+static bool
+held_with_patches(struct env *e)
+{
+    bool h;
+    int n = 0;
+
+    pthread_mutex_lock(&e->f.mu);
+    h = e->f.holding;
+    for (const char *p = strstr(e->f.trace, "PATCH pod"); p != NULL; p = strstr(p + 1, "PATCH pod")) {
+        n++;
+    }
+    pthread_mutex_unlock(&e->f.mu);
+    return h && n >= g_patches_seen;
+}
+
+/* Let the held Lease call go and wait for the answer and the writes after it. */
+static void
+let_go(struct env *e)
+{
+    pthread_mutex_lock(&e->f.mu);
+    e->f.hold = false;
+    pthread_mutex_unlock(&e->f.mu);
+    cr_assert(run_until(e, settled), "the bind is answered and its writes end");
+}
+
+/*
+ * The label PATCH does not wait for the Lease write: under a slow API
+ * server three writes one after another ran out of the bind's deadline.
+ */
+Test(bind, the_label_patch_goes_while_the_lease_write_is_held)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.hold_call = 2; /* POST lease */
+    e.f.hold = true;
+    g_patches_seen = 1;
+    bind_post(&e);
+    cr_assert(run_until(&e, held_with_patches), "the PATCH lands while the Lease write waits");
+    cr_assert_not(e.answered);
+    let_go(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "%s", e.error);
+    assert_trace(&e, BIND MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+/* A label that fails while the Lease write is in flight fails the bind once that write ends. */
+Test(bind, a_label_failing_during_the_lease_write_releases_after_it)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.patch_status = 500;
+    e.f.hold_call = 2;
+    e.f.hold = true;
+    g_patches_seen = 2; /* the PATCH and its one retry */
+    bind_post(&e);
+    cr_assert(run_until(&e, held_with_patches), "both PATCHes fail while the Lease write waits");
+    cr_assert_not(e.answered, "no answer before the Lease write ends");
+    let_go(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
+    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE);
+    assert_booking(&e, "");
+    env_fini(&e);
+}
+
+static enum gx_err
+other_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct gx_tenant t = {.card = 1, .slices = 1, .util_pct = -1};
+    static const int slots[2] = {2, 2};
+
+    (void)ctx;
+    (void)why;
+    (void)snprintf(t.uid, sizeof(t.uid), "uid-other");
+    (void)snprintf(t.pod, sizeof(t.pod), "ml/other");
+    *write = true;
+    return gx_ledger_add(l, node, &t, 1, slots, 2);
+}
+
+static void
+other_done(void *ctx, enum gx_err rc, const char *why)
+{
+    (void)rc;
+    (void)why;
+    *(bool *)ctx = true;
+}
+
+static bool
+holding(struct env *e)
+{
+    bool h;
+
+    pthread_mutex_lock(&e->f.mu);
+    h = e->f.holding;
+    pthread_mutex_unlock(&e->f.mu);
+    return h;
+}
+
+/* Run the loop for @ms. */
+static void
+run_for(struct env *e, int ms)
+{
+    int64_t end = gx_mono_ms() + ms;
+
+    while (gx_mono_ms() < end) {
+        struct timeval tv = {0, 10000};
+        (void)event_base_loopexit(e->app.base, &tv);
+        (void)event_base_dispatch(e->app.base);
+    }
+}
+
+/*
+ * A Lease round that outlives the bind's deadline (another update in it
+ * has a later one) tells the bind after that deadline: the bind gives up
+ * and releases instead of sending a Binding that could land after it
+ * answered.
+ */
+Test(bind, a_reservation_heard_after_the_deadline_is_released)
+{
+    struct env e;
+    bool first = false, second = false;
+
+    env_init(&e, true);
+    e.app.cfg->bind_deadline_ms = 500;
+    e.f.hold_call = 1; /* round 1: another update's GET, held */
+    e.f.hold = true;
+    cr_assert(gx_leases_update(e.app.leases, HERE, gx_mono_ms() + 8000, other_mutate, other_done,
+                               &first));
+    cr_assert(run_until(&e, holding), "round 1 held");
+    bind_post(&e); /* its reservation waits for round 2 */
+    cr_assert(gx_leases_update(e.app.leases, HERE, gx_mono_ms() + 8000, other_mutate, other_done,
+                               &second));
+    run_for(&e, 100);
+    pthread_mutex_lock(&e.f.mu);
+    e.f.hold = false;
+    pthread_mutex_unlock(&e.f.mu);
+    while (holding(&e)) {
+        gx_fakehttp_msleep(5);
+    }
+    pthread_mutex_lock(&e.f.mu);
+    e.f.hold_call = 4; /* GET, POST (round 1), GET, PUT (round 2): its PUT */
+    e.f.hold = true;
+    pthread_mutex_unlock(&e.f.mu);
+    cr_assert(run_until(&e, holding), "round 2's write held");
+    run_for(&e, 600); /* past the bind's deadline, not the round's */
+    let_go(&e);
+    cr_assert(first && second);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
+    cr_assert_str_eq(e.error, "the ledger lease was written after the bind's deadline");
+    assert_booking(&e, "");
+    cr_assert_not_null(gx_ledger_find_pod(e.app.ledger, "uid-other"), "the round's other update");
+    env_fini(&e);
 }
 
 Test(bind, a_binding_conflict_for_a_pod_bound_here_is_a_repeat)

@@ -27,7 +27,7 @@ enum bind_state {
     BS_MOVE_CHECK, /* a booking on another node: where is the pod before it moves? */
     BS_MOVE,
     BS_RESERVE,
-    BS_LABEL,
+    BS_LABEL, /* the Lease is written; the label PATCH sent alongside it is not answered yet */
     BS_BINDING,
     BS_CHECK
 };
@@ -49,11 +49,14 @@ struct bind_op {
     bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
     bool shown;            /* its booking is shown in the cache while it is written (hold) */
     bool label_retried;    /* the label PATCH was sent again after a failed answer */
+    enum { LABEL_UNSENT, LABEL_SENT, LABEL_DONE, LABEL_FAILED } label;
+    char label_error[300];
     char binding_error[300];
     char error[512];
 };
 
 static void op_enter(struct bind_op *op, enum bind_state st);
+static void label_send(struct bind_op *op);
 
 /* The pod of @op for the planner. */
 static struct gx_admit_pod
@@ -270,6 +273,9 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
     gx_sync_decide_ctx(op->app, &dc);
     rc = reserve(&dc, l, node, &pod, op->gang, op->n_gang, &op->plan, why);
     *write = op->plan.changed || op->plan.renewed;
+    if (rc == GX_OK && op->label == LABEL_UNSENT) {
+        label_send(op); /* the pod fits: its label goes alongside the Lease write */
+    }
     return rc;
 }
 
@@ -289,9 +295,26 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
     }
     /* undo only a booking this attempt created: a renewed one may carry an earlier Binding */
     op->reserved = op->plan.changed;
-    op_enter(op, BS_LABEL);
+    if (gx_mono_ms() >= op->deadline_ms) {
+        /* a round carried it past its deadline: a Binding now could land after the answer */
+        op_fail(op, GX_BIND_ERROR, "the ledger lease was written after the bind's deadline", "");
+        return;
+    }
+    if (op->label == LABEL_UNSENT) {
+        label_send(op);
+    }
+    if (op->label == LABEL_FAILED) {
+        op_fail(op, GX_BIND_ERROR, "cannot label the pod", op->label_error);
+    } else {
+        op_enter(op, op->label == LABEL_DONE ? BS_BINDING : BS_LABEL);
+    }
 }
 
+/*
+ * The label PATCH runs alongside the Lease write (both must land before the
+ * Binding, neither needs the other): one write less one after another in the
+ * bind's deadline, the cause of most failed binds under a slow API server.
+ */
 static void
 label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
@@ -299,7 +322,10 @@ label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 
     op->xfer = NULL;
     if (rc == GX_OK && status == 200) {
-        op_enter(op, BS_BINDING);
+        op->label = LABEL_DONE;
+        if (op->state == BS_LABEL) {
+            op_enter(op, BS_BINDING);
+        }
         return;
     }
     /*
@@ -312,10 +338,15 @@ label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         (rc != GX_OK || status >= 500 || status == 429) &&
         op->deadline_ms - gx_mono_ms() >= op->app->cfg->bind_deadline_ms / 2) {
         op->label_retried = true;
-        op_enter(op, BS_LABEL);
-        return;
+        label_send(op);
+    } else {
+        op->label = LABEL_FAILED;
+        gx_kobj_failure_text(rc, status, body, len, op->label_error, sizeof(op->label_error));
     }
-    op_fail_call(op, "cannot label the pod", rc, status, body, len);
+    /* while the Lease write is in flight, its end fails the bind */
+    if (op->label == LABEL_FAILED && op->state == BS_LABEL) {
+        op_fail(op, GX_BIND_ERROR, "cannot label the pod", op->label_error);
+    }
 }
 
 static void
@@ -447,10 +478,10 @@ show_booking(struct bind_op *op)
 
 /* ---- live mode: the one place state changes ---- */
 
-/* Start an API call of @op; false (and @op failed) when it cannot start. */
+/* Start an API call of @op; false when it cannot start. */
 static bool
-op_call(struct bind_op *op, const char *method, const char *sub, const struct gx_buf *body,
-        const char *ctype, gx_kube_done_cb done)
+op_request(struct bind_op *op, const char *method, const char *sub, const struct gx_buf *body,
+           const char *ctype, gx_kube_done_cb done)
 {
     char path[720];
     long timeout = op_timeout(op);
@@ -466,7 +497,15 @@ op_call(struct bind_op *op, const char *method, const char *sub, const struct gx
     }
     op->xfer = gx_kube_request(op->app->sync.kube, method, path, body ? body->data : NULL,
                                body ? body->len : 0, ctype, timeout, done, op);
-    if (op->xfer == NULL) {
+    return op->xfer != NULL;
+}
+
+/* op_request, or @op failed when it cannot start. */
+static bool
+op_call(struct bind_op *op, const char *method, const char *sub, const struct gx_buf *body,
+        const char *ctype, gx_kube_done_cb done)
+{
+    if (!op_request(op, method, sub, body, ctype, done)) {
         op_fail(op, GX_BIND_ERROR, "cannot start the API request", method);
         return false;
     }
@@ -490,6 +529,22 @@ label_patch(const struct gx_config *cfg, struct gx_buf *b)
     struct gx_kmeta m = {.labels = &label, .n_labels = 1};
 
     return gx_kwrite_meta_patch(b, &m);
+}
+
+/* Send the label PATCH of @op; a failure to start is a failed label (label_done's rules). */
+static void
+label_send(struct bind_op *op)
+{
+    struct gx_buf b;
+
+    op->label = LABEL_SENT;
+    gx_buf_init(&b, 256);
+    if (label_patch(op->app->cfg, &b) != GX_OK ||
+        !op_request(op, "PATCH", "", &b, "application/merge-patch+json", label_done)) {
+        op->label = LABEL_FAILED;
+        (void)snprintf(op->label_error, sizeof(op->label_error), "cannot start the request");
+    }
+    gx_buf_release(&b);
 }
 
 /* The Binding of @op with the annotations of its plan. */
@@ -541,19 +596,16 @@ op_enter(struct bind_op *op, enum bind_state st)
         show_booking(op);
         op_lease(op, op->node, reserve_mutate, reserve_done);
         return;
-    case BS_LABEL:
+    case BS_LABEL: /* label_done moves on */
+        return;
     case BS_BINDING:
         gx_buf_init(&b, 16384);
-        if ((st == BS_LABEL ? label_patch(op->app->cfg, &b) : binding_body(op, &b)) != GX_OK) {
+        if (binding_body(op, &b) != GX_OK) {
             gx_buf_release(&b);
             op_fail(op, GX_BIND_ERROR, "cannot encode the request", "out of memory");
             return;
         }
-        if (st == BS_LABEL) {
-            (void)op_call(op, "PATCH", "", &b, "application/merge-patch+json", label_done);
-        } else {
-            (void)op_call(op, "POST", "/binding", &b, "application/json", binding_done);
-        }
+        (void)op_call(op, "POST", "/binding", &b, "application/json", binding_done);
         gx_buf_release(&b);
         return;
     case BS_CHECK:

@@ -10,8 +10,10 @@
  *   [READ_POD: GET the pod, when filter did not see it here]
  *   [MOVE: release a reservation the pod left on another node, unless it
  *          is young enough that a Binding there may still land]
- *   RESERVE: compare-and-swap the node's Lease (idempotent per pod UID)
- *   LABEL:   PATCH the managed label (node-independent)
+ *   RESERVE: compare-and-swap the node's Lease (idempotent per pod UID);
+ *            once the pod fits, the PATCH of the managed label (node-
+ *            independent) is sent alongside the Lease write
+ *   LABEL:   wait for that PATCH, when the Lease write ended first
  *   BINDING: POST the Binding carrying the assignment annotations: the API
  *            server sets node and annotations in one write, so a pod's
  *            annotations always name cards of the node it is bound to
