@@ -110,4 +110,15 @@ struct gx_decide_ctx gx_sim_decide_ctx(const struct gx_sim_state *r);
  */
 bool gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p);
 
+/** gx_sim_schedule_one, and where @p went into *@at (untouched when false). */
+bool gx_sim_place(struct gx_sim_state *r, const struct gx_trace_pod *p, struct gx_sim_placed *at);
+
+/**
+ * Give back what gx_sim_place took for @p at @at: its requests, cards and
+ * ledger booking (a pod leaving, or a gang rolled back). Cannot fail; a
+ * booking the ledger no longer holds counts in r->ledger_errs.
+ */
+void gx_sim_unplace(struct gx_sim_state *r, const struct gx_trace_pod *p,
+                    const struct gx_sim_placed *at);
+
 #endif
