@@ -39,6 +39,13 @@ gx_sim_live_place(struct gx_sim_live *l, const struct gx_trace_pod *p, struct gx
     return gx_sim_place(&l->r, p, out);
 }
 
+bool
+gx_sim_live_place_gang(struct gx_sim_live *l, const struct gx_trace_pod *const *p, size_t n,
+                       struct gx_sim_placed *at)
+{
+    return gx_sim_place_gang(&l->r, p, n, at);
+}
+
 void
 gx_sim_live_leave(struct gx_sim_live *l, const struct gx_trace_pod *p,
                   const struct gx_sim_placed *at)
