@@ -170,7 +170,8 @@ struct gx_sim_placed {
     long node; /* -1: not placed */
     int cards[GX_SIM_MAX_PICK];
     int n_cards;
-    bool booked; /* the ledger holds it under uid "u<uid>" */
+    bool booked;    /* the ledger holds it under uid "u<uid>" */
+    bool untracked; /* its requests went to the ledger as a pod it does not hold */
     uint64_t uid;
 };
 

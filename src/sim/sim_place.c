@@ -156,6 +156,7 @@ place(struct gx_sim_state *r, size_t i, const struct gx_trace_pod *p, const stru
     }
     r->allocated += before; /* what the cards really gave */
     r->last.node = (long)i;
+    r->last.untracked = false;
     r->last.n_cards = k;
     memcpy(r->last.cards, cards, sizeof(int) * (size_t)k);
 }
@@ -247,8 +248,11 @@ gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p)
         memcpy(cards, plan.cards, sizeof(int) * (size_t)k);
     }
     place(r, (size_t)i, p, &q, cards, k);
-    if (r->o->sees_all_pods && req.kind == GX_REQ_NONE && untracked(r, (size_t)i, p) != GX_OK) {
-        r->ledger_errs++;
+    if (r->o->sees_all_pods && req.kind == GX_REQ_NONE) {
+        r->last.untracked = true; /* (count-only: GPU pods too) what unplace gives back */
+        if (untracked(r, (size_t)i, p) != GX_OK) {
+            r->ledger_errs++;
+        }
     }
     return true;
 }
@@ -291,7 +295,7 @@ gx_sim_unplace(struct gx_sim_state *r, const struct gx_trace_pod *p, const struc
             r->ledger_errs++;
         }
     }
-    if (r->o->sees_all_pods && p->num_gpu == 0) {
+    if (at->untracked) {
         s->other_cpu -= p->cpu_milli;
         s->other_mem -= p->memory_mib;
         if (gx_ledger_set_untracked(r->ledger, s->node->name, s->other_cpu, s->other_mem) !=
