@@ -44,7 +44,7 @@ parse_sizes(const char *s, const char **end, struct gx_sim_gangs *g)
         char *e = NULL;
         long v = strtol(s, &e, 10);
 
-        if (e == s || *s == '-' || *s == '+' || v < 2 || v > GX_SIM_GANG_MAX ||
+        if (*s < '0' || *s > '9' || v < 2 || v > GX_SIM_GANG_MAX ||
             g->n_sizes == GX_SIM_GANG_SIZES) {
             return false;
         }
