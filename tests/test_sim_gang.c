@@ -18,15 +18,9 @@ GX_SUITE(sim_gang);
 
 #define N_NODES GX_SIMGEN_MIXED_NODES
 
+/* test_sim's mixed trace (shares, whole GPUs of 1, 2 and 8, CPU pods), or two_nodes' cluster */
 static struct gx_trace_node nodes[N_NODES];
 static struct gx_trace_pod pods[GX_SIMGEN_MIXED_PODS];
-
-/* test_sim's trace: shares, whole GPUs (1, 2 and 8) and CPU pods. */
-static struct gx_sim_trace
-gen_trace(void)
-{
-    return gx_simgen_mixed(nodes, pods);
-}
 
 /* A pod of @gpus whole GPUs, or of a share when @milli < 1000. */
 static struct gx_trace_pod
@@ -90,7 +84,7 @@ static struct gx_sim_result
 run_as_is(const char *spec, enum gx_sim_mode mode, double tune)
 {
     struct gx_config *cfg = gx_simgen_config("{\"sharing\":{\"default_slots\":4}}");
-    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_trace t = gx_simgen_mixed(nodes, pods);
     struct gx_sim_opts o;
     struct gx_sim_result r;
     struct gx_why why = {{0}};
@@ -109,7 +103,7 @@ run_as_is(const char *spec, enum gx_sim_mode mode, double tune)
 
 Test(sim_gang, arrivals_of_the_class_are_cut_into_gangs_of_the_given_size)
 {
-    struct gx_sim_trace t = gen_trace();
+    struct gx_sim_trace t = gx_simgen_mixed(nodes, pods);
     const struct gx_sim_gangs whole = {.pods = GX_SIM_GANG_WHOLE};
     struct gx_sim_result alone = run_as_is("", GX_SIM_EXTENDER, 0), three, mixed;
     size_t members = 0;
