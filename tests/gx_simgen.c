@@ -35,6 +35,19 @@ gx_simgen_trace(const struct gx_simgen *g, struct gx_trace_node *nodes, struct g
         .nodes = nodes, .n_nodes = (size_t)g->n_nodes, .pods = pods, .n_pods = (size_t)g->n_pods};
 }
 
+struct gx_sim_trace
+gx_simgen_mixed(struct gx_trace_node *nodes, struct gx_trace_pod *pods)
+{
+    static const int milli[] = {250, 500, 1000, 1000, 750, 300, 1000, 0, 500, 2000, 8000};
+    const struct gx_simgen g = {.n_nodes = GX_SIMGEN_MIXED_NODES,
+                                .n_pods = GX_SIMGEN_MIXED_PODS,
+                                .seed = 12345,
+                                .milli = milli,
+                                .n_milli = GX_ARRAY_LEN(milli)};
+
+    return gx_simgen_trace(&g, nodes, pods);
+}
+
 struct gx_config *
 gx_simgen_config(const char *json)
 {

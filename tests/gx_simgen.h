@@ -32,6 +32,18 @@ struct gx_simgen {
 struct gx_sim_trace gx_simgen_trace(const struct gx_simgen *g, struct gx_trace_node *nodes,
                                     struct gx_trace_pod *pods);
 
+/** Nodes and pods of the mixed trace (gx_simgen_mixed). */
+#define GX_SIMGEN_MIXED_NODES 48
+#define GX_SIMGEN_MIXED_PODS 150
+
+/*
+ * test_sim's trace into @nodes[GX_SIMGEN_MIXED_NODES] and
+ * @pods[GX_SIMGEN_MIXED_PODS]: 8- and 2-GPU nodes of two models (192
+ * cards); shares, whole GPUs (1, 2 and 8) and CPU pods asking about 1.1x
+ * the cards, tuning adds the rest.
+ */
+struct gx_sim_trace gx_simgen_mixed(struct gx_trace_node *nodes, struct gx_trace_pod *pods);
+
 /* @json parsed as a config over the defaults; the test fails if it does not parse. */
 struct gx_config *gx_simgen_config(const char *json);
 

@@ -15,25 +15,16 @@
 
 GX_SUITE(sim);
 
-#define N_NODES 48
-#define N_PODS 150
+#define N_PODS GX_SIMGEN_MIXED_PODS
 
-static struct gx_trace_node nodes[N_NODES];
+static struct gx_trace_node nodes[GX_SIMGEN_MIXED_NODES];
 static struct gx_trace_pod pods[N_PODS];
-/* 16 x 8 + 32 x 2 = 192 cards; 150 pods ask about 1.1x that, tuning adds the rest. */
 
-/* 8-GPU and 2-GPU nodes of two models; shares, whole GPUs and CPU pods. */
+/* The mixed trace: 8-GPU and 2-GPU nodes of two models; shares, whole GPUs and CPU pods. */
 static struct gx_sim_trace
 gen_trace(void)
 {
-    static const int milli[] = {250, 500, 1000, 1000, 750, 300, 1000, 0, 500, 2000, 8000};
-    const struct gx_simgen g = {.n_nodes = N_NODES,
-                                .n_pods = N_PODS,
-                                .seed = 12345,
-                                .milli = milli,
-                                .n_milli = GX_ARRAY_LEN(milli)};
-
-    return gx_simgen_trace(&g, nodes, pods);
+    return gx_simgen_mixed(nodes, pods);
 }
 
 /* Mean allocation at 100 % arrived over seeds 1..3 under @mode and @cfg. */

@@ -4,8 +4,9 @@
  * paper's simulator: pods sorted by name, shuffled, tuned to a multiple of
  * the GPU capacity by drawing more pods with replacement, arriving one at
  * a time and never leaving. Each pod goes through one scheduling cycle
- * (sim_place.c) on the run's cluster (sim_model.c); this file records the
- * allocation and fragmentation rates against the arrived workload.
+ * (sim_place.c) on the run's cluster (sim_model.c), or waits for its gang
+ * to complete (--gangs, sim_gang.c); this file records the allocation and
+ * fragmentation rates against the arrived workload.
  *
  * The sim keeps its own per-card account of requested milli-GPU for those
  * rates (what the pods asked, not what the ledger rounded them to), so
@@ -165,6 +166,7 @@ gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t s
            gx_sim_progress_cb cb, void *cb_ctx, struct gx_sim_result *out, struct gx_why *why)
 {
     struct gx_sim_state r;
+    struct gx_sim_gang_run g;
     size_t step = 0;
     enum gx_err rc;
 
@@ -186,11 +188,16 @@ gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t s
         gx_fgd_observe(&r.truth, &sh);
     }
     record(&r, &step, out, false);
+    gx_sim_gang_start(&g, &o->gangs, seed);
     for (size_t k = 0; k < r.n_order; k++) {
         const struct gx_trace_pod *p = &t->pods[r.order[k]];
 
-        if (!gx_sim_schedule_one(&r, p)) {
+        if (!gx_sim_gang_arrive(&r, &g, p, out) && !gx_sim_schedule_one(&r, p)) {
             out->failed++;
+        }
+        if (step <= 100) { /* 100 % not reached before this pod */
+            out->gangs_100 = out->gangs;
+            out->gangs_failed_100 = out->gangs_failed;
         }
         r.arrived += gx_trace_pod_milli(p);
         record(&r, &step, out, false);
@@ -198,6 +205,7 @@ gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint64_t s
             cb(cb_ctx, k + 1, r.n_order);
         }
     }
+    gx_sim_gang_flush(&r, &g, out);
     record(&r, &step, out, true);
     out->seed = seed;
     out->pods = r.n_order;
@@ -223,6 +231,12 @@ gx_sim_mean(const struct gx_sim_result *r, size_t n, struct gx_sim_result *mean)
         mean->failed += r[k].failed;
         mean->over_cards += r[k].over_cards;
         mean->ledger_errs += r[k].ledger_errs;
+        mean->gangs += r[k].gangs;
+        mean->gangs_placed += r[k].gangs_placed;
+        mean->gangs_failed += r[k].gangs_failed;
+        mean->gangs_partial += r[k].gangs_partial;
+        mean->gangs_100 += r[k].gangs_100;
+        mean->gangs_failed_100 += r[k].gangs_failed_100;
         mean->capacity_milli = r[k].capacity_milli;
     }
 }

@@ -29,6 +29,41 @@ struct gx_ledger;
 /** Cards one placement may hold (GX_MAX_PICK of score.h). */
 #define GX_SIM_MAX_PICK 16
 
+/** Pods one gang may have. */
+#define GX_SIM_GANG_MAX 64
+/** Sizes one --gangs spec may list. */
+#define GX_SIM_GANG_SIZES 8
+
+/** Which arrivals --gangs groups into gangs. */
+enum gx_sim_gang_pods {
+    GX_SIM_GANG_WHOLE, /* pods of whole GPUs (no share): data-parallel workers */
+    GX_SIM_GANG_MULTI, /* pods of 2 GPUs or more only */
+    GX_SIM_GANG_GPU    /* every GPU pod, shares included */
+};
+
+/**
+ * The --gangs grouping (sim_gang.c): the arrivals of class @pods, in
+ * arrival order, are cut into gangs, each the next n of them with n drawn
+ * uniformly from @sizes by a stream of its own (the arrival order stays the
+ * pod-by-pod run's). A gang is scheduled when its last member arrives, all
+ * or nothing; the last one may be smaller. Other pods are scheduled alone.
+ */
+struct gx_sim_gangs {
+    int sizes[GX_SIM_GANG_SIZES];
+    size_t n_sizes; /* 0: no gangs */
+    enum gx_sim_gang_pods pods;
+};
+
+/**
+ * Parse "SIZE[,SIZE...][:whole|multi|gpu]" (sizes 2..GX_SIM_GANG_MAX; class
+ * whole when left out) into *@out. GX_EINVAL with @why for anything else.
+ */
+enum gx_err gx_sim_gangs_parse(const char *spec, struct gx_sim_gangs *out,
+                               struct gx_why *why) GX_WUR;
+
+/** True when @p belongs to the class @g groups. Cannot fail. */
+bool gx_sim_gang_member(const struct gx_sim_gangs *g, const struct gx_trace_pod *p);
+
 enum gx_sim_mode {
     GX_SIM_EXTENDER,   /* kube-scheduler + gpu-extender under cfg (its score.policy) */
     GX_SIM_COUNT_ONLY, /* kube-scheduler + NVIDIA device plugin, no extender */
@@ -48,6 +83,7 @@ struct gx_sim_opts {
     bool sees_all_pods; /* the extender learns CPU-only pods' requests (gx_ledger_set_untracked) */
     bool cpu_pods_too;  /* CPU-only pods go through the extender as well (empty managedResources) */
     int replicas;       /* count-only: time-slicing replicas per card */
+    struct gx_sim_gangs gangs; /* all-or-nothing jobs; n_sizes 0: pod by pod */
 };
 
 /** Defaults: extender, default profile, tune 1.3, shuffled, 4 replicas. */
@@ -63,6 +99,9 @@ struct gx_sim_result {
     int64_t capacity_milli;
     int64_t over_cards;  /* cards booked past 1000 milli at the end (count-only over-admits) */
     int64_t ledger_errs; /* ledger refused a booking the decision made (must stay 0) */
+    size_t gangs, gangs_placed, gangs_failed; /* --gangs: attempts and outcomes */
+    size_t gangs_partial; /* gangs left with some members held, not all (must stay 0) */
+    size_t gangs_100, gangs_failed_100; /* attempts and failures before 100 % arrived */
 };
 
 /** The trace of one run: nodes and pods, borrowed. */
@@ -84,7 +123,7 @@ enum gx_err gx_sim_run(const struct gx_sim_opts *o, const struct gx_sim_trace *t
                        gx_sim_progress_cb cb, void *cb_ctx, struct gx_sim_result *out,
                        struct gx_why *why) GX_WUR;
 
-/** Mean over @n results into @mean (pods and failed are sums). */
+/** Mean over @n results into @mean (pods, failed and the counts of gangs are sums). */
 void gx_sim_mean(const struct gx_sim_result *r, size_t n, struct gx_sim_result *mean);
 
 /** One policy's line of a report: its name and the seeds' results. */
@@ -93,14 +132,17 @@ struct gx_sim_series {
     const char *policy;
     const struct gx_sim_result *runs;
     size_t n_runs;
+    const char *gangs; /* the --gangs spec, NULL: pod by pod */
 };
 
 /**
  * The --json document of the @n series @s, the same shape for one policy or
  * several: {"trace","seeds","arrived_pct","series":[{"policy","alloc_pct",
- * "frag_pct","failed_pods","pods"}...]}. The series share trace and seeds
- * (@s[0]'s are written); alloc and frag are means over the seeds, failed
- * and pods sums.
+ * "frag_pct","failed_pods","pods"}...]}; a series with gangs adds
+ * "gangs":{"spec","total","placed","failed","partially_bound","total_at_100",
+ * "failed_at_100"} (the last two: gangs scheduled before 100 % arrived).
+ * The series share trace and seeds (@s[0]'s are written); alloc and frag
+ * are means over the seeds, the counts sums.
  */
 enum gx_err gx_sim_json(const struct gx_sim_series *s, size_t n, struct gx_buf *out) GX_WUR;
 
@@ -128,7 +170,8 @@ struct gx_sim_placed {
     long node; /* -1: not placed */
     int cards[GX_SIM_MAX_PICK];
     int n_cards;
-    bool booked; /* the ledger holds it under uid "u<uid>" */
+    bool booked;    /* the ledger holds it under uid "u<uid>" */
+    bool untracked; /* its requests went to the ledger as a pod it does not hold */
     uint64_t uid;
 };
 
@@ -139,6 +182,14 @@ enum gx_err gx_sim_live_new(const struct gx_sim_opts *o, const struct gx_sim_tra
 /** One scheduling cycle for @p; false when it fits nowhere (*out untouched). */
 bool gx_sim_live_place(struct gx_sim_live *l, const struct gx_trace_pod *p,
                        struct gx_sim_placed *out);
+
+/**
+ * A gang, all or nothing: place @p[0..n) one by one as gx_sim_live_place
+ * does; when one fits nowhere, give back every member placed (as
+ * gx_sim_live_leave) and return false with every @at[i].node -1.
+ */
+bool gx_sim_live_place_gang(struct gx_sim_live *l, const struct gx_trace_pod *const *p, size_t n,
+                            struct gx_sim_placed *at);
 
 /** @p leaves: its requests, cards and ledger booking are given back. Cannot fail. */
 void gx_sim_live_leave(struct gx_sim_live *l, const struct gx_trace_pod *p,

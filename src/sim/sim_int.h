@@ -3,7 +3,8 @@
  * sim_int.h - the state of one simulated run and the calls the files of the
  * trace replay (sim.h) share: sim_model.c builds the cluster and models the
  * pods, sim_place.c runs one scheduling cycle, sim.c the experiment around
- * the cycles, sim_live.c the pod-by-pod API. Never included outside them.
+ * the cycles, sim_live.c the pod-by-pod API, sim_gang.c the gangs. Never
+ * included outside them.
  */
 #ifndef GX_SIM_INT_H
 #define GX_SIM_INT_H
@@ -109,5 +110,48 @@ struct gx_decide_ctx gx_sim_decide_ctx(const struct gx_sim_state *r);
  * when it fits nowhere.
  */
 bool gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p);
+
+/** gx_sim_schedule_one, and where @p went into *@at (untouched when false). */
+bool gx_sim_place(struct gx_sim_state *r, const struct gx_trace_pod *p, struct gx_sim_placed *at);
+
+/**
+ * Give back what gx_sim_place took for @p at @at: its requests, cards and
+ * ledger booking (a pod leaving, or a gang rolled back). Cannot fail; a
+ * booking the ledger no longer holds counts in r->ledger_errs.
+ */
+void gx_sim_unplace(struct gx_sim_state *r, const struct gx_trace_pod *p,
+                    const struct gx_sim_placed *at);
+
+/**
+ * A gang, all or nothing: gx_sim_place for @p[0..n) in order; when one
+ * fits nowhere, gx_sim_unplace every member placed, set every @at[i].node
+ * to -1 and return false.
+ */
+bool gx_sim_place_gang(struct gx_sim_state *r, const struct gx_trace_pod *const *p, size_t n,
+                       struct gx_sim_placed *at);
+
+/** The gang being formed in a run (gx_sim_run), members in arrival order. */
+struct gx_sim_gang_run {
+    const struct gx_sim_gangs *spec;
+    const struct gx_trace_pod *members[GX_SIM_GANG_MAX];
+    struct gx_sim_placed at[GX_SIM_GANG_MAX];
+    size_t n, want;
+    uint64_t rng; /* the sizes' stream, apart from the scheduler's */
+};
+
+/** An empty gang for @spec, sizes drawn from a stream seeded by @seed. Cannot fail. */
+void gx_sim_gang_start(struct gx_sim_gang_run *g, const struct gx_sim_gangs *spec, uint64_t seed);
+
+/**
+ * @p arrives: false when it is no gang member (the caller schedules it
+ * alone); else it joins the gang, which is scheduled when complete, its
+ * outcome counted in @out (a failed gang's pods in out->failed).
+ */
+bool gx_sim_gang_arrive(struct gx_sim_state *r, struct gx_sim_gang_run *g,
+                        const struct gx_trace_pod *p, struct gx_sim_result *out);
+
+/** Schedule the members still waiting (the last, smaller gang). */
+void gx_sim_gang_flush(struct gx_sim_state *r, struct gx_sim_gang_run *g,
+                       struct gx_sim_result *out);
 
 #endif

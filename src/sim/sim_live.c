@@ -2,15 +2,12 @@
 /*
  * sim_live.c - the trace replay driven pod by pod (the live API of sim.h,
  * for replay.c's time replay): one run's cluster and scheduling cycle
- * without the experiment around them, plus what the experiment never
- * needs: a pod leaving, and the filters alone for a queueing hint.
+ * without the experiment around them, plus a pod leaving (the cycle's
+ * inverse, sim_place.c) and the filters alone for a queueing hint.
  */
 #include "sim_int.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-
-#include "ledger.h"
 
 /* One run's state, the experiment left out. */
 struct gx_sim_live {
@@ -39,51 +36,21 @@ gx_sim_live_new(const struct gx_sim_opts *o, const struct gx_sim_trace *t, uint6
 bool
 gx_sim_live_place(struct gx_sim_live *l, const struct gx_trace_pod *p, struct gx_sim_placed *out)
 {
-    uint64_t uid = l->r.uid;
+    return gx_sim_place(&l->r, p, out);
+}
 
-    if (!gx_sim_schedule_one(&l->r, p)) {
-        return false;
-    }
-    *out = l->r.last;
-    out->booked = l->r.uid != uid; /* book() took a uid: the ledger holds the pod */
-    out->uid = uid;
-    return true;
+bool
+gx_sim_live_place_gang(struct gx_sim_live *l, const struct gx_trace_pod *const *p, size_t n,
+                       struct gx_sim_placed *at)
+{
+    return gx_sim_place_gang(&l->r, p, n, at);
 }
 
 void
 gx_sim_live_leave(struct gx_sim_live *l, const struct gx_trace_pod *p,
                   const struct gx_sim_placed *at)
 {
-    struct gx_sim_state *r = &l->r;
-    struct gx_sim_node *s = &r->nodes[at->node];
-    struct gx_ksched_res q = gx_sim_ks_request(r, p);
-    int milli = gx_sim_is_share(p) ? p->gpu_milli : GX_FGD_CARD;
-    char uid[32];
-
-    gx_ksched_remove(&s->ks, &q);
-    for (int j = 0; j < at->n_cards; j++) {
-        int c = at->cards[j], before = s->free[c];
-        s->booked[c] -= milli;
-        s->free[c] = s->booked[c] >= GX_FGD_CARD ? 0 : (int)(GX_FGD_CARD - s->booked[c]);
-        r->allocated -= s->free[c] - before;
-        if (r->o->mode == GX_SIM_COUNT_ONLY) {
-            s->replicas[c] -= gx_sim_is_share(p) ? 1 : 1000; /* as plugin_cards counted it */
-        }
-    }
-    if (at->booked) {
-        (void)snprintf(uid, sizeof(uid), "u%llu", (unsigned long long)at->uid);
-        if (gx_ledger_release(r->ledger, uid) == 0) {
-            r->ledger_errs++;
-        }
-    }
-    if (r->o->sees_all_pods && p->num_gpu == 0) {
-        s->other_cpu -= p->cpu_milli;
-        s->other_mem -= p->memory_mib;
-        if (gx_ledger_set_untracked(r->ledger, s->node->name, s->other_cpu, s->other_mem) !=
-            GX_OK) {
-            r->ledger_errs++;
-        }
-    }
+    gx_sim_unplace(&l->r, p, at);
 }
 
 bool

@@ -5,7 +5,8 @@
  * the in-tree scores plus the extender's prioritize answer (gx_score_node,
  * rounded as the server's handler rounds it), the highest total wins with
  * ties broken by the seeded RNG, then the cards booked as bind books them
- * (gx_admit_reserve) or, count-only, as the device plugin hands them out.
+ * (gx_admit_reserve) or, count-only, as the device plugin hands them out;
+ * and the cycle's inverse, giving back all a placed pod took (gx_sim_unplace).
  * Places pods only: the cluster is sim_model.c's, the figures sim.c's.
  */
 #include "sim_int.h"
@@ -155,6 +156,7 @@ place(struct gx_sim_state *r, size_t i, const struct gx_trace_pod *p, const stru
     }
     r->allocated += before; /* what the cards really gave */
     r->last.node = (long)i;
+    r->last.untracked = false;
     r->last.n_cards = k;
     memcpy(r->last.cards, cards, sizeof(int) * (size_t)k);
 }
@@ -246,8 +248,59 @@ gx_sim_schedule_one(struct gx_sim_state *r, const struct gx_trace_pod *p)
         memcpy(cards, plan.cards, sizeof(int) * (size_t)k);
     }
     place(r, (size_t)i, p, &q, cards, k);
-    if (r->o->sees_all_pods && req.kind == GX_REQ_NONE && untracked(r, (size_t)i, p) != GX_OK) {
-        r->ledger_errs++;
+    if (r->o->sees_all_pods && req.kind == GX_REQ_NONE) {
+        r->last.untracked = true; /* (count-only: GPU pods too) what unplace gives back */
+        if (untracked(r, (size_t)i, p) != GX_OK) {
+            r->ledger_errs++;
+        }
     }
     return true;
+}
+
+bool
+gx_sim_place(struct gx_sim_state *r, const struct gx_trace_pod *p, struct gx_sim_placed *at)
+{
+    uint64_t uid = r->uid;
+
+    if (!gx_sim_schedule_one(r, p)) {
+        return false;
+    }
+    *at = r->last;
+    at->booked = r->uid != uid; /* book() took a uid: the ledger holds the pod */
+    at->uid = uid;
+    return true;
+}
+
+void
+gx_sim_unplace(struct gx_sim_state *r, const struct gx_trace_pod *p, const struct gx_sim_placed *at)
+{
+    struct gx_sim_node *s = &r->nodes[at->node];
+    struct gx_ksched_res q = gx_sim_ks_request(r, p);
+    int milli = gx_sim_is_share(p) ? p->gpu_milli : GX_FGD_CARD;
+    char uid[32];
+
+    gx_ksched_remove(&s->ks, &q);
+    for (int j = 0; j < at->n_cards; j++) {
+        int c = at->cards[j], before = s->free[c];
+        s->booked[c] -= milli;
+        s->free[c] = s->booked[c] >= GX_FGD_CARD ? 0 : (int)(GX_FGD_CARD - s->booked[c]);
+        r->allocated -= s->free[c] - before;
+        if (r->o->mode == GX_SIM_COUNT_ONLY) {
+            s->replicas[c] -= gx_sim_is_share(p) ? 1 : 1000; /* as plugin_cards counted it */
+        }
+    }
+    if (at->booked) {
+        (void)snprintf(uid, sizeof(uid), "u%llu", (unsigned long long)at->uid);
+        if (gx_ledger_release(r->ledger, uid) == 0) {
+            r->ledger_errs++;
+        }
+    }
+    if (at->untracked) {
+        s->other_cpu -= p->cpu_milli;
+        s->other_mem -= p->memory_mib;
+        if (gx_ledger_set_untracked(r->ledger, s->node->name, s->other_cpu, s->other_mem) !=
+            GX_OK) {
+            r->ledger_errs++;
+        }
+    }
 }

@@ -23,6 +23,25 @@ json_array(struct gx_buf *b, const double *v, size_t n)
     return rc == GX_OK ? gx_buf_adds(b, "]") : rc;
 }
 
+/* The gangs of a series: its spec and the sums over its seeds. */
+static enum gx_err
+json_gangs(const char *spec, const struct gx_sim_result *m, struct gx_buf *out)
+{
+    enum gx_err rc = gx_buf_adds(out, ",\"gangs\":{\"spec\":");
+
+    if (rc == GX_OK) {
+        rc = gx_buf_add_json_str(out, spec, strlen(spec));
+    }
+    if (rc == GX_OK) {
+        rc = gx_buf_addf(out,
+                         ",\"total\":%zu,\"placed\":%zu,\"failed\":%zu,\"partially_bound\":%zu,"
+                         "\"total_at_100\":%zu,\"failed_at_100\":%zu}",
+                         m->gangs, m->gangs_placed, m->gangs_failed, m->gangs_partial, m->gangs_100,
+                         m->gangs_failed_100);
+    }
+    return rc;
+}
+
 /* One series of the --json document: its policy and the means over its seeds. */
 static enum gx_err
 json_series(const struct gx_sim_series *s, struct gx_buf *out)
@@ -48,9 +67,12 @@ json_series(const struct gx_sim_series *s, struct gx_buf *out)
         rc = json_array(out, m.frag_pct, GX_SIM_STEPS);
     }
     if (rc == GX_OK) {
-        rc = gx_buf_addf(out, ",\"failed_pods\":%zu,\"pods\":%zu}", m.failed, m.pods);
+        rc = gx_buf_addf(out, ",\"failed_pods\":%zu,\"pods\":%zu", m.failed, m.pods);
     }
-    return rc;
+    if (rc == GX_OK && s->gangs != NULL) {
+        rc = json_gangs(s->gangs, &m, out);
+    }
+    return rc == GX_OK ? gx_buf_adds(out, "}") : rc;
 }
 
 /* The trace, the seeds and the x axis the series share. */
