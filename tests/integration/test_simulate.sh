@@ -3,7 +3,7 @@
 # `gpu-extender simulate` end to end on a slice of the openb trace (or a
 # generated one when the trace is not there): exit status, the --json keys,
 # sane invariants (allocation grows, stays <= 100 %, fgd >= count-only), one
-# JSON shape for one policy or several, the SVG, the deployments, and a bad
+# JSON shape for one policy or several, the SVG, the deployments, gangs, and a bad
 # CSV row named by file, line and column. Not timed.
 #   tests/integration/test_simulate.sh PATH/TO/gpu-extender
 set -euo pipefail
@@ -117,6 +117,21 @@ if sim --deployment default --manifests "$tmp/none" 2> "$tmp/nodir.err"; then
 fi
 grep -q "give --manifests DIR" "$tmp/nodir.err" || { cat "$tmp/nodir.err"; exit 1; }
 cd - > /dev/null
+
+# gangs: all or nothing, never partially bound; a bad spec is a usage error (exit 2)
+sim --config "$root/config/simulate/openb.json" --policy fgd --gangs 2,4 --json "$tmp/gang.json" \
+    > "$tmp/gang.txt" 2>&1
+python3 - "$tmp/gang.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))["series"][0]["gangs"]
+assert g["spec"] == "2,4" and g["total"] > 0, g
+assert g["placed"] + g["failed"] == g["total"] and g["partially_bound"] == 0, g
+print(f"gangs: {g['placed']} of {g['total']} placed, none partially bound")
+PY
+rc=0
+sim --gangs 1,4 > /dev/null 2> "$tmp/gang.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "gang sizes must be integers from 2 to 64" "$tmp/gang.err" \
+    || { cat "$tmp/gang.err"; echo "FAIL: a bad --gangs spec must exit 2 (got $rc)"; exit 1; }
 
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1000,2,T4\nn2,1000,x,2,T4\n' > "$tmp/bad.csv"
 if "$bin" simulate --nodes "$tmp/bad.csv" --pods "$tmp/pods.csv" 2> "$tmp/bad.err"; then
