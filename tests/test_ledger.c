@@ -916,3 +916,30 @@ Test(ledger, lease_codec_keeps_milli_and_reads_old_leases)
     gx_buf_release(&b);
     gx_ledger_free(l);
 }
+
+/* A gang member's tenant names its gang by id; a Lease without one (older writers) has none. */
+Test(ledger, lease_codec_keeps_the_gang_id)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant m = mk("m1", 1, false, 1, 0, 1), *back = NULL;
+    const char *bad = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
+                      "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,"
+                      "\"state\":\"bound\",\"since_ms\":1,\"gang\":\"12\"}]}";
+    struct gx_buf b;
+    size_t n = 0;
+    struct gx_why why = {{0}};
+
+    m.gang = UINT64_C(0xf00dfeed00000001);
+    cr_assert_eq(add1(l, "g", m), GX_OK);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "g"), &b), GX_OK);
+    cr_assert(strstr(b.data, "\"gang\":\"f00dfeed00000001\"") != NULL, "%s", b.data);
+    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &back, &n, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(back[0].gang, m.gang);
+    free(back);
+    back = NULL;
+    cr_assert_eq(gx_ledger_node_decode(bad, strlen(bad), &back, &n, &why), GX_EPARSE);
+    cr_assert(strstr(why.text, "gang") != NULL, "%s", why.text);
+    gx_buf_release(&b);
+    gx_ledger_free(l);
+}
