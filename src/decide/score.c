@@ -49,6 +49,10 @@ static const struct {
     [GX_REASON_NEVER_FITS] = {"request larger than any GPU of the node", "never_fits", true},
     /* a gang member's filter keeps one node, the one its cards are booked on (gang.h) */
     [GX_REASON_GANG_PINNED] = {"gang member placed on another node", "gang_pinned", false},
+    /* gang-distinct-cards; the node's other cards may be freed by victims: not unresolvable */
+    [GX_REASON_GANG_APART] = {"GPU held by another member of the gang", "gang_apart", false},
+    /* gang-same-numa: the cards of the members' NUMA node are taken */
+    [GX_REASON_GANG_NUMA] = {"gang members on another NUMA node", "gang_numa", false},
 };
 
 const char *
@@ -173,6 +177,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         if (time_sliced) {
             gx_score_decide_device_plugin(&d, req, node, req->gpus, out);
         } else {
+            gx_score_dctx_gang(&d, req, node);
             gx_score_decide_exclusive(&d, req, node, out);
         }
     } else if (req->device_plugin) {
@@ -182,6 +187,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         }
         gx_score_decide_device_plugin(&d, req, node, req->slices, out);
     } else {
+        gx_score_dctx_gang(&d, req, node);
         gx_score_decide_shared(&d, req, node, out);
     }
     if (!out->keep) {
