@@ -391,29 +391,30 @@ entry_at(const char *uid, char *buf, size_t cap)
     return buf;
 }
 
+/* Three 1-slice members <group>0..2 of ml/@group filtered in turn; where each entry sits into @at.
+ */
+static void
+place_three(const char *group, bool apart, char at[3][32])
+{
+    struct gx_podreq r = of_gang(req_shared(1, 0, -1), group, apart, false);
+    char uid[32];
+
+    for (int i = 0; i < 3; i++) {
+        (void)snprintf(uid, sizeof(uid), "%s%d", group, i);
+        cr_assert_not_null(member_filter(uid, group, r, T0 + i), "%s fits", uid);
+        (void)entry_at(uid, at[i], sizeof(at[i]));
+    }
+}
+
 Test(gang_two, members_pack_onto_one_card_unless_they_ask_for_distinct_cards)
 {
     char at[3][32];
-    const char *uids[3] = {"p0", "p1", "p2"}, *apart[3] = {"d0", "d1", "d2"};
 
-    for (int i = 0; i < 3; i++) {
-        cr_assert_not_null(member_filter(uids[i], "pack", of_gang(req_shared(1, 0, -1), "pack",
-                                                                  false, false),
-                                         T0 + i));
-        (void)entry_at(uids[i], at[i], sizeof(at[i]));
-    }
+    place_three("pack", false, at);
     cr_assert_str_eq(at[0], "gpu-a/0", "binpack");
     cr_assert_str_eq(at[1], at[0], "without the option the shares pack onto one card");
     cr_assert_str_eq(at[2], at[0]);
-    for (int i = 0; i < 3; i++) {
-        cr_assert(gx_gang_drop(t.g, uids[i]));
-    }
-    for (int i = 0; i < 3; i++) {
-        cr_assert_not_null(member_filter(apart[i], "apart", of_gang(req_shared(1, 0, -1), "apart",
-                                                                    true, false),
-                                         T0 + i));
-        (void)entry_at(apart[i], at[i], sizeof(at[i]));
-    }
+    place_three("apart", true, at);
     cr_assert_str_neq(at[0], at[1], "distinct cards: %s %s", at[0], at[1]);
     cr_assert_str_neq(at[0], at[2]);
     cr_assert_str_neq(at[1], at[2]);
