@@ -83,9 +83,10 @@ world_free(struct world *w)
     gx_config_free(w->defaults);
 }
 
-/* Book @slices slices and @mem MiB on card @card of the world's node for pod @uid. */
+/* Book @slices slices and @mem MiB on card @card of the world's node for pod @uid of @gang. */
 static inline void
-book(struct world *w, const char *uid, int card, bool exclusive, int slices, int64_t mem)
+book_gang(struct world *w, const char *uid, int card, bool exclusive, int slices, int64_t mem,
+          uint64_t gang)
 {
     int slots[MAX_CARDS];
     struct gx_tenant t;
@@ -101,7 +102,15 @@ book(struct world *w, const char *uid, int card, bool exclusive, int slices, int
     t.memory_mib = mem;
     t.util_pct = -1;
     t.since_ms = NOW;
+    t.gang = gang;
     cr_assert_eq(gx_ledger_add(w->ledger, w->node.name, &t, 1, slots, MAX_CARDS), GX_OK);
+}
+
+/* Book @slices slices and @mem MiB on card @card of the world's node for pod @uid. */
+static inline void
+book(struct world *w, const char *uid, int card, bool exclusive, int slices, int64_t mem)
+{
+    book_gang(w, uid, card, exclusive, slices, mem, 0);
 }
 
 static inline struct gx_podreq

@@ -361,3 +361,124 @@ Test(gang_big, a_full_store_records_no_more_and_a_pod_asking_no_gpu_records_noth
     cr_assert_eq(gx_gang_count(t.g, T0), GX_GANG_MAX);
     cr_assert_eq(gx_gang_begin(t.g, "ml/big", "m0", T0), GX_GANG_MAX, "a new pass drops them all");
 }
+
+/* @r as gx_podreq_parse makes it for a member of ml/@group with the two gang options. */
+static struct gx_podreq
+of_gang(struct gx_podreq r, const char *group, bool apart, bool same_numa)
+{
+    struct gx_pod p = member("any", group);
+    char key[GX_GANG_KEY_MAX];
+
+    cr_assert(gx_gang_key(&p, key, sizeof(key)));
+    r.gang = gx_hash(key, strlen(key));
+    r.apart = apart;
+    r.same_numa = same_numa;
+    return r;
+}
+
+/* Where member @uid's entry sits: "node/card", "" without one. */
+static const char *
+entry_at(const char *uid, char *buf, size_t cap)
+{
+    struct gx_tenant planned[GX_MAX_PICK];
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < 2; i++) {
+        if (gx_gang_planned(t.g, uid, t.nodes[i].name, T0 + 9, planned) == 1) {
+            (void)snprintf(buf, cap, "%s/%d", t.nodes[i].name, planned[0].card);
+        }
+    }
+    return buf;
+}
+
+/* Three 1-slice members <group>0..2 of ml/@group filtered in turn; where each entry sits into @at.
+ */
+static void
+place_three(const char *group, bool apart, char at[3][32])
+{
+    struct gx_podreq r = of_gang(req_shared(1, 0, -1), group, apart, false);
+    char uid[32];
+
+    for (int i = 0; i < 3; i++) {
+        (void)snprintf(uid, sizeof(uid), "%s%d", group, i);
+        cr_assert_not_null(member_filter(uid, group, r, T0 + i), "%s fits", uid);
+        (void)entry_at(uid, at[i], sizeof(at[i]));
+    }
+}
+
+Test(gang_two, members_pack_onto_one_card_unless_they_ask_for_distinct_cards)
+{
+    char at[3][32];
+
+    place_three("pack", false, at);
+    cr_assert_str_eq(at[0], "gpu-a/0", "binpack");
+    cr_assert_str_eq(at[1], at[0], "without the option the shares pack onto one card");
+    cr_assert_str_eq(at[2], at[0]);
+    place_three("apart", true, at);
+    cr_assert_str_neq(at[0], at[1], "distinct cards: %s %s", at[0], at[1]);
+    cr_assert_str_neq(at[0], at[2]);
+    cr_assert_str_neq(at[1], at[2]);
+}
+
+Test(gang_two, a_bound_members_card_is_refused_and_the_reason_says_why)
+{
+    struct gx_podreq apart = of_gang(req_shared(1, 0, -1), "trainer", true, false);
+    struct gx_podreq other = of_gang(req_shared(1, 0, -1), "other", true, false);
+    struct gx_verdict v;
+    char at[32];
+
+    /* bound members of ml/trainer on card 0 of both nodes and card 1 of gpu-b */
+    book_gang(&t.a, "b0", 0, false, 1, 0, apart.gang);
+    book_gang(&t.b, "b1", 0, false, 1, 0, apart.gang);
+    book_gang(&t.b, "b2", 1, false, 1, 0, apart.gang);
+    cr_assert_str_eq(member_filter("m3", "trainer", apart, T0), "gpu-a");
+    cr_assert_str_eq(entry_at("m3", at, sizeof(at)), "gpu-a/1", "the one card no member holds");
+    gx_score_node(&t.a.ctx, &apart, &t.nodes[1], &v);
+    cr_assert(!v.keep);
+    cr_assert_eq(v.reason, GX_REASON_GANG_APART, "%s", gx_reason_text(v.reason));
+    cr_assert_str_eq(gx_reason_text(v.reason), "GPU held by another member of the gang");
+    cr_assert(gx_reason_booked(v.reason), "a member that goes lets it in: requeued on a release");
+    cr_assert_null(member_filter("m4", "trainer", apart, T0 + 1), "m3's entry holds the last one");
+    gx_score_node(&t.a.ctx, &other, &t.nodes[1], &v);
+    cr_assert(v.keep, "another gang's members may share those cards");
+    apart.apart = false;
+    gx_score_node(&t.a.ctx, &apart, &t.nodes[1], &v);
+    cr_assert(v.keep, "and so may the gang's own without the option");
+}
+
+/* Two nodes of 4 cards; gpu-a's cards 0-1 on NUMA node 0, 2-3 on NUMA node 1. */
+static void
+four_init(void)
+{
+    two_init_of(4);
+    for (int i = 0; i < 4; i++) {
+        t.a.cards[i].numa = i / 2;
+    }
+}
+
+TestSuite(gang_four, .init = four_init, .fini = two_free);
+
+Test(gang_four, same_numa_keeps_a_nodes_members_on_the_numa_node_of_the_first)
+{
+    struct gx_podreq numa = of_gang(req_shared(1, 0, -1), "ddp", true, true);
+    struct gx_podreq whole = of_gang(req_excl(1), "ddp", false, true);
+    struct gx_verdict v;
+    char at[32];
+
+    book_gang(&t.a, "b0", 2, false, 1, 0, numa.gang); /* a bound member on NUMA node 1 */
+    cr_assert_str_eq(member_filter("m1", "ddp", numa, T0), "gpu-a");
+    cr_assert_str_eq(entry_at("m1", at, sizeof(at)), "gpu-a/3", "card 0 is on the other NUMA node");
+    gx_score_node(&t.a.ctx, &whole, &t.nodes[0], &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 3, "a whole card too: the free one of NUMA node 1");
+    book(&t.a, "full", 3, false, 4, 0);
+    gx_score_node(&t.a.ctx, &numa, &t.nodes[0], &v);
+    cr_assert(!v.keep, "NUMA node 1 has no card left for the gang");
+    cr_assert_eq(v.reason, GX_REASON_GANG_NUMA, "%s", gx_reason_text(v.reason));
+    gx_score_node(&t.a.ctx, &numa, &t.nodes[1], &v);
+    cr_assert(v.keep, "gpu-b holds no member: any card");
+    numa.same_numa = false;
+    gx_score_node(&t.a.ctx, &numa, &t.nodes[0], &v);
+    cr_assert(v.keep);
+    cr_assert_eq(v.cards[0], 0, "without the option: NUMA node 0's cards");
+}

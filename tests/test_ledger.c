@@ -882,9 +882,31 @@ Test(ledger, slice_rule_is_unchanged_without_milli_tenants)
     cr_assert_not(gx_ledger_share_fits(&u, 64, 1, 0));
 }
 
-Test(ledger, lease_codec_keeps_milli_and_reads_old_leases)
+/* @m booked alone, encoded as its Lease holds it (the text must contain @needle) and decoded. */
+static struct gx_tenant
+lease_round_trip(struct gx_tenant m, const char *needle)
 {
     struct gx_ledger *l = gx_ledger_new();
+    struct gx_tenant *back = NULL, out;
+    struct gx_buf b;
+    size_t n = 0;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(add1(l, "g", m), GX_OK);
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "g"), &b), GX_OK);
+    cr_assert(strstr(b.data, needle) != NULL, "%s", b.data);
+    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &back, &n, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(n, 1);
+    out = back[0];
+    free(back);
+    gx_buf_release(&b);
+    gx_ledger_free(l);
+    return out;
+}
+
+Test(ledger, lease_codec_keeps_milli_and_reads_old_leases)
+{
     struct gx_tenant m = mk("m1", 1, false, 2, 0, 1), *back = NULL;
     const char *old = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
                       "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,"
@@ -892,27 +914,35 @@ Test(ledger, lease_codec_keeps_milli_and_reads_old_leases)
     const char *excl = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
                        "\"milli\":5,\"exclusive\":true,\"slices\":0,\"memory_mib\":0,"
                        "\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}";
-    struct gx_buf b;
     size_t n = 0;
     struct gx_why why = {{0}};
 
     m.milli = 220;
-    cr_assert_eq(add1(l, "g", m), GX_OK);
-    gx_buf_init(&b, 1 << 20);
-    cr_assert_eq(gx_ledger_node_encode(gx_ledger_node(l, "g"), &b), GX_OK);
-    cr_assert(strstr(b.data, "\"milli\":220") != NULL, "%s", b.data);
-    cr_assert_eq(gx_ledger_node_decode(b.data, b.len, &back, &n, &why), GX_OK, "%s", why.text);
-    cr_assert_eq(n, 1);
-    cr_assert_eq(back[0].milli, 220);
-    cr_assert_eq(back[0].slices, 2, "slot equivalent kept for older readers");
-    free(back);
-    back = NULL;
+    m = lease_round_trip(m, "\"milli\":220");
+    cr_assert_eq(m.milli, 220);
+    cr_assert_eq(m.slices, 2, "slot equivalent kept for older readers");
     cr_assert_eq(gx_ledger_node_decode(old, strlen(old), &back, &n, &why), GX_OK, "%s", why.text);
     cr_assert_eq(back[0].milli, 0, "a Lease from before milli holds slices");
     cr_assert_eq(back[0].slices, 1);
+    cr_assert_eq(back[0].gang, 0, "and no gang");
     free(back);
     back = NULL;
     cr_assert_eq(gx_ledger_node_decode(excl, strlen(excl), &back, &n, &why), GX_EPARSE);
-    gx_buf_release(&b);
-    gx_ledger_free(l);
+}
+
+/* A gang member's tenant names its gang by id, 16 hex digits; any other pod's names none. */
+Test(ledger, lease_codec_keeps_the_gang_id)
+{
+    struct gx_tenant m = mk("m1", 1, false, 1, 0, 1), *back = NULL;
+    const char *bad = "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":0,"
+                      "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,"
+                      "\"state\":\"bound\",\"since_ms\":1,\"gang\":\"12\"}]}";
+    size_t n = 0;
+    struct gx_why why = {{0}};
+
+    cr_assert_eq(lease_round_trip(m, "\"since_ms\"").gang, 0);
+    m.gang = UINT64_C(0xf00dfeed00000001);
+    cr_assert_eq(lease_round_trip(m, "\"gang\":\"f00dfeed00000001\"").gang, m.gang);
+    cr_assert_eq(gx_ledger_node_decode(bad, strlen(bad), &back, &n, &why), GX_EPARSE);
+    cr_assert(strstr(why.text, "gang") != NULL, "%s", why.text);
 }

@@ -396,6 +396,30 @@ Test(podreq, rejects_bad_milli, .init = setup, .fini = teardown)
                      "cannot be combined") != NULL);
 }
 
+/* A member carries its gang's id (gx_hash of the gang key) and the options it asks. */
+Test(podreq, reads_the_gang_and_its_card_options, .init = setup, .fini = teardown)
+{
+    struct gx_podreq r = classify("{'metadata':{'namespace':'ml','annotations':{"
+                                  "'gpu-extender.io/time-slices':'1',"
+                                  "'gpu-extender.io/gang-distinct-cards':'true',"
+                                  "'gpu-extender.io/gang-same-numa':'false'}},"
+                                  "'spec':{'schedulingGroup':{'podGroupName':'ddp'}}}");
+    struct gx_podreq other = classify("{'metadata':{'namespace':'ml'},"
+                                      "'spec':{'schedulingGroup':{'podGroupName':'ddp2'}}}");
+
+    cr_assert_eq(r.gang, gx_hash("ml/ddp", 6));
+    cr_assert(r.apart);
+    cr_assert_not(r.same_numa);
+    cr_assert_neq(other.gang, r.gang);
+    r = classify("{'metadata':{'annotations':{'gpu-extender.io/gang-same-numa':'true'}}}");
+    cr_assert_eq(r.gang, 0, "no schedulingGroup: no gang");
+    cr_assert(r.same_numa);
+    cr_assert_not(r.apart);
+    cr_assert(strstr(reject("{'metadata':{'annotations':{"
+                            "'gpu-extender.io/gang-distinct-cards':'yes'}}}"),
+                     "gang-distinct-cards must be \"true\" or \"false\"") != NULL);
+}
+
 /* Node CPU/memory as kube-scheduler counts them: max(apps + sidecars, init peak) + overhead. */
 Test(podreq, host_requests_add_overhead_to_the_peak, .init = setup, .fini = teardown)
 {

@@ -315,6 +315,28 @@ Test(vcache, shared_booking_and_mark_bound_invalidate)
     world_free(&w);
 }
 
+/* The gang options change the verdict on the same ledger: they are part of the shape. */
+Test(vcache, gang_options_are_part_of_the_shape)
+{
+    static const int slots[N_CARDS] = {4, 4, 4, 4};
+    struct world w;
+    struct gx_tenant t = tenant("member", 0, false, 1, NOW);
+    struct gx_podreq apart = req_shared(1, 0), other;
+
+    world_init(&w);
+    w.nodes[0].n_cards = 1;
+    w.nodes[0].gpu_count = 1;
+    t.gang = apart.gang = 7;
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-0", &t, 1, slots, N_CARDS), GX_OK);
+    cr_assert(decide(&w, apart, 0).keep, "a member without the option shares the card");
+    apart.apart = true;
+    cr_assert_eq(decide(&w, apart, 0).reason, GX_REASON_GANG_APART);
+    other = apart;
+    other.gang = 8;
+    cr_assert(decide(&w, other, 0).keep, "another gang's member");
+    world_free(&w);
+}
+
 /* Under fgd's gap term a share's score reads every node's cards: a booking anywhere ends it. */
 Test(vcache, gap_term_share_entries_die_on_a_booking_anywhere)
 {

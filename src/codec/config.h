@@ -78,6 +78,8 @@ struct gx_config {
     char *ann_memory;     /* "gpu-extender.io/gpu-memory" */
     char *ann_milli;      /* "gpu-extender.io/gpu-milli": a share of one card in milli-GPU */
     char *ann_util;       /* "gpu-extender.io/gpu-util" */
+    char *ann_apart;      /* "gpu-extender.io/gang-distinct-cards" */
+    char *ann_numa;       /* "gpu-extender.io/gang-same-numa" */
     char *ann_uuids;      /* output: "gpu-extender.io/gpu-uuids" */
     char *ann_index;      /* output: "gpu-extender.io/gpu-index" */
     char *managed_label;  /* "gpu-extender.io/managed" */

@@ -61,6 +61,7 @@ tenants_for(const struct gx_config *cfg, const struct gx_admit_pod *pod, const s
         t[n].util_pct = req->kind == GX_REQ_SHARED ? req->util_pct : -1;
         t[n].state = GX_TENANT_RESERVED;
         t[n].since_ms = now_ms;
+        t[n].gang = req->gang;
     }
     return n;
 }

@@ -38,6 +38,7 @@ struct gx_tenant {
     double util_pct;      /* shared: declared expectation, -1 none */
     enum gx_tenant_state state;
     int64_t since_ms; /* wall ms of reservation/bind */
+    uint64_t gang;    /* the gang of a member (gx_podreq.gang), 0 none */
 };
 
 struct gx_ledger_node {
@@ -86,6 +87,9 @@ void gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card,
 
 /** Fill @u for @card of the entry @e (all zero when @e is NULL). Cannot fail. */
 void gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u);
+
+/** True when @card of entry @e holds a tenant of gang @gang (never for NULL @e or @gang 0). */
+bool gx_ledger_entry_card_gang(const struct gx_ledger_node *e, int card, uint64_t gang);
 
 /** Milli-GPU of one card. */
 #define GX_CARD_MILLI 1000

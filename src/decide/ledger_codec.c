@@ -10,18 +10,48 @@
 #include "ledger_int.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Largest annotation decode accepts. */
 #define LEDGER_MAX_JSON (1u << 20)
 
+/* Hex digits of a gang id in a Lease: the id names the group without its (long) name. */
+#define GANG_HEX 16
+
+/* A gang id as GANG_HEX hex digits into @out (GANG_HEX + 1 bytes). Cannot fail. */
+static void
+gang_hex(uint64_t gang, char *out)
+{
+    (void)snprintf(out, GANG_HEX + 1, "%016" PRIx64, gang);
+}
+
+/* A gang id from exactly GANG_HEX lower-case hex digits; false otherwise. */
+static bool
+gang_parse(const cJSON *c, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!cJSON_IsString(c) || strlen(c->valuestring) != GANG_HEX ||
+        strspn(c->valuestring, "0123456789abcdef") != GANG_HEX) {
+        return false;
+    }
+    for (const char *p = c->valuestring; *p != '\0'; p++) {
+        v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+    }
+    *out = v;
+    return true;
+}
+
 /* Add one tenant object to the array @arr. GX_ENOMEM. */
 static enum gx_err
 encode_tenant(cJSON *arr, const struct gx_tenant *t)
 {
     cJSON *o = cJSON_CreateObject();
+    char gang[GANG_HEX + 1];
 
     if (o == NULL) {
         return GX_ENOMEM;
@@ -45,6 +75,10 @@ encode_tenant(cJSON *arr, const struct gx_tenant *t)
         cJSON_AddStringToObject(o, "state", t->state == GX_TENANT_BOUND ? "bound" : "reserved") ==
             NULL ||
         cJSON_AddNumberToObject(o, "since_ms", (double)t->since_ms) == NULL) {
+        return GX_ENOMEM;
+    }
+    gang_hex(t->gang, gang);
+    if (t->gang != 0 && cJSON_AddStringToObject(o, "gang", gang) == NULL) {
         return GX_ENOMEM;
     }
     return GX_OK;
@@ -122,11 +156,12 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         F_MILLI,
         F_CPU,
         F_HMEM,
+        F_GANG,
         F_N
     };
-    static const char *const names[F_N] = {"uid",      "pod",        "card",      "exclusive",
-                                           "slices",   "memory_mib", "util_pct",  "state",
-                                           "since_ms", "milli",      "cpu_milli", "host_mem_mib"};
+    static const char *const names[F_N] = {
+        "uid",   "pod",      "card",  "exclusive", "slices",       "memory_mib", "util_pct",
+        "state", "since_ms", "milli", "cpu_milli", "host_mem_mib", "gang"};
     bool seen[F_N] = {false};
     const cJSON *c;
     int64_t v = 0;
@@ -210,6 +245,9 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             ok = json_int(c, 0, GX_LEDGER_MAX_MIB, &v);
             t->host_mem_mib = v;
             break;
+        case F_GANG:
+            ok = gang_parse(c, &t->gang);
+            break;
         default:
             break;
         }
@@ -218,7 +256,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             return GX_EPARSE;
         }
     }
-    /* milli and the host requests are optional: older Leases lack them */
+    /* milli, the host requests and the gang are optional: older Leases lack them */
     for (int f = 0; f < F_MILLI; f++) {
         if (!seen[f]) {
             gx_why_set(why, "%s: missing", names[f]);

@@ -42,6 +42,17 @@ gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_c
     }
 }
 
+bool
+gx_ledger_entry_card_gang(const struct gx_ledger_node *e, int card, uint64_t gang)
+{
+    for (size_t i = 0; e != NULL && gang != 0 && i < e->n_tenants; i++) {
+        if (e->tenants[i].card == card && e->tenants[i].gang == gang) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 gx_ledger_entry_host(const struct gx_ledger_node *e, int64_t *cpu_milli, int64_t *mem_mib)
 {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gang.h"
 #include "quantity.h"
 
 /* Time slots one pod may ask for on one card. */
@@ -266,6 +267,36 @@ shared_annotations(const struct gx_config *cfg, const struct gx_pod *pod, struct
     return GX_OK;
 }
 
+/* A boolean annotation @name: absent is false; GX_EINVAL unless "true" or "false". */
+static enum gx_err
+flag_annotation(const struct gx_pod *pod, const char *name, bool *out, struct gx_why *why)
+{
+    const char *v = annotation(pod, name);
+
+    *out = v != NULL && strcmp(v, "true") == 0;
+    if (v != NULL && !*out && strcmp(v, "false") != 0) {
+        gx_why_set(why, "%.64s must be \"true\" or \"false\", not \"%.32s\"", name, v);
+        return GX_EINVAL;
+    }
+    return GX_OK;
+}
+
+/* The gang a member belongs to and how its cards sit next to the other members'. */
+static enum gx_err
+gang_options(const struct gx_config *cfg, const struct gx_pod *pod, struct gx_podreq *r,
+             struct gx_why *why)
+{
+    char key[GX_GANG_KEY_MAX];
+    enum gx_err rc;
+
+    if ((rc = flag_annotation(pod, cfg->ann_apart, &r->apart, why)) != GX_OK ||
+        (rc = flag_annotation(pod, cfg->ann_numa, &r->same_numa, why)) != GX_OK) {
+        return rc;
+    }
+    r->gang = gx_gang_key(pod, key, sizeof(key)) ? gx_hash(key, strlen(key)) : 0;
+    return GX_OK;
+}
+
 /* spec.overhead[@resource] into *out (0 when absent or not a quantity). */
 static void
 overhead_of(const struct gx_pod *pod, const char *resource, bool milli, int64_t *out)
@@ -393,6 +424,9 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
     } else if (gpu > 0) {
         r.kind = GX_REQ_EXCLUSIVE;
         r.gpus = gpu;
+    }
+    if ((rc = gang_options(cfg, pod, &r, why)) != GX_OK) {
+        return rc;
     }
     host_requests(pod, &r);
     *out = r;

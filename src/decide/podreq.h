@@ -15,6 +15,10 @@
  *   exclusive: res_gpu > 0 (on a time-slicing node the decision code treats
  *     it as device-plugin shared replicas);
  *   none otherwise.
+ *
+ * A gang member (spec.schedulingGroup) carries its gang's id; the
+ * annotations gang-distinct-cards and gang-same-numa ("true"/"false") ask
+ * its card choice to keep apart from, or close to, the other members'.
  */
 #ifndef GX_PODREQ_H
 #define GX_PODREQ_H
@@ -35,6 +39,9 @@ struct gx_podreq {
     bool device_plugin; /* shared via res_shared: the device plugin picks the card */
     int64_t cpu_milli;  /* effective CPU request, milli-CPU (0 = none) */
     int64_t mem_mib;    /* effective memory request, MiB rounded up */
+    uint64_t gang;      /* gx_hash of the gang key (gang.h) of a member, 0 for any other pod */
+    bool apart;         /* gang-distinct-cards: no card of another member of its gang */
+    bool same_numa;     /* gang-same-numa: on a node, the NUMA node of its gang's members there */
 };
 
 /**

@@ -49,6 +49,10 @@ static const struct {
     [GX_REASON_NEVER_FITS] = {"request larger than any GPU of the node", "never_fits", true},
     /* a gang member's filter keeps one node, the one its cards are booked on (gang.h) */
     [GX_REASON_GANG_PINNED] = {"gang member placed on another node", "gang_pinned", false},
+    /* gang-distinct-cards; the node's other cards may be freed by victims: not unresolvable */
+    [GX_REASON_GANG_APART] = {"GPU held by another member of the gang", "gang_apart", false},
+    /* gang-same-numa: the cards of the members' NUMA node are taken */
+    [GX_REASON_GANG_NUMA] = {"gang members on another NUMA node", "gang_numa", false},
 };
 
 const char *
@@ -72,8 +76,9 @@ gx_reason_name(enum gx_reason r)
 bool
 gx_reason_booked(enum gx_reason r)
 {
+    /* a gang's reasons too: a member that goes frees its card, or its NUMA node's */
     return r == GX_REASON_NO_SLOT || r == GX_REASON_NO_MEMORY || r == GX_REASON_TOO_FEW_GPUS ||
-           r == GX_REASON_QUOTA;
+           r == GX_REASON_QUOTA || r == GX_REASON_GANG_APART || r == GX_REASON_GANG_NUMA;
 }
 
 bool
@@ -173,6 +178,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         if (time_sliced) {
             gx_score_decide_device_plugin(&d, req, node, req->gpus, out);
         } else {
+            gx_score_dctx_gang(&d, req, node);
             gx_score_decide_exclusive(&d, req, node, out);
         }
     } else if (req->device_plugin) {
@@ -182,6 +188,7 @@ gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
         }
         gx_score_decide_device_plugin(&d, req, node, req->slices, out);
     } else {
+        gx_score_dctx_gang(&d, req, node);
         gx_score_decide_shared(&d, req, node, out);
     }
     if (!out->keep) {

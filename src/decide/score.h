@@ -32,6 +32,8 @@ enum gx_reason {
     GX_REASON_BOOKED_ELSEWHERE, /* "GPUs of this pod booked on another node" (admit.h) */
     GX_REASON_NEVER_FITS,       /* "request larger than any GPU of the node" */
     GX_REASON_GANG_PINNED,      /* "gang member placed on another node" (gang.h) */
+    GX_REASON_GANG_APART,       /* "GPU held by another member of the gang" (podreq.h) */
+    GX_REASON_GANG_NUMA,        /* "gang members on another NUMA node" (podreq.h) */
     GX_REASON_COUNT
 };
 

@@ -57,6 +57,35 @@ gx_score_dctx_init(struct gx_score_dctx *d, const struct gx_decide_ctx *ctx,
     for (size_t s = 0; s < GX_SIG_COUNT; s++) {
         d->oldest[s] = fresh_since(ctx->cfg, s, ctx->now_ms);
     }
+    d->apart = 0;
+    d->numa = -1;
+}
+
+void
+gx_score_dctx_gang(struct gx_score_dctx *d, const struct gx_podreq *req, const struct gx_node *node)
+{
+    size_t n = gx_score_node_cards(node);
+
+    d->apart = req->apart ? req->gang : 0;
+    for (size_t i = 0; req->same_numa && d->numa < 0 && i < n; i++) {
+        const struct gx_card *c = &node->cards[i];
+        if (c->numa >= 0 && gx_ledger_entry_card_gang(d->ln, c->index, req->gang)) {
+            d->numa = c->numa;
+        }
+    }
+}
+
+/* The gang rule's verdict on a healthy @card (gx_score_dctx_gang): NONE when it allows it. */
+static enum gx_reason
+gang_health(const struct gx_score_dctx *d, const struct gx_card *card)
+{
+    if (d->numa >= 0 && card->numa >= 0 && card->numa != d->numa) {
+        return GX_REASON_GANG_NUMA;
+    }
+    if (gx_ledger_entry_card_gang(d->ln, card->index, d->apart)) {
+        return GX_REASON_GANG_APART;
+    }
+    return GX_REASON_NONE;
 }
 
 /* Freshness of every signal of @card as a GX_FRESH() mask. */
@@ -221,6 +250,9 @@ gx_score_walk_next(struct gx_score_walk *w)
     w->card = &w->node->cards[w->pos];
     w->fresh = card_fresh(w->d, w->card);
     w->health = card_health(w->d, w->card, w->fresh, w->check_busy);
+    if (w->health == GX_REASON_NONE) {
+        w->health = gang_health(w->d, w->card);
+    }
     /* a card that cannot take work is not looked at further: its usage is not read */
     if (w->health == GX_REASON_NONE) {
         gx_score_usage(w->d, w->card, &w->usage);

@@ -44,10 +44,21 @@ struct gx_score_dctx {
     const struct gx_config *cfg;
     const struct gx_ledger_node *ln;
     int64_t oldest[GX_SIG_COUNT];
+    uint64_t apart; /* refuse cards holding a member of this gang (gang-distinct-cards), 0 none */
+    int numa;       /* refuse cards of a known NUMA node other than this one (gang-same-numa), -1 */
 };
 
 /** Fill @d for deciding on @node under @ctx (both borrowed). Cannot fail. */
 void gx_score_dctx_init(struct gx_score_dctx *d, const struct gx_decide_ctx *ctx,
+                        const struct gx_node *node);
+
+/**
+ * Set @d's gang rule for @req on @node: with gang-distinct-cards, cards
+ * holding a tenant of its gang are refused; with gang-same-numa, once a
+ * member holds a card of a known NUMA node here, cards of another known
+ * NUMA node are. Only for cards the extender chooses. Cannot fail.
+ */
+void gx_score_dctx_gang(struct gx_score_dctx *d, const struct gx_podreq *req,
                         const struct gx_node *node);
 
 /** Number of cards of @node a decision looks at: n_cards, at most gpu_count. */
@@ -67,8 +78,8 @@ int64_t gx_score_card_booked(const struct gx_card *card, unsigned f, const struc
  * The one walk over a node's cards every decision makes. After
  * gx_score_walk_init, each gx_score_walk_next that returns true describes
  * the next card: its position, its freshness mask, its health (the filter
- * reason of its state, NONE when it can take work) and, for a healthy card,
- * its ledger usage (zero otherwise).
+ * reason of its state or of the gang rule, NONE when it can take work)
+ * and, for a healthy card, its ledger usage (zero otherwise).
  */
 struct gx_score_walk {
     const struct gx_score_dctx *d;

@@ -71,14 +71,15 @@ sort_idle(struct pick *a, size_t n)
  * the count of cards each reason took (@took): among the reasons whose cards
  * alone would have made room (all of them when none would), the one that
  * took the most cards, ties to the more specific (UNHEALTHY > BUSY > STALE >
- * NO_SLOT); TOO_FEW_GPUS when none took any. Seven taken cards and one with
- * an XID make "no slot", not "unhealthy".
+ * GANG_APART > GANG_NUMA > NO_SLOT); TOO_FEW_GPUS when none took any. Seven taken cards and one
+ * with an XID make "no slot", not "unhealthy".
  */
 static enum gx_reason
 deciding_reason(const size_t took[GX_REASON_COUNT], size_t usable, size_t want)
 {
-    static const enum gx_reason order[] = {GX_REASON_UNHEALTHY, GX_REASON_BUSY, GX_REASON_STALE,
-                                           GX_REASON_NO_SLOT};
+    static const enum gx_reason order[] = {GX_REASON_UNHEALTHY, GX_REASON_BUSY,
+                                           GX_REASON_STALE,     GX_REASON_GANG_APART,
+                                           GX_REASON_GANG_NUMA, GX_REASON_NO_SLOT};
     enum gx_reason best = GX_REASON_TOO_FEW_GPUS;
     size_t best_n = 0;
     bool any_enough = false;

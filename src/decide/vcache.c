@@ -115,6 +115,7 @@ req_same(const struct gx_podreq *a, const struct gx_podreq *b)
     return a->kind == b->kind && a->gpus == b->gpus && a->slices == b->slices &&
            a->milli == b->milli && a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib &&
            a->memory_mib == b->memory_mib && a->device_plugin == b->device_plugin &&
+           a->gang == b->gang && a->apart == b->apart && a->same_numa == b->same_numa &&
            (a->util_pct == b->util_pct || (isnan(a->util_pct) && isnan(b->util_pct)));
 }
 

@@ -1,7 +1,7 @@
 """Gangs (issue 21): PodGroups of GPU shares through kube-scheduler's workload scheduling
 (GenericWorkload, v1.37.2) and the extender's tentative bookings (src/decide/gang.c).
 
-    gang_test.py GPU_EXTENDER shares|nofit
+    gang_test.py GPU_EXTENDER shares|nofit|distinct
 
 Two fresh nodes of a tainted pool, gpu-node-f and gpu-node-g (copies of gpu-node-a: 2 cards x 4
 slots), take every pod of the test; fillers are placed one at a time first (binpack fills card 0
@@ -19,6 +19,9 @@ shares:
 nofit: a gang of three whole-card shares (4 slices) on a pool with two free cards: no member
   binds while the scheduler retries; once the gang is deleted its tentative bookings are gone
   after gang.hold_ms (gpu_extender_gang_bookings 0) and two outsiders take the two cards.
+distinct: on the empty pool, a gang of three 1-slice members packs onto one card; the same gang
+  with gpu-extender.io/gang-distinct-cards: "true" lands on three distinct cards; a gang of five
+  such members on the pool's four cards binds no member, and the filter says why.
 """
 import sys
 import time
@@ -46,10 +49,12 @@ def pod_group(name, min_count):
             "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
 
 
-def members(group, n, slices):
+def members(group, n, slices, distinct=False):
     out = []
     for i in range(n):
         p = inpool(shared(f"{group}-{i}", str(slices)))
+        if distinct:
+            p["metadata"]["annotations"]["gpu-extender.io/gang-distinct-cards"] = "true"
         p["spec"]["schedulingGroup"] = {"podGroupName": group}
         p["metadata"]["labels"]["gang"] = group
         out.append(p)
@@ -144,6 +149,51 @@ def run_nofit(c):
            "two whole-card outsiders take the cards the gang had booked")
 
 
+def gang_gone(c, group):
+    c.kubectl("-n", NS, "delete", "pods", "-l", f"gang={group}", "--wait=false")
+    wait_for(lambda: not get_pods(c, f"gang={group}"), 60, f"gang {group} deleted", must=True)
+    chk.ok(wait_for(lambda: metric(c, "gpu_extender_gang_bookings") == 0, HOLD_MS / 1000 + 5,
+                    interval=0.5), f"{group}: no tentative booking left")
+
+
+def run_distinct(c):
+    # 1. without the option: three shares of one gang pack onto one card (binpack, fgd alike)
+    names = [f"pack-{i}" for i in range(3)]
+    create(c, pod_group("pack", 3))
+    create(c, *members("pack", 3, 1))
+    where = gang_all_or_none(c, "pack", names, True)
+    log(f"pack: {where}")
+    chk.eq(len(set(where.values())), 1, f"pack: the three shares share one card: {where}")
+    gang_gone(c, "pack")
+
+    # 2. with gang-distinct-cards: three distinct cards
+    names = [f"apart-{i}" for i in range(3)]
+    create(c, pod_group("apart", 3))
+    create(c, *members("apart", 3, 1, distinct=True))
+    where = gang_all_or_none(c, "apart", names, True)
+    log(f"apart: {where}")
+    chk.eq(len(set(where.values())), 3, f"apart: three distinct cards: {where}")
+    gang_gone(c, "apart")
+
+    # 3. five members, four cards: none binds, and the filter names the reason
+    names = [f"five-{i}" for i in range(5)]
+    rejected = reason_count(c, "gang_apart")
+    create(c, pod_group("five", 5))
+    create(c, *members("five", 5, 1, distinct=True))
+    chk.ok(wait_for(lambda: metric(c, "gpu_extender_gang_pins_total") > 0
+                    and reason_count(c, "gang_apart") > rejected, 30, interval=0.5),
+           "five: the fifth member was refused with reason gang_apart")
+    time.sleep(3)
+    gang_all_or_none(c, "five", names, False)
+    chk.eq(cards_of(c, names), {}, "five: no member bound")
+    gang_gone(c, "five")
+
+
+def reason_count(c, reason):
+    return sum(v for (m, labels), v in c.extender_metrics("a").items()
+               if m == "gpu_extender_filter_rejections_total" and ("reason", reason) in labels)
+
+
 c = rig(sys.argv[1], extra_nodes=[pool_node(n, "gang") for n in NODES],
         extenders=[{"name": "a", "overrides": {"gang.hold_ms": HOLD_MS}}],
         schedulers=[{"name": "gpu-scheduler", "extender": "a", "args": [GATES]}],
@@ -151,7 +201,7 @@ c = rig(sys.argv[1], extra_nodes=[pool_node(n, "gang") for n in NODES],
                         "--disable-admission-plugins=PodGroupProtection"])
 try:
     log(f"gang {MODE}")
-    (run_shares if MODE == "shares" else run_nofit)(c)
+    {"shares": run_shares, "nofit": run_nofit, "distinct": run_distinct}[MODE](c)
 
     check_no_403(c, chk)
     chk.ok(c.alive("extender-a"), "extender still running (no sanitizer abort)")
