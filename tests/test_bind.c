@@ -631,7 +631,8 @@ held_with_patches(struct env *e)
 
     pthread_mutex_lock(&e->f.mu);
     h = e->f.holding;
-    for (const char *p = strstr(e->f.trace, "PATCH pod"); p != NULL; p = strstr(p + 1, "PATCH pod")) {
+    for (const char *p = strstr(e->f.trace, "PATCH pod"); p != NULL;
+         p = strstr(p + 1, "PATCH pod")) {
         n++;
     }
     pthread_mutex_unlock(&e->f.mu);

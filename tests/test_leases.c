@@ -941,8 +941,8 @@ Test(leases, an_update_near_its_deadline_does_not_fail_its_round)
     g_many = m;
     for (int i = 0; i < 4; i++) {
         m[i] = (struct many){.e = &e, .i = i};
-        cr_assert(gx_leases_update(e.ls, NODE, gx_mono_ms() + left_ms[i], many_mutate, many_done,
-                                   &m[i]));
+        cr_assert(
+            gx_leases_update(e.ls, NODE, gx_mono_ms() + left_ms[i], many_mutate, many_done, &m[i]));
     }
     cr_assert(run_until(&e, four_done), "every update ends");
     cr_assert_eq(m[0].rc, GX_OK, "the first round, alone");
