@@ -650,6 +650,22 @@ let_go(struct env *e)
 }
 
 /*
+ * Bind while the API server holds the reservation's Lease write back until
+ * @patches label PATCHes came; no answer before it is let go.
+ */
+static void
+bind_with_lease_write_held(struct env *e, int patches)
+{
+    e->f.hold_call = 2; /* GET lease, POST lease: the write */
+    e->f.hold = true;
+    g_patches_seen = patches;
+    bind_post(e);
+    cr_assert(run_until(e, held_with_patches), "the PATCHes come while the Lease write waits");
+    cr_assert_not(e->answered, "no answer before the Lease write ends");
+    let_go(e);
+}
+
+/*
  * The label PATCH does not wait for the Lease write: under a slow API
  * server three writes one after another ran out of the bind's deadline.
  */
@@ -658,13 +674,7 @@ Test(bind, the_label_patch_goes_while_the_lease_write_is_held)
     struct env e;
 
     env_init(&e, true);
-    e.f.hold_call = 2; /* POST lease */
-    e.f.hold = true;
-    g_patches_seen = 1;
-    bind_post(&e);
-    cr_assert(run_until(&e, held_with_patches), "the PATCH lands while the Lease write waits");
-    cr_assert_not(e.answered);
-    let_go(&e);
+    bind_with_lease_write_held(&e, 1);
     cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "%s", e.error);
     assert_trace(&e, BIND MARK_BOUND);
     assert_booking(&e, "bound");
@@ -678,13 +688,7 @@ Test(bind, a_label_failing_during_the_lease_write_releases_after_it)
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    e.f.hold_call = 2;
-    e.f.hold = true;
-    g_patches_seen = 2; /* the PATCH and its one retry */
-    bind_post(&e);
-    cr_assert(run_until(&e, held_with_patches), "both PATCHes fail while the Lease write waits");
-    cr_assert_not(e.answered, "no answer before the Lease write ends");
-    let_go(&e);
+    bind_with_lease_write_held(&e, 2); /* the PATCH and its one retry */
     cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
     cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
     assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE);
