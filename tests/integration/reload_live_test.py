@@ -155,6 +155,9 @@ PODS = [
     pod("ts-only", limits={"gpu-extender.io/time-slice": "1"}),
     pod("other-ns", ns="ml-research", ann={"gpu-extender.io/time-slices": "1"},
         limits={"gpu-extender.io/time-slice": "1"}),
+    # read as the gang options only under the names the probes reload to (then invalid)
+    pod("gang-opts", ann={"example.com/apart": "maybe", "example.com/numa": "maybe"},
+        limits={"gpu-extender.io/time-slice": "1"}),
 ]
 
 
@@ -392,6 +395,8 @@ DECISION = {
     "names.gpu_memory_annotation": "example.com/mem",
     "names.gpu_milli_annotation": "example.com/milli",
     "names.gpu_util_annotation": "example.com/util",
+    "names.gang_distinct_annotation": "example.com/apart",
+    "names.gang_numa_annotation": "example.com/numa",
     "metrics.node_labels": ["nosuchlabel"],
     "metrics.strip_port": True,
     "metrics.names.util": "NO_SUCH_UTIL",
