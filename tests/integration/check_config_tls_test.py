@@ -119,13 +119,16 @@ def reloads_keep_the_last_good_config(plain, bad):
     good_hash = metric_line(plain, "gpu_extender_config_hash")
     for what, overrides, key in bad:
         failed0 = metric_line(plain, 'gpu_extender_config_reloads_total{result="failure"}')
+        named0 = plain.logs().count(key)
         plain.write_config(config_with(plain, overrides))
         os.kill(plain.proc.pid, signal.SIGHUP)
-        # the log line is this config's own rejection; the count may also have grown by the
-        # config file check (every second) rejecting the previous bad config once more
-        c.ok(wait_for(lambda: key in plain.logs(), 5), f"reload, {what}: the log names {key}")
-        c.ok(metric_line(plain, 'gpu_extender_config_reloads_total{result="failure"}') > failed0,
-             f"reload, {what}: counted as failed")
+        # a new line naming the key is this config's own rejection; the count alone may have
+        # grown by the config file check (every second) rejecting the previous one again
+        c.ok(wait_for(lambda: plain.logs().count(key) > named0, 5),
+             f"reload, {what}: the log names {key}")
+        c.ok(wait_for(lambda: metric_line(
+            plain, 'gpu_extender_config_reloads_total{result="failure"}') > failed0, 5),
+            f"reload, {what}: counted as failed")
         c.eq(metric_line(plain, "gpu_extender_config_hash"), good_hash,
              f"reload, {what}: the last good config stays")
         st, _, _ = plain.request("GET", "/healthz")
