@@ -546,6 +546,8 @@ class Cluster:
         if scheme == "https" and not e.get("tls"):
             raise ValueError(f"scheduler {name}: HTTPS config needs a TLS extender")
         ext["urlPrefix"] = f"{scheme}://127.0.0.1:{port}/gpu-extender"
+        if spec.get("http_timeout"):  # a measurement of another time budget (burst tests)
+            ext["httpTimeout"] = spec["http_timeout"]
         if "tlsConfig" in ext and "caFile" in ext["tlsConfig"]:
             del ext["tlsConfig"]["caFile"]
             with open(self.path("ca.crt"), "rb") as f:
