@@ -50,10 +50,12 @@ struct fake {
     int lose;           /* Lease PUTs still to lose to another writer */
     int patch_status;   /* the label PATCH answers this (0: 200) */
     int patch_failures; /* with patch_status: only this many PATCHes fail (0: every one) */
+    int patch_ms;       /* each PATCH is answered this late */
     int hold_call;      /* the n-th Lease call (1-based) waits while @hold */
     bool hold, holding; /* holding: that call is waiting now */
     int lease_calls;
     int binding_status;   /* the Binding answers this (0: 201, or 409 when bound) */
+    int binding_failures; /* with binding_status: only this many Bindings fail (0: every one) */
     const char *lands_on; /* a failing Binding binds the pod here all the same */
     int binding_hang_ms;
     int get_status;   /* a GET of the pod answers this (0: 200) */
@@ -200,6 +202,9 @@ binding_call(struct fake *f, int fd, const struct gx_fakehttp_req *r)
     int s = f->binding_status, hang = f->binding_hang_ms;
 
     note(f, "POST binding");
+    if (s != 0 && f->binding_failures > 0 && --f->binding_failures == 0) {
+        f->binding_status = 0; /* the last failure: the next Binding lands */
+    }
     if (s == 0 && hang == 0) {
         s = f->pod_node[0] != '\0' ? 409 : 201; /* the API server's rule: bound once */
     }
@@ -227,7 +232,7 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
 {
     struct fake *f = ctx;
     char *obj;
-    int s;
+    int s, delay;
 
     if (strncmp(r->target, "/api/v1/nodes", 13) == 0 ||
         strncmp(r->target, "/api/v1/pods", 12) == 0 ||
@@ -258,7 +263,9 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         f->patch_status = 0; /* the last failure: the next PATCH succeeds */
     }
     obj = pod_json(f);
+    delay = strcmp(r->method, "PATCH") == 0 ? f->patch_ms : 0;
     pthread_mutex_unlock(&f->mu);
+    gx_fakehttp_msleep(delay);
     gx_fakehttp_respond(fd, s, s == 200 ? obj : "{\"kind\":\"Status\",\"message\":\"boom\"}");
     free(obj);
 }
@@ -571,6 +578,8 @@ expect(struct env *e, enum gx_bind_outcome o, const char *error, const char *tra
 #define BIND RESERVE "PATCH pod,POST binding,"
 #define MARK_BOUND "GET lease,PUT lease"
 #define RELEASE "GET lease,PUT lease"
+/* a release queued while the reservation's round ends writes on what that round wrote */
+#define RELEASE_NEXT "PUT lease"
 #define KEPT "cannot create the binding (booking kept until the pod settles): "
 #define ELSEWHERE "the pod is already bound to another node"
 
@@ -601,12 +610,14 @@ Test(bind, a_lost_lease_race_retries_the_reservation)
            "GET lease,PUT lease,GET lease,PUT lease,PATCH pod,POST binding," MARK_BOUND, "bound");
 }
 
+/* The label fails after the Lease write: the release is a round of its own. */
 Test(bind, a_label_patch_failing_twice_releases_the_reservation)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
+    e.f.patch_ms = 300; /* the Lease write ends first */
     expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
            RESERVE "PATCH pod,PATCH pod," RELEASE, "");
 }
@@ -691,7 +702,7 @@ Test(bind, a_label_failing_during_the_lease_write_releases_after_it)
     bind_with_lease_write_held(&e, 2); /* the PATCH and its one retry */
     cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
     cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
-    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE);
+    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE_NEXT);
     assert_booking(&e, "");
     env_fini(&e);
 }
@@ -771,7 +782,7 @@ Test(bind, a_reservation_heard_after_the_deadline_is_released)
         gx_fakehttp_msleep(5);
     }
     pthread_mutex_lock(&e.f.mu);
-    e.f.hold_call = 4; /* GET, POST (round 1), GET, PUT (round 2): its PUT */
+    e.f.hold_call = 3; /* GET, POST (round 1), PUT (round 2, on what round 1 wrote) */
     e.f.hold = true;
     pthread_mutex_unlock(&e.f.mu);
     cr_assert(run_until(&e, holding), "round 2's write held");
@@ -819,7 +830,18 @@ Test(bind, a_5xx_binding_with_the_pod_unbound_keeps_the_booking)
 
     env_init(&e, true);
     e.f.binding_status = 503;
-    expect(&e, GX_BIND_ERROR, KEPT "HTTP 503", BIND "GET pod", "reserved");
+    expect(&e, GX_BIND_ERROR, KEPT "HTTP 503", BIND "GET pod,POST binding,GET pod", "reserved");
+}
+
+/* A Binding that failed and did not land goes once more while time is left. */
+Test(bind, a_5xx_binding_that_did_not_land_is_sent_again)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.binding_status = 503;
+    e.f.binding_failures = 1;
+    expect(&e, GX_BIND_OK, "", BIND "GET pod,POST binding," MARK_BOUND, "bound");
 }
 
 Test(bind, a_timed_out_binding_with_the_pod_unbound_keeps_the_booking)
@@ -873,21 +895,20 @@ held_and_answered(struct env *e)
 
 /*
  * The e2e_burst over-admission: attempt 1 books, its label PATCH fails, so
- * it queues a background release, whose Lease call @hold_call the API
- * server holds back; the scheduler's retry comes meanwhile. Updates of one
- * node go in rounds (leases_cas.c), so the retry waits for the release's
- * round and then books anew: whichever way the calls interleave, the pod
- * ends bound with its booking in place.
+ * it queues a background release, whose first Lease call (the 3rd: GET and
+ * POST were attempt 1's) the API server holds back; the scheduler's retry
+ * comes meanwhile. Updates of one node go in rounds (leases_cas.c), so the
+ * retry waits for the release's round and then books anew: the pod ends
+ * bound with its booking in place.
  */
-static void
-late_release(int hold_call)
+Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
     e.f.patch_failures = 2; /* the PATCH and its one retry */
-    e.f.hold_call = hold_call;
+    e.f.hold_call = 3;
     e.f.hold = true;
     bind_post(&e);
     cr_assert(run_until(&e, held_and_answered), "attempt 1 fails with its release held");
@@ -901,18 +922,6 @@ late_release(int hold_call)
     cr_assert(run_until(&e, settled), "the late release and the bound mark end");
     assert_booking(&e, "bound");
     env_fini(&e);
-}
-
-/* Held before it reads the Lease. */
-Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
-{
-    late_release(3); /* GET lease, POST lease (attempt 1), then the release's GET */
-}
-
-/* Held after it read attempt 1's booking, before its write. */
-Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
-{
-    late_release(4); /* ... the release's GET, then its PUT */
 }
 
 /* Seed the cache with the pod's booking on gpu-b, @age_ms old. */

@@ -775,6 +775,19 @@ Test(kobj, failure_text_says_what_the_server_said)
     cr_assert_null(strstr(out, "ok"));
 }
 
+/* Worth sending again at once: a broken connection, a 5xx, a 429; not a timeout, not a 4xx. */
+Test(kobj, retryable_failures)
+{
+    cr_assert(gx_kobj_retryable(GX_EUPSTREAM, 0));
+    cr_assert(gx_kobj_retryable(GX_OK, 504));
+    cr_assert(gx_kobj_retryable(GX_OK, 500));
+    cr_assert(gx_kobj_retryable(GX_OK, 429));
+    cr_assert_not(gx_kobj_retryable(GX_ETIMEDOUT, 0), "its time is spent");
+    cr_assert_not(gx_kobj_retryable(GX_OK, 409));
+    cr_assert_not(gx_kobj_retryable(GX_OK, 403));
+    cr_assert_not(gx_kobj_retryable(GX_OK, 200));
+}
+
 Test(kobj, repeated_pod_fields_take_the_last_value, .init = setup, .fini = teardown)
 {
     const char *json = "{\"metadata\":{\"name\":\"first\",\"namespace\":\"ml\",\"name\":\"last\"},"

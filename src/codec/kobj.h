@@ -177,6 +177,15 @@ enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth,
 void gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out,
                           size_t n);
 
+/**
+ * Whether a failed API call is worth sending again at once: a broken
+ * connection, a 5xx or a 429. Not a timeout (its time is spent) and not
+ * another 4xx (the same request gets the same answer). A write failed this
+ * way may have landed: only an idempotent one, or one that reads first, is
+ * sent again.
+ */
+bool gx_kobj_retryable(enum gx_err rc, long status);
+
 enum gx_watch_type {
     GX_WATCH_ADDED,
     GX_WATCH_MODIFIED,

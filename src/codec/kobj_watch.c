@@ -35,6 +35,15 @@ gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, 
     kobj_doc_free(&doc);
 }
 
+bool
+gx_kobj_retryable(enum gx_err rc, long status)
+{
+    if (rc != GX_OK) {
+        return rc != GX_ETIMEDOUT;
+    }
+    return status >= 500 || status == 429;
+}
+
 static const char *const watch_types[] = {
     [GX_WATCH_ADDED] = "ADDED",     [GX_WATCH_MODIFIED] = "MODIFIED",
     [GX_WATCH_DELETED] = "DELETED", [GX_WATCH_BOOKMARK] = "BOOKMARK",

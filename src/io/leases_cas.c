@@ -5,11 +5,13 @@
  * Updates of one node queue while a round for that node is in flight; the
  * next round takes every queued update at once (a group commit): GET the
  * Lease, apply each update's mutate in order on the cache, PUT once (POST
- * when the Lease does not exist), then tell each update its result. Only
- * another writer's change (409) sends a round back to GET, after a short
- * jittered pause, within the updates' retries and deadlines. Started one
- * GET per update, a burst of binds on one node made this process conflict
- * with itself: a third of the binds failed.
+ * when the Lease does not exist), then tell each update its result.
+ * Another writer's change (409), or a call that failed in a way worth
+ * another try (gx_kobj_retryable: a write that may have landed), sends a
+ * round back to GET, after a short jittered pause, within the updates'
+ * retries and deadlines. Started one GET per update, a burst of binds on
+ * one node made this process conflict with itself: a third of the binds
+ * failed.
  *
  * An update whose mutate fails is taken out of the round and its changes
  * are undone; one with nothing to write ends with the round's read. A
@@ -51,6 +53,7 @@ struct gx_lease_q {
     char rv[64];
     bool exists;
     bool missed; /* the watch brought this Lease while the round was in flight */
+    bool known;  /* orig and rv are what our own last write left: no read needed */
     int attempts;
     struct gx_httpc_xfer *xfer;
     struct event *retry;
@@ -177,17 +180,17 @@ op_late(const struct lease_op *o, int64_t now)
     return o->deadline_ms - now < 100;
 }
 
-/* End every update of the round that op_late says has no time for it. */
+/* End with @rc every update of the round that has no time left (op_late), or all when @spent. */
 static void
-q_drop_late(struct gx_lease_q *q, bool spent, const char *why, struct lease_ops *ended)
+q_drop_late(struct gx_lease_q *q, bool spent, enum gx_err rc, const char *why,
+            struct lease_ops *ended)
 {
     int64_t now = gx_mono_ms();
 
     for (struct lease_op *o = TAILQ_FIRST(&q->round), *next; o != NULL; o = next) {
         next = TAILQ_NEXT(o, link);
         if (spent || op_late(o, now)) {
-            op_end(q, o, ended, why != NULL ? GX_ECONFLICT : GX_ETIMEDOUT,
-                   why != NULL ? why : "no time left to write the ledger lease");
+            op_end(q, o, ended, rc, why);
         }
     }
 }
@@ -220,21 +223,22 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Another writer won: read again after a short random pause. Updates out of
- * time or retries end with the conflict; the rest go on.
+ * Another writer won, or a call failed in a way worth another try: read
+ * again after a short random pause. Updates out of time or retries end
+ * with @rc and @why; the rest go on.
  */
 static void
-q_retry(struct gx_lease_q *q, const char *why)
+q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
 {
     struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
     struct gx_leases *ls = q->ls;
     struct timeval tv = {0, 0};
 
     TAILQ_INIT(&ended);
-    q_drop_late(q, q->attempts >= ls->cfg->ledger_cas_retries, why, &ended);
+    q_drop_late(q, q->attempts >= ls->cfg->ledger_cas_retries, rc, why, &ended);
     q->xfer = NULL;
     if (TAILQ_EMPTY(&q->round)) {
-        q_end(q, GX_ECONFLICT, why); /* reports nothing more; starts the next round */
+        q_end(q, rc, why); /* reports nothing more; starts the next round */
         ops_report(&ended);
         return;
     }
@@ -246,6 +250,25 @@ q_retry(struct gx_lease_q *q, const char *why)
         q_end(q, GX_ENOMEM, "out of memory");
     }
     ops_report(&ended);
+}
+
+/*
+ * The Lease is what the round just wrote, at @rv: the next round may apply
+ * its updates on that without reading it first (one call fewer per round
+ * in a burst). Should another writer have changed it meanwhile, the write's
+ * compare-and-swap fails and that round reads the Lease (409, q_retry).
+ */
+static void
+q_know(struct gx_lease_q *q, const char *rv)
+{
+    free(q->orig);
+    q->orig = q->wrote;
+    q->n_orig = q->n_wrote;
+    q->wrote = NULL;
+    q->n_wrote = 0;
+    q->exists = true;
+    (void)snprintf(q->rv, sizeof(q->rv), "%s", rv);
+    q->known = true;
 }
 
 static void
@@ -261,17 +284,19 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         size_t n = 0;
         if (gx_leases_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
             gx_leases_cache_set(ls, q->node, q->wrote, q->n_wrote, rv);
+            q_know(q, rv);
         }
         free(t);
         q_end(q, GX_OK, "");
         return;
     }
+    q->known = false;
     /* Not written: the cache goes back to what the Lease held. */
     gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
     if (rc == GX_OK && status == 409) {
         ls->st->cas_conflicts++;
         ls->st->errors[GX_UPERR_CONFLICT]++;
-        q_retry(q, "the ledger lease kept changing (compare-and-swap conflicts)");
+        q_retry(q, GX_ECONFLICT, "the ledger lease kept changing (compare-and-swap conflicts)");
         return;
     }
     ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
@@ -279,6 +304,16 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     q->missed = true;
     gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
     (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s", what);
+    if (gx_kobj_retryable(rc, status)) {
+        /*
+         * Read it again and let the updates decide on what it holds: a
+         * write that landed shows each its own booking (taken over, as a
+         * retried bind does). Ended here, one lost answer failed every bind
+         * of the round under a faulty API server.
+         */
+        q_retry(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
+        return;
+    }
     q_end(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
 }
 
@@ -379,6 +414,7 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     char msg[300], what[240];
 
     q->xfer = NULL;
+    q->known = false;
     free(q->orig);
     q->orig = NULL;
     q->n_orig = 0;
@@ -392,8 +428,8 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         q->ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
         gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
         (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s", what);
-        if (rc == GX_OK && status >= 500) {
-            q_retry(q, msg);
+        if (gx_kobj_retryable(rc, status)) {
+            q_retry(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
         } else {
             q_end(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
         }
@@ -411,12 +447,17 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     q_apply(q);
 }
 
+/* Read the Lease, then apply the round (q_apply); no read after our own write (q_know). */
 static void
 q_get(struct gx_lease_q *q)
 {
     char path[512];
 
     q->attempts++;
+    if (q->known && !q->missed) {
+        q_apply(q);
+        return;
+    }
     q->missed = false; /* this read is newer than anything the watch showed so far */
     (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
                    q->ls->cfg->kube_namespace, q->name);
@@ -447,7 +488,7 @@ q_kick(struct gx_lease_q *q, bool waited)
     TAILQ_CONCAT(&q->round, &q->waiting, link);
     q->attempts = 0;
     if (waited) {
-        q_drop_late(q, false, NULL, &ended);
+        q_drop_late(q, false, GX_ETIMEDOUT, "no time left to write the ledger lease", &ended);
     }
     if (TAILQ_EMPTY(&q->round)) {
         q_end(q, GX_OK, ""); /* reports nothing more; starts the next round */
@@ -495,14 +536,17 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
 }
 
 bool
-gx_leases_busy(struct gx_leases *ls, const char *node)
+gx_leases_busy(struct gx_leases *ls, const char *node, const char *rv)
 {
     struct gx_lease_q *q = q_find(ls, node);
 
     if (q == NULL) {
         return false;
     }
-    q->missed = true;
+    /* the echo of our own write (or older) shows nothing the round does not know */
+    if (!(q->known && rv != NULL && (strcmp(rv, q->rv) == 0 || gx_rv_older(rv, q->rv)))) {
+        q->missed = true;
+    }
     return true;
 }
 

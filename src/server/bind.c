@@ -49,6 +49,7 @@ struct bind_op {
     bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
     bool shown;            /* its booking is shown in the cache while it is written (hold) */
     bool label_retried;    /* the label PATCH was sent again after a failed answer */
+    bool binding_retried;  /* the Binding was sent again after the pod showed it had not landed */
     enum { LABEL_UNSENT, LABEL_SENT, LABEL_DONE, LABEL_FAILED } label;
     char label_error[300];
     char binding_error[300];
@@ -273,9 +274,6 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
     gx_sync_decide_ctx(op->app, &dc);
     rc = reserve(&dc, l, node, &pod, op->gang, op->n_gang, &op->plan, why);
     *write = op->plan.changed || op->plan.renewed;
-    if (rc == GX_OK && op->label == LABEL_UNSENT) {
-        label_send(op); /* the pod fits: its label goes alongside the Lease write */
-    }
     return rc;
 }
 
@@ -311,9 +309,11 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
 }
 
 /*
- * The label PATCH runs alongside the Lease write (both must land before the
+ * The label PATCH runs alongside the Lease round (both must land before the
  * Binding, neither needs the other): one write less one after another in the
  * bind's deadline, the cause of most failed binds under a slow API server.
+ * It goes once the cache shows the pod fits (show_booking), else once the
+ * Lease has it.
  */
 static void
 label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
@@ -329,13 +329,11 @@ label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     /*
-     * The merge patch is idempotent: one more try after a 5xx, 429 or a
-     * broken connection (not a timeout: its time is spent) while half the
-     * bind's deadline is left for it and the Binding. A failed bind costs
+     * The merge patch is idempotent: one more try while half the bind's
+     * deadline is left for it and the Binding. A failed bind costs
      * kube-scheduler a whole new attempt.
      */
-    if (!op->label_retried && rc != GX_ETIMEDOUT &&
-        (rc != GX_OK || status >= 500 || status == 429) &&
+    if (!op->label_retried && gx_kobj_retryable(rc, status) &&
         op->deadline_ms - gx_mono_ms() >= op->app->cfg->bind_deadline_ms / 2) {
         op->label_retried = true;
         label_send(op);
@@ -408,6 +406,15 @@ check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     w = pod_where(op, rc, status, body, len);
     if (w == PW_HERE) {
         op_finish(op, op->uncertain ? GX_BIND_OK : GX_BIND_REPEAT);
+    } else if (w == PW_PENDING && op->uncertain && !op->binding_retried &&
+               op->deadline_ms - gx_mono_ms() >= op->app->cfg->bind_deadline_ms / 4) {
+        /*
+         * Not landed (a reset, or lost): once more to the same node while
+         * time is left. Should the first still land, the second hears 409
+         * and the pod shows it here; a failed bind costs a whole attempt.
+         */
+        op->binding_retried = true;
+        op_enter(op, BS_BINDING);
     } else if (w == PW_ELSEWHERE) {
         op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
     } else {
@@ -594,6 +601,9 @@ op_enter(struct bind_op *op, enum bind_state st)
         }
         op->state = BS_RESERVE;
         show_booking(op);
+        if (op->shown && op->label == LABEL_UNSENT) {
+            label_send(op);
+        }
         op_lease(op, op->node, reserve_mutate, reserve_done);
         return;
     case BS_LABEL: /* label_done moves on */
