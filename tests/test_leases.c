@@ -761,18 +761,30 @@ lease_count(struct env *e, const char *uid)
  * one write (ended at the 504, every bind of the round failed), and the
  * cache never hides a booking the Lease holds.
  */
+/*
+ * Book uid-mine on an existing Lease (a PUT) whose next @lost writes land
+ * but lose their answer (504) and whose next @reset writes never arrive;
+ * the watch is mute, so only the update's own calls show the Lease.
+ */
+static void
+book_faulty(struct env *e, int lost, int reset)
+{
+    env_init(e, 3600);
+    cr_assert(run_until(e, is_synced), "first list");
+    pthread_mutex_lock(&e->f->mu);
+    other_writer(e->f, "uid-other");
+    e->f->fail_writes = lost;
+    e->f->drop_writes = reset;
+    e->f->mute_watch = true;
+    pthread_mutex_unlock(&e->f->mu);
+    book(e);
+}
+
 Test(leases, a_write_that_failed_but_landed_is_read_back)
 {
     struct env e;
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    other_writer(e.f, "uid-other"); /* the Lease exists: the booking is a PUT */
-    e.f->fail_writes = 1;
-    e.f->mute_watch = true;
-    pthread_mutex_unlock(&e.f->mu);
-    book(&e);
+    book_faulty(&e, 1, 0);
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);
     cr_assert_eq(fake_int(&e, &e.f->puts), 1, "the landed write is not sent again");
     cr_assert_eq(fake_int(&e, &e.f->gets), 2, "the Lease was read again after the 504");
@@ -787,13 +799,7 @@ Test(leases, a_write_that_never_arrived_is_sent_again)
 {
     struct env e;
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    other_writer(e.f, "uid-other");
-    e.f->drop_writes = 1;
-    pthread_mutex_unlock(&e.f->mu);
-    book(&e);
+    book_faulty(&e, 0, 1);
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);
     cr_assert_eq(fake_int(&e, &e.f->puts), 2, "written again after the reset");
     cr_assert_eq(lease_count(&e, "uid-mine"), 1, "booked once");
@@ -806,13 +812,7 @@ Test(leases, a_write_that_keeps_failing_gives_up_as_upstream_error)
 {
     struct env e;
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    other_writer(e.f, "uid-other");
-    e.f->drop_writes = 1000;
-    pthread_mutex_unlock(&e.f->mu);
-    book(&e);
+    book_faulty(&e, 0, 1000);
     cr_assert_neq(e.rc, GX_OK);
     cr_assert_neq(e.rc, GX_ECONFLICT, "bind answers a rejection for a conflict only");
     cr_assert_eq(e.calls, e.cfg->ledger_cas_retries, "one mutate per allowed attempt");
