@@ -121,6 +121,8 @@ try:
     def done():
         if not all(c.alive(f"extender-{e['name']}") for e in extenders):
             return "an extender died"
+        if not c.alive("scheduler-gpu-scheduler"):
+            return "kube-scheduler exited"  # nothing restarts it here: stop waiting
         return bound(c) == len(pods)
     res = wait_for(done, 900, interval=2)
     took = time.time() - t0
