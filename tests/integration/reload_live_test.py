@@ -661,8 +661,9 @@ def probe_reservation_ttl():
     def setup():
         p = new_api_pod()
         md = p["metadata"]
-        api_fault(kind="500", path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/"
-                                          f"{md['name']}/binding")
+        # two: the bind sends a Binding that failed and did not land once more
+        api_fault(kind="500", count=2, path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/"
+                                                   f"{md['name']}/binding")
         st, err, _ = bind_pod(p, node)
         api.control("DELETE", "/control/fault")
         c.ok(st == 200 and err, f"sharing.reservation_ttl_s: the bind fails ({err})")
