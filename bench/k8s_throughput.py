@@ -19,9 +19,11 @@ run, so where an attempt's time goes can be read with `go tool pprof -top`.
 --gang SIZE groups the pods into PodGroups of SIZE members (gang scheduling, KEP-4671: the gate
 GenericWorkload on the API server and both schedulers, as tests/e2e/gang_test.py runs them) and
 reports, besides the per-pod figures, one group attempt (every member filtered, scored and
-assumed; binds excluded) from scheduler_podgroup_scheduling_attempt_duration_seconds
-{result="scheduled"}: mean (sum / count) and p50/p99 (its buckets double from 1 ms, so the
-quantiles are coarse and the mean is the figure to compare). Results: bench/results/k8s-gangSIZE.json.
+assumed, and the PodGroup's status PATCH; binds excluded) from
+scheduler_podgroup_scheduling_attempt_duration_seconds{result="scheduled"}: mean (sum / count)
+and p50/p99 (its buckets double from 1 ms, so the quantiles are coarse and the mean is the figure
+to compare), and the mean of scheduler_podgroup_scheduling_algorithm_duration_seconds (the same
+without the PATCH: where the extender's calls are). Results: bench/results/k8s-gangSIZE.json.
 """
 import argparse
 import json
@@ -95,9 +97,15 @@ def sched_metrics(port):
         text = r.read().decode()
     scheduled = errors = 0.0
     buckets = {}
-    # one group attempt: {le: count}, sum, count of result="scheduled"
+    # one group attempt: {le: count}, sum, count of result="scheduled"; the algorithm alone
+    # (every result): sum, count
     pg = ({}, 0.0, 0.0)
+    alg = [0.0, 0.0]
     for line in text.splitlines():
+        if line.startswith("scheduler_podgroup_scheduling_algorithm_duration_seconds_sum"):
+            alg[0] += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("scheduler_podgroup_scheduling_algorithm_duration_seconds_count"):
+            alg[1] += float(line.rsplit(" ", 1)[1])
         if line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds") \
                 and 'result="scheduled"' in line:
             v = float(line.rsplit(" ", 1)[1])
@@ -119,7 +127,7 @@ def sched_metrics(port):
             le = re.search(r'[{,]le="([^"]+)"', line).group(1)
             key = float("inf") if le == "+Inf" else float(le)
             buckets[key] = buckets.get(key, 0) + float(line.rsplit(" ", 1)[1])
-    return scheduled, errors, buckets, pg
+    return scheduled, errors, buckets, pg + tuple(alg)
 
 
 def watch_binds(c, prefix):
@@ -192,6 +200,18 @@ def start_profile(port, seconds, path):
     return t
 
 
+def extender_calls(c):
+    """{verb: [calls, mean ms]} of the extender's own request durations (its side of a call)."""
+    out = {}
+    for (name, labels), v in c.extender_metrics("a").items():
+        verb = dict(labels).get("verb")
+        if name == "gpu_extender_request_duration_seconds_count":
+            out.setdefault(verb, [0, 0.0])[0] += v
+        elif name == "gpu_extender_request_duration_seconds_sum":
+            out.setdefault(verb, [0, 0.0])[1] += v
+    return {k: [int(n), ms(t / n)] for k, (n, t) in out.items() if n}
+
+
 def ms(seconds):
     return round(seconds * 1000, 2) if seconds is not None else None
 
@@ -231,6 +251,7 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
             raise TimeoutError(f"{mode}: {len(bound)}/{npods} pods bound after 1800 s")
         time.sleep(0.25)
     n, nerr, buckets, pg = sched_metrics(port)
+    calls = extender_calls(c) if mode != "bare" else {}
     cpu = {k: round(cpu_seconds(p) - cpu0[k], 1) for k, p in pids.items()
            if p and k in cpu0 and cpu_seconds(p) is not None}
     if prof is not None:
@@ -251,7 +272,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
     if gang:
         res.update(gang=gang, groups_scheduled=pg[2],
                    group_mean_ms=ms(pg[1] / pg[2]) if pg[2] else None,
-                   group_p50_ms=ms(quantile(pg[0], 0.5)), group_p99_ms=ms(quantile(pg[0], 0.99)))
+                   group_p50_ms=ms(quantile(pg[0], 0.5)), group_p99_ms=ms(quantile(pg[0], 0.99)),
+                   algorithm_mean_ms=ms(pg[3] / pg[4]) if pg[4] else None, extender_calls=calls)
     print(f"  {mode}: {res}", flush=True)
     c.stop_scheduler(name)
     c.schedulers.remove(spec)
@@ -320,18 +342,22 @@ def main():
 
 
 def print_groups(results):
-    print("\n| GPU nodes | gang | mode | groups | group attempt mean | p50 | p99 |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| GPU nodes | gang | mode | groups | group attempt mean | p50 | p99 | algorithm mean |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['generated_nodes']:,} | {r['gang']} | {r['mode']} | {r['groups_scheduled']:.0f} | "
-              f"{r['group_mean_ms']} ms | {r['group_p50_ms']} ms | {r['group_p99_ms']} ms |")
+              f"{r['group_mean_ms']} ms | {r['group_p50_ms']} ms | {r['group_p99_ms']} ms | "
+              f"{r['algorithm_mean_ms']} ms |")
     by = {}
     for r in results:
-        by.setdefault(r["generated_nodes"], {})[r["mode"]] = r["group_mean_ms"]
+        by.setdefault(r["generated_nodes"], {})[r["mode"]] = r
     for n, m in by.items():
-        if m.get("bare") is not None and m.get("extender") is not None:
-            print(f"{n:,} nodes, gangs of {results[0]['gang']}: the extender adds "
-                  f"{m['extender'] - m['bare']:.2f} ms to the mean group attempt")
+        if "bare" in m and "extender" in m and m["bare"]["group_mean_ms"] is not None \
+                and m["extender"]["group_mean_ms"] is not None:
+            print(f"{n:,} nodes, gangs of {m['bare']['gang']}: the extender adds "
+                  f"{m['extender']['group_mean_ms'] - m['bare']['group_mean_ms']:.2f} ms to the mean "
+                  f"group attempt, {m['extender']['algorithm_mean_ms'] - m['bare']['algorithm_mean_ms']:.2f}"
+                  " ms to its algorithm")
 
 
 if __name__ == "__main__":
