@@ -268,7 +268,7 @@ def run_race(c):
     def bound_per_gang():
         where = cards_of(c, everyone)
         return {g: sum(n in where for n in names[g]) for g in RACE_GANGS}
-    wait_for(lambda: sum(v == 3 for v in bound_per_gang().values()) >= 2, 90, interval=1)
+    wait_for(lambda: sum(v == 3 for v in bound_per_gang().values()) >= 2, 60, interval=1)
     # the losers' retries (backoff 1, 2, 4 s...) after the winners' binds: none may get in
     time.sleep(HOLD_MS / 1000 + 5)
     per = bound_per_gang()
