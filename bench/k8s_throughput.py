@@ -342,22 +342,22 @@ def main():
 
 
 def print_groups(results):
-    print("\n| GPU nodes | gang | mode | groups | group attempt mean | p50 | p99 | algorithm mean |")
+    print("\n| GPU nodes | gang | mode | groups | group attempt mean | p50 | p99 "
+          "| algorithm mean |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['generated_nodes']:,} | {r['gang']} | {r['mode']} | {r['groups_scheduled']:.0f} | "
-              f"{r['group_mean_ms']} ms | {r['group_p50_ms']} ms | {r['group_p99_ms']} ms | "
-              f"{r['algorithm_mean_ms']} ms |")
+        print(f"| {r['generated_nodes']:,} | {r['gang']} | {r['mode']} "
+              f"| {r['groups_scheduled']:.0f} | {r['group_mean_ms']} ms | {r['group_p50_ms']} ms "
+              f"| {r['group_p99_ms']} ms | {r['algorithm_mean_ms']} ms |")
     by = {}
     for r in results:
         by.setdefault(r["generated_nodes"], {})[r["mode"]] = r
     for n, m in by.items():
-        if "bare" in m and "extender" in m and m["bare"]["group_mean_ms"] is not None \
-                and m["extender"]["group_mean_ms"] is not None:
-            print(f"{n:,} nodes, gangs of {m['bare']['gang']}: the extender adds "
-                  f"{m['extender']['group_mean_ms'] - m['bare']['group_mean_ms']:.2f} ms to the mean "
-                  f"group attempt, {m['extender']['algorithm_mean_ms'] - m['bare']['algorithm_mean_ms']:.2f}"
-                  " ms to its algorithm")
+        b, e = m.get("bare"), m.get("extender")
+        if b and e and b["group_mean_ms"] is not None and e["group_mean_ms"] is not None:
+            print(f"{n:,} nodes, gangs of {b['gang']}: the extender adds "
+                  f"{e['group_mean_ms'] - b['group_mean_ms']:.2f} ms to the mean group attempt, "
+                  f"{e['algorithm_mean_ms'] - b['algorithm_mean_ms']:.2f} ms to its algorithm")
 
 
 if __name__ == "__main__":

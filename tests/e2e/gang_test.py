@@ -41,6 +41,11 @@ restart: an extender killed -9 inside a gang's scheduling pass and started again
   lands inside the pass, with tentative bookings held. Restarted, the replica pins members of a
   new pass; no member binds and no Lease books one while the gang cannot fit; then a filler is
   deleted and the gang binds whole, its tentative bookings all turned into bookings.
+  Then killed after a cycle: on the emptied pool a gang of three whole-card shares fits, the
+  proxy holds every bind for 1.5 s, and the replica is killed as soon as its pin counter shows
+  all three members pinned (the group committed, its binds waiting in the proxy) and started
+  again; the binds reach the restarted replica, which lost the tentative bookings and admits
+  them as any pod's: every member binds, none refused for lack of a card.
 """
 import json
 import os
@@ -327,6 +332,28 @@ def run_restart(c):
     gang_all_or_none(c, "big", names, True)
     chk.ok(wait_for(lambda: metric(c, "gpu_extender_gang_bookings") == 0, 10, interval=0.5),
            "every tentative booking became the member's own booking")
+
+    # 2. killed after the group's cycle, its binds held in the proxy
+    delete_pods(c)
+    set_proxy_faults(c, "slow", latency_ms=[1500, 1500], path_contains="/bind")
+    pins = metric(c, "gpu_extender_gang_pins_total")
+    names = [f"late-{i}" for i in range(3)]
+    create(c, pod_group("late", 3))
+    create(c, *members("late", 3, 4))
+    got = wait_for(lambda: metric(c, "gpu_extender_gang_pins_total") >= pins + 3, 30,
+                   interval=0.02)
+    c.kill_extender("a")
+    chk.ok(got, "killed -9 once the three members were pinned, their binds in the proxy")
+    c.start_extender("a")
+    set_proxy_faults(c, "slow")
+    where = wait_bound(c, names, timeout=60)
+    log(f"late: bound {sorted(where)}; bind events "
+        f"{[(n, m) for n in names for r, m in events(c, n) if 'bind' in (m or '').lower()]}")
+    chk.eq(sorted(where), names, "late: every member bound in the end")
+    binds = c.requests_by_verb("a").get("bind", 0)
+    chk.ok(binds >= 3, f"late: the binds reached the restarted replica ({binds})")
+    refused = [(n, m) for n, m in bind_failures(c, names) if "available" in m]
+    chk.eq(refused, [], "late: no member's bind refused for lack of a card")
 
 
 def reason_count(c, reason):
