@@ -42,7 +42,7 @@ restart: an extender killed -9 inside a gang's scheduling pass and started again
   new pass; no member binds and no Lease books one while the gang cannot fit; then a filler is
   deleted and the gang binds whole, its tentative bookings all turned into bookings.
   Then killed after a cycle: on the emptied pool a gang of three whole-card shares fits, the
-  proxy holds every bind for 1.5 s, and the replica is killed as soon as its pin counter shows
+  proxy holds every bind for 3 s, and the replica is killed as soon as its pin counter shows
   all three members pinned (the group committed, its binds waiting in the proxy) and started
   again; the binds reach the restarted replica, which lost the tentative bookings and admits
   them as any pod's: every member binds, none refused for lack of a card.
@@ -335,7 +335,7 @@ def run_restart(c):
 
     # 2. killed after the group's cycle, its binds held in the proxy
     delete_pods(c)
-    set_proxy_faults(c, "slow", latency_ms=[1500, 1500], path_contains="/bind")
+    set_proxy_faults(c, "slow", latency_ms=[3000, 3000], path_contains="/bind")
     pins = metric(c, "gpu_extender_gang_pins_total")
     names = [f"late-{i}" for i in range(3)]
     create(c, pod_group("late", 3))
