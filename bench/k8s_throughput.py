@@ -16,6 +16,14 @@ a Markdown table on stdout. Not a test: numbers vary with the machine's load.
 --profile DIR also saves, per mode, a CPU profile of the scheduler (Go pprof, the first
 --profile-s seconds after it starts) and the extender's and the scheduler's CPU seconds for the
 run, so where an attempt's time goes can be read with `go tool pprof -top`.
+--gang SIZE groups the pods into PodGroups of SIZE members (gang scheduling, KEP-4671: the gate
+GenericWorkload on the API server and both schedulers, as tests/e2e/gang_test.py runs them) and
+reports, besides the per-pod figures, one group attempt (every member filtered, scored and
+assumed, and the PodGroup's status PATCH; binds excluded) from
+scheduler_podgroup_scheduling_attempt_duration_seconds{result="scheduled"}: mean (sum / count)
+and p50/p99 (its buckets double from 1 ms, so the quantiles are coarse and the mean is the figure
+to compare), and the mean of scheduler_podgroup_scheduling_algorithm_duration_seconds (the same
+without the PATCH: where the extender's calls are). Results: bench/results/k8s-gangSIZE.json.
 """
 import argparse
 import json
@@ -33,9 +41,25 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 from rig import Cluster, wait_for  # noqa: E402
 
 NS = "e2e"
+GATES = "--feature-gates=GenericWorkload=true"
+GANG_APISERVER_ARGS = [GATES, "--runtime-config=scheduling.k8s.io/v1beta1=true",
+                       "--disable-admission-plugins=PodGroupProtection"]
 
 
-def pods(prefix, n, scheduler):
+def group_name(prefix, i, gang):
+    return f"{prefix}-g{i // gang:05d}"
+
+
+def pod_groups(prefix, n, gang):
+    """The PodGroups of @n pods in gangs of @gang (minCount @gang)."""
+    return [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": group_name(prefix, i, gang), "namespace": NS,
+                          "labels": {"bench": prefix}},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": gang}}}}
+            for i in range(0, n, gang)]
+
+
+def pods(prefix, n, scheduler, gang=0):
     items = []
     for i in range(n):
         items.append({"apiVersion": "v1", "kind": "Pod",
@@ -49,15 +73,18 @@ def pods(prefix, n, scheduler):
                                                "resources": {"limits": {"nvidia.com/gpu": "1",
                                                                         "cpu": "100m",
                                                                         "memory": "64Mi"}}}]}})
+        if gang:
+            items[-1]["spec"]["schedulingGroup"] = {"podGroupName": group_name(prefix, i, gang)}
     return items
 
 
-def create_pods(c, items):
-    """POST the pods from a few threads (kubectl would send them one by one)."""
+def create_pods(c, items, path=f"/api/v1/namespaces/{NS}/pods"):
+    """POST the pods (or other objects at @path) from a few threads (kubectl would send them
+    one by one)."""
     import concurrent.futures
 
     def post(p):
-        st, body = c.api("POST", f"/api/v1/namespaces/{NS}/pods", p)
+        st, body = c.api("POST", path, p)
         if st != 201:
             raise RuntimeError(f"create {p['metadata']['name']}: {st} {str(body)[:200]}")
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
@@ -70,7 +97,27 @@ def sched_metrics(port):
         text = r.read().decode()
     scheduled = errors = 0.0
     buckets = {}
+    # one group attempt: {le: count}, sum, count of result="scheduled"; the algorithm alone
+    # (every result): sum, count
+    pg = ({}, 0.0, 0.0)
+    alg = [0.0, 0.0]
     for line in text.splitlines():
+        if line.startswith("scheduler_podgroup_scheduling_algorithm_duration_seconds_sum"):
+            alg[0] += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("scheduler_podgroup_scheduling_algorithm_duration_seconds_count"):
+            alg[1] += float(line.rsplit(" ", 1)[1])
+        if line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds") \
+                and 'result="scheduled"' in line:
+            v = float(line.rsplit(" ", 1)[1])
+            if line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds_bucket{"):
+                le = re.search(r'[{,]le="([^"]+)"', line).group(1)
+                key = float("inf") if le == "+Inf" else float(le)
+                pg[0][key] = pg[0].get(key, 0) + v
+            elif line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds_sum{"):
+                pg = (pg[0], pg[1] + v, pg[2])
+            elif line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds_count{"):
+                pg = (pg[0], pg[1], pg[2] + v)
+            continue
         if line.startswith('scheduler_schedule_attempts_total{') and 'result="scheduled"' in line:
             scheduled += float(line.rsplit(" ", 1)[1])
         elif line.startswith('scheduler_schedule_attempts_total{') and 'result="error"' in line:
@@ -80,7 +127,7 @@ def sched_metrics(port):
             le = re.search(r'[{,]le="([^"]+)"', line).group(1)
             key = float("inf") if le == "+Inf" else float(le)
             buckets[key] = buckets.get(key, 0) + float(line.rsplit(" ", 1)[1])
-    return scheduled, errors, buckets
+    return scheduled, errors, buckets, pg + tuple(alg)
 
 
 def watch_binds(c, prefix):
@@ -153,15 +200,34 @@ def start_profile(port, seconds, path):
     return t
 
 
-def run_mode(c, mode, npods, profile=None, profile_s=20):
+def extender_calls(c):
+    """{verb: [calls, mean ms]} of the extender's own request durations (its side of a call)."""
+    out = {}
+    for (name, labels), v in c.extender_metrics("a").items():
+        verb = dict(labels).get("verb")
+        if name == "gpu_extender_request_duration_seconds_count":
+            out.setdefault(verb, [0, 0.0])[0] += v
+        elif name == "gpu_extender_request_duration_seconds_sum":
+            out.setdefault(verb, [0, 0.0])[1] += v
+    return {k: [int(n), ms(t / n)] for k, (n, t) in out.items() if n}
+
+
+def ms(seconds):
+    return round(seconds * 1000, 2) if seconds is not None else None
+
+
+def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
     name = "bench-bare" if mode == "bare" else "gpu-scheduler"
     prefix = f"{mode}"
     t0 = time.time()
-    create_pods(c, pods(prefix, npods, name))
+    if gang:
+        create_pods(c, pod_groups(prefix, npods, gang),
+                    f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NS}/podgroups")
+    create_pods(c, pods(prefix, npods, name, gang))
     print(f"  {mode}: {npods} pods created in {time.time() - t0:.1f} s", flush=True)
     spec = {"name": name, "leader_elect": False,
             "args": ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,"
-                     "/debug/pprof/*"]}
+                     "/debug/pprof/*"] + ([GATES] if gang else [])}
     if mode == "bare":
         spec.update(no_extender=True, scheduler_name=name)
     else:
@@ -184,7 +250,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20):
         if time.time() > deadline:
             raise TimeoutError(f"{mode}: {len(bound)}/{npods} pods bound after 1800 s")
         time.sleep(0.25)
-    n, nerr, buckets = sched_metrics(port)
+    n, nerr, buckets, pg = sched_metrics(port)
+    calls = extender_calls(c) if mode != "bare" else {}
     cpu = {k: round(cpu_seconds(p) - cpu0[k], 1) for k, p in pids.items()
            if p and k in cpu0 and cpu_seconds(p) is not None}
     if prof is not None:
@@ -202,6 +269,11 @@ def run_mode(c, mode, npods, profile=None, profile_s=20):
            "p50_ms": round(quantile(buckets, 0.5) * 1000, 1) if quantile(buckets, 0.5) is not None else None,
            "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None,
            "cpu_s": cpu}
+    if gang:
+        res.update(gang=gang, groups_scheduled=pg[2],
+                   group_mean_ms=ms(pg[1] / pg[2]) if pg[2] else None,
+                   group_p50_ms=ms(quantile(pg[0], 0.5)), group_p99_ms=ms(quantile(pg[0], 0.99)),
+                   algorithm_mean_ms=ms(pg[3] / pg[4]) if pg[4] else None, extender_calls=calls)
     print(f"  {mode}: {res}", flush=True)
     c.stop_scheduler(name)
     c.schedulers.remove(spec)
@@ -210,6 +282,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20):
               "--force")
     wait_for(lambda: not c.kjson("-n", NS, "get", "pods", "-l", f"bench={prefix}")["items"], 600,
              "bench pods deleted", interval=2)
+    if gang:
+        c.kubectl("-n", NS, "delete", "podgroups", "-l", f"bench={prefix}", "--wait=false")
     return res
 
 
@@ -225,7 +299,11 @@ def main():
     ap.add_argument("--modes", default="bare,extender")
     ap.add_argument("--profile", help="directory for the scheduler's CPU profiles")
     ap.add_argument("--profile-s", type=int, default=20)
+    ap.add_argument("--gang", type=int, default=0,
+                    help="PodGroups of this many pods (a multiple of it: --pods)")
     a = ap.parse_args()
+    if a.gang and a.pods % a.gang:
+        ap.error("--pods must be a multiple of --gang")
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         t0 = time.time()
@@ -233,31 +311,53 @@ def main():
             # the shipped defaults where the rig's test settings differ (tests/k8s/rig.py)
             "log.level": "warn", "ledger.sync_interval_s": 5, "ledger.reconcile_interval_s": 10,
             "prometheus.interval_s": 5}}],
-            schedulers=[], generate=n)
+            schedulers=[], generate=n, apiserver_args=GANG_APISERVER_ARGS if a.gang else None)
         c.up()
         print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
         try:
             for mode in a.modes.split(","):
-                r = run_mode(c, mode, a.pods, a.profile, a.profile_s)
+                r = run_mode(c, mode, a.pods, a.profile, a.profile_s, a.gang)
                 r["nodes"] = len(c.node_names)  # generated + demo nodes
                 r["generated_nodes"] = n
                 results.append(r)
         finally:
             c.down()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "k8s.json"), "w") as f:
+    out = f"k8s-gang{a.gang}.json" if a.gang else "k8s.json"
+    with open(os.path.join(HERE, "results", out), "w") as f:
         json.dump(results, f, indent=1)
     print("\n| GPU nodes | mode | pods | pods/s (all) | pods/s (middle 90 %) | p50 attempt | p99 attempt | attempts failed |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['generated_nodes']:,} | {r['mode']} | {r['pods']} | {r['pods_per_s']} | "
               f"{r['steady_pods_per_s']} | {r['p50_ms']} ms | {r['p99_ms']} ms | {r['attempts_error']} |")
+    if a.gang:
+        print_groups(results)
     by = {}
     for r in results:
         by.setdefault(r["generated_nodes"], {})[r["mode"]] = r["pods_per_s"]
     for n, m in by.items():
         if m.get("bare") and m.get("extender"):
             print(f"{n:,} nodes: with extender {100 * m['extender'] / m['bare']:.0f} % of bare")
+
+
+def print_groups(results):
+    print("\n| GPU nodes | gang | mode | groups | group attempt mean | p50 | p99 "
+          "| algorithm mean |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['generated_nodes']:,} | {r['gang']} | {r['mode']} "
+              f"| {r['groups_scheduled']:.0f} | {r['group_mean_ms']} ms | {r['group_p50_ms']} ms "
+              f"| {r['group_p99_ms']} ms | {r['algorithm_mean_ms']} ms |")
+    by = {}
+    for r in results:
+        by.setdefault(r["generated_nodes"], {})[r["mode"]] = r
+    for n, m in by.items():
+        b, e = m.get("bare"), m.get("extender")
+        if b and e and b["group_mean_ms"] is not None and e["group_mean_ms"] is not None:
+            print(f"{n:,} nodes, gangs of {b['gang']}: the extender adds "
+                  f"{e['group_mean_ms'] - b['group_mean_ms']:.2f} ms to the mean group attempt, "
+                  f"{e['algorithm_mean_ms'] - b['algorithm_mean_ms']:.2f} ms to its algorithm")
 
 
 if __name__ == "__main__":
