@@ -578,8 +578,6 @@ expect(struct env *e, enum gx_bind_outcome o, const char *error, const char *tra
 #define BIND RESERVE "PATCH pod,POST binding,"
 #define MARK_BOUND "GET lease,PUT lease"
 #define RELEASE "GET lease,PUT lease"
-/* a release queued while the reservation's round ends writes on what that round wrote */
-#define RELEASE_NEXT "PUT lease"
 #define KEPT "cannot create the binding (booking kept until the pod settles): "
 #define ELSEWHERE "the pod is already bound to another node"
 
@@ -702,7 +700,7 @@ Test(bind, a_label_failing_during_the_lease_write_releases_after_it)
     bind_with_lease_write_held(&e, 2); /* the PATCH and its one retry */
     cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
     cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
-    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE_NEXT);
+    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE);
     assert_booking(&e, "");
     env_fini(&e);
 }
@@ -782,7 +780,7 @@ Test(bind, a_reservation_heard_after_the_deadline_is_released)
         gx_fakehttp_msleep(5);
     }
     pthread_mutex_lock(&e.f.mu);
-    e.f.hold_call = 3; /* GET, POST (round 1), PUT (round 2, on what round 1 wrote) */
+    e.f.hold_call = 4; /* GET, POST (round 1), GET, PUT (round 2): its PUT */
     e.f.hold = true;
     pthread_mutex_unlock(&e.f.mu);
     cr_assert(run_until(&e, holding), "round 2's write held");
@@ -895,20 +893,21 @@ held_and_answered(struct env *e)
 
 /*
  * The e2e_burst over-admission: attempt 1 books, its label PATCH fails, so
- * it queues a background release, whose first Lease call (the 3rd: GET and
- * POST were attempt 1's) the API server holds back; the scheduler's retry
- * comes meanwhile. Updates of one node go in rounds (leases_cas.c), so the
- * retry waits for the release's round and then books anew: the pod ends
- * bound with its booking in place.
+ * it queues a background release, whose Lease call @hold_call the API
+ * server holds back; the scheduler's retry comes meanwhile. Updates of one
+ * node go in rounds (leases_cas.c), so the retry waits for the release's
+ * round and then books anew: whichever way the calls interleave, the pod
+ * ends bound with its booking in place.
  */
-Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
+static void
+late_release(int hold_call)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
     e.f.patch_failures = 2; /* the PATCH and its one retry */
-    e.f.hold_call = 3;
+    e.f.hold_call = hold_call;
     e.f.hold = true;
     bind_post(&e);
     cr_assert(run_until(&e, held_and_answered), "attempt 1 fails with its release held");
@@ -922,6 +921,18 @@ Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
     cr_assert(run_until(&e, settled), "the late release and the bound mark end");
     assert_booking(&e, "bound");
     env_fini(&e);
+}
+
+/* Held before it reads the Lease. */
+Test(bind, a_late_release_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(3); /* GET lease, POST lease (attempt 1), then the release's GET */
+}
+
+/* Held after it read attempt 1's booking, before its write. */
+Test(bind, a_late_release_write_of_a_failed_attempt_spares_the_retried_bind)
+{
+    late_release(4); /* ... the release's GET, then its PUT */
 }
 
 /* Seed the cache with the pod's booking on gpu-b, @age_ms old. */

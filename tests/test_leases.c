@@ -815,7 +815,8 @@ Test(leases, a_write_that_keeps_failing_gives_up_as_upstream_error)
     book_faulty(&e, 0, 1000);
     cr_assert_neq(e.rc, GX_OK);
     cr_assert_neq(e.rc, GX_ECONFLICT, "bind answers a rejection for a conflict only");
-    cr_assert_eq(e.calls, e.cfg->ledger_cas_retries, "one mutate per allowed attempt");
+    cr_assert_geq(e.calls, 2, "tried again");
+    cr_assert_leq(e.calls, e.cfg->ledger_cas_retries, "within the retry bound");
     cr_assert_null(gx_ledger_find_pod(e.l, "uid-mine"), "the cache shows nothing unwritten");
     env_fini(&e);
 }
@@ -970,72 +971,6 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
     }
     cr_assert_eq(fake_int(&e, &e.f->conflicts), 0, "no update lost a race to another");
     cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 2, "two writes");
-    env_fini(&e);
-}
-
-/* Queue updates uid-0..uid-@n-1 of NODE at once and run until all end (at most 10). */
-static void
-update_many(struct env *e, struct many *m, int n)
-{
-    g_many = m;
-    for (int i = 0; i < 10; i++) {
-        m[i] = (struct many){.e = e, .i = i, .done = i < n ? 0 : 1};
-    }
-    for (int i = 0; i < n; i++) {
-        cr_assert(
-            gx_leases_update(e->ls, NODE, gx_mono_ms() + 4000, many_mutate, many_done, &m[i]));
-    }
-    cr_assert(run_until(e, all_done), "every update ends");
-}
-
-/*
- * A round that follows our own write applies its updates on what that
- * write left, without reading the Lease first: one call fewer per round
- * while binds queue on a node.
- */
-Test(leases, a_round_after_our_own_write_reads_nothing)
-{
-    struct env e;
-    struct many m[10];
-
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    e.f->mute_watch = true; /* the echo of a write would be no reason to read either */
-    pthread_mutex_unlock(&e.f->mu);
-    update_many(&e, m, 3);
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(m[i].rc, GX_OK, "update %d", i);
-    }
-    cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 2, "two rounds");
-    cr_assert_eq(fake_int(&e, &e.f->gets), 1, "only the first round read the Lease");
-    env_fini(&e);
-}
-
-/*
- * Another writer changes the Lease between our write and our next round:
- * that round's compare-and-swap fails on the old version, reads the
- * Lease and applies its updates on the other writer's tenants.
- */
-Test(leases, a_round_on_our_own_write_that_another_changed_reads_after_the_conflict)
-{
-    struct env e;
-    struct many m[10];
-
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    e.f->mute_watch = true; /* the round cannot know of the other write */
-    e.f->write_after = true;
-    pthread_mutex_unlock(&e.f->mu);
-    update_many(&e, m, 3);
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(m[i].rc, GX_OK, "update %d", i);
-    }
-    cr_assert_eq(fake_int(&e, &e.f->conflicts), 1, "the round on our write lost once");
-    cr_assert_eq(fake_int(&e, &e.f->gets), 2, "and read the Lease then");
-    cr_assert_eq(lease_count(&e, "uid-after"), 1, "the other writer's tenant kept");
-    cr_assert_eq(lease_count(&e, "uid-2"), 1, "ours written");
     env_fini(&e);
 }
 

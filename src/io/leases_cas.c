@@ -53,7 +53,6 @@ struct gx_lease_q {
     char rv[64];
     bool exists;
     bool missed; /* the watch brought this Lease while the round was in flight */
-    bool known;  /* orig and rv are what our own last write left: no read needed */
     int attempts;
     struct gx_httpc_xfer *xfer;
     struct event *retry;
@@ -233,6 +232,7 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
     struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
     struct gx_leases *ls = q->ls;
     struct timeval tv = {0, 0};
+    int64_t pause_us;
 
     TAILQ_INIT(&ended);
     q_drop_late(q, q->attempts >= ls->cfg->ledger_cas_retries, rc, why, &ended);
@@ -242,7 +242,16 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
         ops_report(&ended);
         return;
     }
-    tv.tv_usec = (suseconds_t)(gx_rand_next(&ls->rng) % (uint64_t)(5000 * q->attempts + 1));
+    /*
+     * After another writer's 409, at once but for a few ms of jitter; after
+     * a failed call (a 5xx, 429 or broken connection: the API server may be
+     * overloaded) a longer jittered pause, so retries do not add to the load
+     * that failed them (out of time, the updates end as op_late says).
+     */
+    pause_us = (rc == GX_ECONFLICT ? 5000 : 200000) * (int64_t)q->attempts;
+    pause_us = (int64_t)(gx_rand_next(&ls->rng) % (uint64_t)(pause_us + 1));
+    tv.tv_sec = (time_t)(pause_us / 1000000);
+    tv.tv_usec = (suseconds_t)(pause_us % 1000000);
     if (q->retry == NULL) {
         q->retry = evtimer_new(ls->base, retry_cb, q);
     }
@@ -250,25 +259,6 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
         q_end(q, GX_ENOMEM, "out of memory");
     }
     ops_report(&ended);
-}
-
-/*
- * The Lease is what the round just wrote, at @rv: the next round may apply
- * its updates on that without reading it first (one call fewer per round
- * in a burst). Should another writer have changed it meanwhile, the write's
- * compare-and-swap fails and that round reads the Lease (409, q_retry).
- */
-static void
-q_know(struct gx_lease_q *q, const char *rv)
-{
-    free(q->orig);
-    q->orig = q->wrote;
-    q->n_orig = q->n_wrote;
-    q->wrote = NULL;
-    q->n_wrote = 0;
-    q->exists = true;
-    (void)snprintf(q->rv, sizeof(q->rv), "%s", rv);
-    q->known = true;
 }
 
 static void
@@ -284,13 +274,11 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         size_t n = 0;
         if (gx_leases_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
             gx_leases_cache_set(ls, q->node, q->wrote, q->n_wrote, rv);
-            q_know(q, rv);
         }
         free(t);
         q_end(q, GX_OK, "");
         return;
     }
-    q->known = false;
     /* Not written: the cache goes back to what the Lease held. */
     gx_leases_cache_set(ls, q->node, q->orig, q->n_orig, q->exists ? q->rv : NULL);
     if (rc == GX_OK && status == 409) {
@@ -414,7 +402,6 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     char msg[300], what[240];
 
     q->xfer = NULL;
-    q->known = false;
     free(q->orig);
     q->orig = NULL;
     q->n_orig = 0;
@@ -447,17 +434,12 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     q_apply(q);
 }
 
-/* Read the Lease, then apply the round (q_apply); no read after our own write (q_know). */
 static void
 q_get(struct gx_lease_q *q)
 {
     char path[512];
 
     q->attempts++;
-    if (q->known && !q->missed) {
-        q_apply(q);
-        return;
-    }
     q->missed = false; /* this read is newer than anything the watch showed so far */
     (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
                    q->ls->cfg->kube_namespace, q->name);
@@ -536,17 +518,14 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
 }
 
 bool
-gx_leases_busy(struct gx_leases *ls, const char *node, const char *rv)
+gx_leases_busy(struct gx_leases *ls, const char *node)
 {
     struct gx_lease_q *q = q_find(ls, node);
 
     if (q == NULL) {
         return false;
     }
-    /* the echo of our own write (or older) shows nothing the round does not know */
-    if (!(q->known && rv != NULL && (strcmp(rv, q->rv) == 0 || gx_rv_older(rv, q->rv)))) {
-        q->missed = true;
-    }
+    q->missed = true;
     return true;
 }
 

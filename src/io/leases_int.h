@@ -93,12 +93,10 @@ enum gx_err gx_leases_cache_copy(const struct gx_ledger *l, const char *node, st
 
 /**
  * True when updates of @node are queued or in flight: their own result will
- * refresh the cache, and the next round is told to read the Lease first
- * (the watch just showed a write it may predate) unless @rv (the event's
- * resourceVersion, NULL when unknown) is no newer than the round's own
- * last write.
+ * refresh the cache, and the round in flight is told to read the Lease
+ * again when it ends (the watch just showed a write it may predate).
  */
-bool gx_leases_busy(struct gx_leases *ls, const char *node, const char *rv);
+bool gx_leases_busy(struct gx_leases *ls, const char *node);
 
 /** Drop every queued and running update without calling back (the module is freed). */
 void gx_leases_cancel_all(struct gx_leases *ls);
