@@ -236,7 +236,8 @@ def summary(name, rows):
     pinned = sum(1 for p in gpu if p["gpu_spec"])
     return (f"{name}: {len(rows)} pods, {len(rows) - len(gpu)} CPU-only, {len(gpu)} GPU pods "
             f"({100 * pinned / max(len(gpu), 1):.2f} % pinned); GPU requested "
-            f"{tot / 1000:.1f}: shares {100 * share / tot:.2f} %, multi-GPU {100 * multi / tot:.2f} %")
+            f"{tot / 1000:.1f}: shares {100 * share / tot:.2f} %, "
+            f"multi-GPU {100 * multi / tot:.2f} %")
 
 
 def main(argv):
