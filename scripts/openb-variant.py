@@ -4,6 +4,7 @@
 
 Usage:
   scripts/openb-variant.py VARIANT [--traces DIR] [--seed N] [-o OUT.csv]
+                           [--multi-step GPUS] [--pins-by-kind]
 
 VARIANT is one of
   gpushareP  sharing pods request P % of the GPU (gpushare80, gpushare100: every GPU pod a share)
@@ -45,9 +46,9 @@ CPU-only, 3,078 shares, 3,911 one-GPU, 75 multi-GPU; 28.45 % of the GPU requeste
   appended pods ask exactly 1,000 resp. 2,000 GPUs. The least that reaches 20 resp. 30 % would be
   967.2 resp. 1,974.9 GPUs, and multigpu20 went on past 970 GPUs, so the target was rounded up:
   here to the next 100 GPUs (1,000 and 2,000 as given; multigpu50: 5,200 GPUs, 50.0 %), and pods
-  are appended until the appended GPU reaches it. (Rounding up to 1,000 GPUs fits the two given
-  files as well and would make multigpu50 6,000 GPUs, 53.6 %.) The given multigpu files have only
-  the first five columns; here every column of the copied row is kept.
+  are appended until the appended GPU reaches it. (Rounding up to 1,000 GPUs, --multi-step 1000,
+  fits the two given files as well and makes multigpu50 6,000 GPUs, 53.3 %.) The given multigpu
+  files have only the first five columns; here every column of the copied row is kept.
 - cpuP: no given variant changes the CPU-only pods (all four keep the default's 1,088 rows), so
   cpuP keeps every GPU pod row in place and keeps round(P % x 1,088) CPU-only pods, a sample
   WITHOUT replacement (as gpushare40 samples the kind it shrinks) in their default order
@@ -59,9 +60,12 @@ CPU-only, 3,078 shares, 3,911 one-GPU, 75 multi-GPU; 28.45 % of the GPU requeste
   GPU pods are pinned (gpuspec33: 2,332 of 7,064). The pods to pin are the unpinned GPU pods in
   a seeded random order; nothing else changes. gpuspec20 itself pins 0 CPU pods and pins GPU
   pods of every kind (17.8 % of shares, 22.7 % of one-GPU pods, 10.7 % of multi-GPU pods), and
-  every pin of it has a node big enough; the paper's own gpuspec33 is production data (its
-  README: about 33 % of GPU tasks in the production cluster have GPU type constraints), which
-  this cannot reproduce.
+  every pin of it has a node big enough. Its pins depend on the kind of pod: shares are pinned
+  only to T4 (330), P100 (208) or one five-model list (9), never to G2, G3 or V100 alone, which
+  the docs' rule ignores; --pins-by-kind draws only among the pins gpuspec20 gives pods of the
+  same kind (a sensitivity check, not the default). The paper's own gpuspec33 is production data
+  (its README: about 33 % of GPU tasks in the production cluster have GPU type constraints),
+  which neither rule can reproduce.
 
 Exit status: 0 written, 2 a bad argument or input (with a message on stderr).
 """
@@ -153,7 +157,7 @@ def gpushare(pods, pct, rng):
     return cpu + drawn[:k] + others[:n - k]
 
 
-def multigpu(pods, pct, rng):
+def multigpu(pods, pct, rng, step=MULTI_STEP_MILLI):
     pool = [p for p in pods if kind(p) == "multi"]
     if not pool:
         raise Bad("the input has no multi-GPU pods to draw from")
@@ -164,7 +168,7 @@ def multigpu(pods, pct, rng):
     need = (pct / 100 * total - multi) / (1 - pct / 100)
     if need <= 0:
         return list(pods)
-    target = math.ceil(need / MULTI_STEP_MILLI) * MULTI_STEP_MILLI
+    target = math.ceil(need / step) * step
     out, added = list(pods), 0
     while added < target:
         p = rng.choice(pool)
@@ -185,7 +189,7 @@ def cpu_only(pods, pct, rng):
     return list(pods) + extra
 
 
-def gpuspec(pods, nodes, pct, rng):
+def gpuspec(pods, nodes, pct, rng, by_kind=False):
     gpu = [i for i, p in enumerate(pods) if kind(p) != "cpu"]
     pins = [pods[i]["gpu_spec"] for i in gpu if pods[i]["gpu_spec"]]
     if not pins:
@@ -201,6 +205,8 @@ def gpuspec(pods, nodes, pct, rng):
         by_model.setdefault(nd["model"], set()).add(
             (int(nd["cpu_milli"]), int(nd["memory_mib"]), int(nd["gpu"])))
     fit = {spec: {} for spec in set(pins)}
+    kind_pins = {k: {pods[i]["gpu_spec"] for i in gpu if pods[i]["gpu_spec"] and kind(pods[i]) == k}
+                 for k in ("share", "one", "multi")}
     usable = {}
 
     def usable_pins(p):
@@ -211,7 +217,11 @@ def gpuspec(pods, nodes, pct, rng):
                 seen[c, m, g] = any(c <= nc and m <= nm and g <= ng for model in spec.split("|")
                                     for nc, nm, ng in by_model.get(model, ()))
             usable[c, m, g] = [s for s in pins if fit[s][c, m, g]]
-        return usable[c, m, g]
+        ok = usable[c, m, g]
+        if by_kind:  # only the pins gpuspec20 gives pods of this kind, where one fits
+            same = [s for s in ok if s in kind_pins[kind(p)]]
+            ok = same or ok
+        return ok
 
     cand = [i for i in gpu if not pods[i]["gpu_spec"]]
     rng.shuffle(cand)
@@ -250,6 +260,12 @@ def main(argv):
                     "../shared/traces/openb beside the checkout)")
     ap.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     ap.add_argument("-o", "--output", help="output CSV (default: stdout)")
+    ap.add_argument("--multi-step", type=int, default=MULTI_STEP_MILLI // 1000, metavar="GPUS",
+                    help="multigpuP: round the appended GPU up to this many GPUs (default 100; "
+                    "1000 fits the given files too)")
+    ap.add_argument("--pins-by-kind", action="store_true",
+                    help="gpuspecP: draw only among the pins gpuspec20 gives pods of the same "
+                    "kind (share, one GPU, multi-GPU); not the docs' rule, a sensitivity check")
     a = ap.parse_args(argv)
     try:
         m = re.fullmatch(r"(gpushare|multigpu|cpu|gpuspec)([0-9]{1,4})", a.variant)
@@ -266,11 +282,15 @@ def main(argv):
             pods = read_pods(os.path.join(traces, "openb_pod_list_gpuspec20.csv"))
             nodes = read_csv(os.path.join(traces, "openb_node_list_gpu_node.csv"),
                              ["sn", "cpu_milli", "memory_mib", "gpu", "model"])
-            rows = gpuspec(pods, nodes, pct, rng)
+            rows = gpuspec(pods, nodes, pct, rng, a.pins_by_kind)
         else:
+            if a.multi_step < 1:
+                raise Bad("--multi-step: want a number of GPUs >= 1")
             pods = read_pods(os.path.join(traces, "openb_pod_list_default.csv"))
-            rows = {"gpushare": gpushare, "multigpu": multigpu, "cpu": cpu_only}[fam](
-                pods, pct, rng)
+            if fam == "multigpu":
+                rows = multigpu(pods, pct, rng, a.multi_step * 1000)
+            else:
+                rows = {"gpushare": gpushare, "cpu": cpu_only}[fam](pods, pct, rng)
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(COLUMNS)

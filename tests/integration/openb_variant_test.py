@@ -157,6 +157,13 @@ def main():
     check(len(changed) == npin - sum(bool(p["gpu_spec"]) for p in spec20),
           "gpuspec33: nothing else changed")
 
+    # --pins-by-kind: a newly pinned share gets a pin gpuspec20 gives shares (all of ours fit)
+    share_pins = {p["gpu_spec"] for p in spec20 if p["gpu_spec"] and kind(p) == "share"}
+    o = rows_of(run(traces, "gpuspec33", "--pins-by-kind").stdout)
+    new = [b for a, b in zip(spec20, o) if not a["gpu_spec"] and b["gpu_spec"]]
+    check(new and all(p["gpu_spec"] in share_pins for p in new if kind(p) == "share"),
+          "gpuspec33 --pins-by-kind: shares get share pins")
+
     if real:  # the row counts the docs give for seed 7, and the given files' multigpu targets
         want = {"gpushare80": 8152, "gpushare100": 8152, "multigpu50": 9046, "cpu050": 7608,
                 "gpuspec33": 8152}
@@ -169,6 +176,9 @@ def main():
             o = rows_of(run(traces, v).stdout)
             got = sum(milli(p) for p in o[len(default):])
             check(gpus * 1000 <= got < gpus * 1000 + 8000, f"{v}: {got} appended, given {gpus}k")
+            o = rows_of(run(traces, v, "--multi-step", "1000").stdout)
+            got = sum(milli(p) for p in o[len(default):])
+            check(gpus * 1000 <= got < gpus * 1000 + 8000, f"{v} --multi-step 1000: {got}")
 
     # deterministic by seed
     path = os.path.join(tmp, "o.csv")
@@ -183,8 +193,8 @@ def main():
     h = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True)
     check(h.returncode == 0 and "gpushare80" in h.stdout, "--help")
     for args, say in ((["gpushare"], "unknown variant"), (["gpushare101"], "out of range"),
-                      (["multigpu100"], "below 100"), (["cpu050", "--seed", "x"], "invalid int"),
-                      (["bogus50"], "unknown variant")):
+                      (["multigpu100"], "below 100"), (["multigpu50", "--multi-step", "0"], ">= 1"),
+                      (["cpu050", "--seed", "x"], "invalid int"), (["bogus50"], "unknown variant")):
         r = run(traces, *args)
         check(r.returncode == 2 and say in r.stderr and r.stdout == "",
               f"{args}: exit {r.returncode}, stderr {r.stderr!r}")
