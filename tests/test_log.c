@@ -96,6 +96,19 @@ Test(log, debug_lines_are_not_limited)
     release(f);
 }
 
+/* An operator's config rejections are each written, past the limit of other messages. */
+Test(log, always_lines_are_not_limited)
+{
+    FILE *f = capture();
+
+    for (int i = 0; i < 3 * GX_LOG_BURST; i++) {
+        gx_log_always(GX_LOG_ERROR, "config rejected", "i=%d", i);
+    }
+    cr_assert_eq(gx_test_lines_with(f, "msg=\"config rejected\""), 3 * GX_LOG_BURST);
+    cr_assert_eq(gx_test_lines_with(f, "level=error"), 3 * GX_LOG_BURST);
+    release(f);
+}
+
 Test(log, quote_escapes_and_bounds)
 {
     char q[16];

@@ -215,6 +215,19 @@ gx_log(enum gx_log_level level, const char *msg, const char *kvfmt, ...)
     va_end(ap);
 }
 
+void
+gx_log_always(enum gx_log_level level, const char *msg, const char *kvfmt, ...)
+{
+    va_list ap;
+
+    if (!gx_log_enabled(level)) {
+        return;
+    }
+    va_start(ap, kvfmt);
+    log_write(level, msg, kvfmt, ap);
+    va_end(ap);
+}
+
 static void
 log_write(enum gx_log_level level, const char *msg, const char *kvfmt, va_list ap)
 {

@@ -36,6 +36,13 @@ bool gx_log_enabled(enum gx_log_level level);
 void gx_log(enum gx_log_level level, const char *msg, const char *kvfmt, ...) GX_PRINTF(3, 4);
 
 /**
+ * gx_log without the rate limit, for lines an operator's own action causes
+ * (a config reload): each one must be seen, and a client cannot cause them.
+ */
+void gx_log_always(enum gx_log_level level, const char *msg, const char *kvfmt, ...)
+    GX_PRINTF(3, 4);
+
+/**
  * Rate limit: info, warn and error lines of one @msg literal beyond
  * GX_LOG_BURST per GX_LOG_WINDOW_MS are not written; the first line of
  * that message after the window (or gx_log_tick) writes

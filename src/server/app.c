@@ -69,8 +69,9 @@ gx_app_reload(struct gx_app *app)
     if (gx_config_load(app->config_path, &cfg, &why) != GX_OK) {
         app->metrics.reloads_failed++;
         app->metrics.last_reload_ok = false;
-        gx_error("config rejected, keeping the last good config", "path=%s error=%s",
-                 app->config_path, gx_log_quote(q, sizeof(q), why.text));
+        /* every rejection is written: the operator who changed the file looks for it */
+        gx_log_always(GX_LOG_ERROR, "config rejected, keeping the last good config",
+                      "path=%s error=%s", app->config_path, gx_log_quote(q, sizeof(q), why.text));
         return;
     }
     app->metrics.reloads_ok++;
