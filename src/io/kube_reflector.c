@@ -627,8 +627,8 @@ watch_done_cb(void *ctx, const struct gx_httpc_result *res)
         gx_kube_count_error(k, GX_UPERR_HTTP);
         log_failure(s, "watch", GX_UPERR_HTTP, detail);
         /* Server trouble passes; any other refusal means our position is no good. */
-        stream_next(s, res->status >= 500 || res->status == 429 ? NEXT_WATCH_BACKOFF
-                                                                : NEXT_LIST_BACKOFF);
+        stream_next(s,
+                    gx_kobj_retryable(GX_OK, res->status) ? NEXT_WATCH_BACKOFF : NEXT_LIST_BACKOFF);
         return;
     }
     if (partial) {
