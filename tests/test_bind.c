@@ -367,6 +367,7 @@ env_init(struct env *e, bool seen)
     LIST_INIT(&a->binds);
     LIST_INIT(&a->bgs);
     a->base = event_base_new();
+    cr_assert_eq(gx_gate_init(&a->bind_gate, a->base), GX_OK);
     a->sync.httpc = gx_httpc_new(a->base);
     a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics.up[GX_UP_KUBERNETES],
                                NULL, a, &why);
@@ -394,6 +395,7 @@ env_fini(struct env *e)
     e->f.stop = true;
     pthread_mutex_unlock(&e->f.mu);
     gx_bind_cancel_all(a);
+    gx_gate_release(&a->bind_gate);
     gx_leases_free(a->leases);
     gx_bg_clear(a);
     gx_http_free(e->http);
@@ -686,6 +688,45 @@ Test(bind, the_label_patch_goes_while_the_lease_write_is_held)
     bind_with_lease_write_held(&e, 1);
     cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "%s", e.error);
     assert_trace(&e, BIND MARK_BOUND);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+static bool
+one_waiting(struct env *e)
+{
+    return e->app.bind_gate.n_waiting == 1;
+}
+
+/*
+ * One bind in flight at most: a second, still waiting when half its
+ * deadline is gone, is answered at once with an error and costs the API
+ * server nothing; the first goes on as usual.
+ */
+Test(bind, a_bind_waiting_past_half_its_deadline_is_shed_without_a_call)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.app.cfg->binds_in_flight = 1;
+    e.f.hold_call = 1; /* the first bind's Lease read waits */
+    e.f.hold = true;
+    bind_post(&e);
+    g_patches_seen = 0;
+    cr_assert(run_until(&e, held_with_patches), "the first bind is in flight");
+    bind_post(&e);
+    cr_assert(run_until(&e, one_waiting), "the second waits for the first");
+    cr_assert(run_until(&e, answered), "the second is answered while the first is held");
+    cr_assert_eq(e.app.metrics.binds_shed, 1);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1);
+    cr_assert_eq(strncmp(e.error, "too many binds in flight", 24), 0, "%s", e.error);
+    pthread_mutex_lock(&e.f.mu);
+    cr_assert_eq(e.f.lease_calls, 1, "the shed bind made no call: %s", e.f.trace);
+    pthread_mutex_unlock(&e.f.mu);
+    e.answered = false;
+    let_go(&e);
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "%s", e.error);
+    cr_assert_eq(e.app.bind_gate.running, 0);
     assert_booking(&e, "bound");
     env_fini(&e);
 }

@@ -282,7 +282,8 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     app->ledger = gx_ledger_new();
     app->seen = gx_seen_new();
     app->gaps = calloc(1, sizeof(*app->gaps));
-    if (app->config_path == NULL || app->ledger == NULL || app->seen == NULL || app->gaps == NULL) {
+    if (app->config_path == NULL || app->ledger == NULL || app->seen == NULL || app->gaps == NULL ||
+        gx_gate_init(&app->bind_gate, base) != GX_OK) {
         rc = GX_ENOMEM;
         goto fail;
     }
@@ -368,6 +369,7 @@ gx_app_free(struct gx_app *app)
     }
     /* binds and background writes before the Lease store, which before the API client */
     gx_bind_cancel_all(app);
+    gx_gate_release(&app->bind_gate);
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;
     gx_bg_clear(app);

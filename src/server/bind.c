@@ -14,6 +14,7 @@
 #include "admit.h"
 #include "extender.h"
 #include "gang_filter.h"
+#include "gate.h"
 #include "kube.h"
 #include "kwrite.h"
 #include "log.h"
@@ -36,6 +37,7 @@ struct bind_op {
     struct gx_app *app;
     LIST_ENTRY(bind_op) link;
     struct gx_http_req *r;
+    struct gx_gate_job gate; /* app->bind_gate: ledger.binds_in_flight at once */
     char ns[256], name[256], uid[GX_UID_MAX], node[256], other[256];
     struct gx_podreq req;
     enum bind_state state;
@@ -48,6 +50,7 @@ struct bind_op {
     bool reserved;         /* this op wrote the reservation (undo on failure) */
     bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
     bool shown;            /* its booking is shown in the cache while it is written (hold) */
+    bool req_known;        /* filter told what the pod asks for (else BS_READ_POD reads it) */
     bool label_retried;    /* the label PATCH was sent again after a failed answer */
     bool binding_retried;  /* the Binding was sent again after the pod showed it had not landed */
     enum { LABEL_UNSENT, LABEL_SENT, LABEL_DONE, LABEL_FAILED } label;
@@ -145,6 +148,7 @@ static void
 op_free(struct bind_op *op)
 {
     op_unhold(op, false);
+    gx_gate_leave(&op->app->bind_gate, &op->gate);
     LIST_REMOVE(op, link);
     gx_kube_cancel(op->app->sync.kube, op->xfer);
     free(op);
@@ -181,6 +185,10 @@ op_finish(struct bind_op *op, enum gx_bind_outcome o)
                 (unsigned long long)gx_http_id(op->r),
                 gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
                 gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
+    }
+    if (op->gate.state == GX_GATE_RUNNING) {
+        /* out of time: the API server is slower than this many binds at once allow */
+        gx_gate_feedback(&op->app->bind_gate, !ok && gx_mono_ms() + 50 >= op->deadline_ms);
     }
     gx_reply_bind(&op->app->metrics, op->r, o, ok ? "" : op->error);
     op_free(op);
@@ -624,6 +632,31 @@ op_enter(struct bind_op *op, enum bind_state st)
     }
 }
 
+/* The gate let @ctx in: its first call. */
+static void
+op_begin(void *ctx)
+{
+    struct bind_op *op = ctx;
+
+    if (!op->req_known) {
+        /* filter ran on another replica: the pod itself tells what it asks for */
+        op_enter(op, BS_READ_POD);
+        return;
+    }
+    op_enter(op, op->req.kind == GX_REQ_NONE ? BS_BINDING : BS_RESERVE);
+}
+
+/* The gate shed @ctx: nothing was written, kube-scheduler tries the pod again. */
+static void
+op_shed(void *ctx)
+{
+    struct bind_op *op = ctx;
+
+    op->app->metrics.binds_shed++;
+    op_fail(op, GX_BIND_ERROR,
+            "too many binds in flight on this extender (ledger.binds_in_flight), try again", "");
+}
+
 static void
 bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_args *b)
 {
@@ -647,13 +680,18 @@ bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_ar
     op->n_gang = gx_gang_bind_plan(app, op->uid, op->node, op->gang);
     LIST_INSERT_HEAD(&app->binds, op, link);
     seen = gx_seen_get(app->seen, op->uid, gx_mono_ms());
-    if (seen == NULL) {
-        /* filter ran on another replica: the pod itself tells what it asks for */
-        op_enter(op, BS_READ_POD);
-        return;
+    if (seen != NULL) {
+        op->req = seen->req;
+        op->req_known = true;
+        /* shown while it waits too: else filter admits the next pods onto these cards */
+        show_booking(op);
     }
-    op->req = seen->req;
-    op_enter(op, op->req.kind == GX_REQ_NONE ? BS_BINDING : BS_RESERVE);
+    /* begun with less than half its time left, a bind mostly times out halfway (gate.h) */
+    op->gate = (struct gx_gate_job){.start_by_ms = op->deadline_ms - app->cfg->bind_deadline_ms / 2,
+                                    .start = op_begin,
+                                    .shed = op_shed,
+                                    .ctx = op};
+    gx_gate_enter(&app->bind_gate, &op->gate, (size_t)app->cfg->binds_in_flight);
 }
 
 void

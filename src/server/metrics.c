@@ -130,6 +130,10 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
          "Pods refused for GPU capacity that the ledger held, requeued (annotated) once it "
          "freed.",
          m->requeue_pokes},
+        {"gpu_extender_binds_shed_total",
+         "Binds answered with an error before any API call: ledger.binds_in_flight binds were "
+         "running until the bind had half its deadline left.",
+         m->binds_shed},
     };
     enum gx_err rc = GX_OK;
 
@@ -289,6 +293,14 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
         {"gpu_extender_gang_bookings",
          "Tentative bookings of gang members held for their group's binds.",
          (double)g->gang_bookings},
+        {"gpu_extender_binds_running", "Binds talking to the API server now.",
+         (double)g->binds_running},
+        {"gpu_extender_binds_window",
+         "Binds allowed at once now: ledger.binds_in_flight, halved while binds run out of "
+         "time.",
+         (double)g->binds_window},
+        {"gpu_extender_binds_waiting",
+         "Binds waiting for one of the ledger.binds_in_flight places.", (double)g->binds_waiting},
         {"gpu_extender_other_pods",
          "Bound pods the extender does not manage whose requests it counts per node "
          "(kubernetes.watch_all_pods).",

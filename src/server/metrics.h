@@ -52,6 +52,7 @@ struct gx_metrics {
     uint64_t gang_pins;               /* gang members' filters answered with one node */
     uint64_t gang_rejections;         /* verdicts turned by a gang member's tentative booking */
     uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
+    uint64_t binds_shed;              /* binds never started: ledger.binds_in_flight were busy */
     struct gx_upstats up[GX_UP_COUNT];
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;
@@ -76,6 +77,9 @@ struct gx_metrics_gauges {
     int64_t ledger_slots_total;
     int64_t ledger_tenants;
     int64_t gang_bookings; /* gang members' tentative bookings held */
+    int64_t binds_running; /* binds through the gate (ledger.binds_in_flight) */
+    int64_t binds_waiting; /* binds waiting for a place in it */
+    int64_t binds_window;  /* the places in force now (gate.h) */
     /* the all-pods watch (podsum): pods not managed by the extender, counted per node */
     int64_t other_pods;
     int64_t other_cpu_milli;

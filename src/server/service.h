@@ -25,6 +25,7 @@
 #include "arena.h"
 #include "dcgm.h"
 #include "fgd.h"
+#include "gate.h"
 #include "http.h"
 #include "kobj.h"
 #include "leases.h"
@@ -123,6 +124,7 @@ struct gx_app {
 
     /* bind.c, bgwrite.c */
     LIST_HEAD(bind_list, bind_op) binds; /* waiting for the API server */
+    struct gx_gate bind_gate;            /* ledger.binds_in_flight of them at once */
     LIST_HEAD(bg_list, bgwrite) bgs;
 
     struct gx_recon recon;

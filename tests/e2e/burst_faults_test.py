@@ -17,7 +17,9 @@ are reported against its scheduled ones. Size: GX_BURST_NODES (200) x GX_BURST_P
 GX_BURST_FAULTS=0 runs the same burst on a quiet control plane (no faults, no CPU burners),
 for the failed-attempt and pods/s figures of docs/performance.md. GX_BURST_BUDGET=10s:9000
 measures another time budget: the scheduler's httpTimeout and the extender's
-ledger.bind_deadline_ms (the shipped ones by default)."""
+ledger.bind_deadline_ms (the shipped ones by default). GX_BURST_BURNERS (2) sets how many
+CPU-bound processes run beside the control plane: more of them stand in for a slower machine.
+GX_BURST_BINDS sets ledger.binds_in_flight (100000: binds unlimited, as before it existed)."""
 import os
 import random
 import ssl
@@ -76,6 +78,8 @@ def bound(c):
 
 chk = Checks(f"e2e_burst_faults_{MODE}")
 OVERRIDES = {"ledger.bind_deadline_ms": int(BUDGET[1])} if BUDGET else {}
+if os.environ.get("GX_BURST_BINDS"):  # ledger.binds_in_flight; 100000: no limit, as before it
+    OVERRIDES["ledger.binds_in_flight"] = int(os.environ["GX_BURST_BINDS"])
 extenders = [{"name": "a", "via_faults": True, "overrides": OVERRIDES}]
 if MODE == "two":
     extenders.append({"name": "b", "via_faults": True, "overrides": OVERRIDES})
@@ -101,7 +105,7 @@ try:
     create(c, *pods)
     log(f"{len(pods)} pods on {NODES} generated nodes; faults {FAULTS}; mode {MODE}")
     burners = [] if QUIET else [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                                for _ in range(2)]
+                                for _ in range(int(os.environ.get("GX_BURST_BURNERS", "2")))]
     c.set_faults(**FAULTS)
     t0 = time.time()
     c.start_scheduler("gpu-scheduler")
