@@ -891,6 +891,26 @@ def probe_bind_deadline():
     with_api_key("ledger.bind_deadline_ms", 500, check)
 
 
+def probe_binds_in_flight():
+    # One bind at a time: a second, sent while the first's Binding is held 3 s, is shed
+    # when half its deadline (2 s) is gone, before any API call of its own.
+    def check():
+        slow, other = new_api_pod(), new_api_pod()
+        md = slow["metadata"]
+        api_fault(kind="slow", delay_s=3,
+                  path_prefix=f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/binding")
+        first = {}
+        t = threading.Thread(target=lambda: first.update(r=bind_pod(slow)))
+        t.start()
+        time.sleep(0.5)
+        st, err, _ = bind_pod(other)
+        t.join()
+        api.control("DELETE", "/control/fault")
+        return (st == 200 and err and "too many binds in flight" in err
+                and first["r"][0] == 200 and not first["r"][1])
+    with_api_key("ledger.binds_in_flight", 1, check)
+
+
 def probe_bind_annotation(key):
     def check():
         p = new_api_pod()
@@ -909,6 +929,7 @@ API_PROBES = {
     "ledger.sync_interval_s": probe_sync_interval,
     "ledger.cas_retries": probe_cas_retries,
     "ledger.bind_deadline_ms": probe_bind_deadline,
+    "ledger.binds_in_flight": probe_binds_in_flight,
     "names.gpu_uuids_annotation": lambda: probe_bind_annotation("names.gpu_uuids_annotation"),
     "names.gpu_index_annotation": lambda: probe_bind_annotation("names.gpu_index_annotation"),
     "ledger.reconcile_interval_s": probe_reconcile_interval,
