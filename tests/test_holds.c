@@ -233,6 +233,19 @@ Test(holds, an_active_hold_expires_by_time_and_is_dropped, .init = world_init, .
     cr_assert_eq(verdict("q", &shared2, "gpu-a", T0 + 600, NULL), GX_HOLD_NONE);
 }
 
+Test(holds, a_preemption_is_under_way_only_for_its_preemptor_while_active, .init = world_init,
+     .fini = world_free)
+{
+    scene();
+    cr_assert_not(gx_holds_under_way(w.hs, "p", "gpu-a", T0), "answered, not carried out yet");
+    cr_assert(mark("v", T0 + 500, NULL));
+    cr_assert(gx_holds_under_way(w.hs, "p", "gpu-a", T0 + 600));
+    cr_assert_not(gx_holds_under_way(w.hs, "q", "gpu-a", T0 + 600), "another pod's");
+    cr_assert_not(gx_holds_under_way(w.hs, "p", "gpu-b", T0 + 600), "another node");
+    cr_assert_not(gx_holds_under_way(w.hs, "p", "gpu-a", T0 + 1501), "expired");
+    cr_assert_not(gx_holds_under_way(NULL, "p", "gpu-a", T0 + 600));
+}
+
 Test(holds, a_bound_preemptor_ends_its_holds, .init = world_init, .fini = world_free)
 {
     struct gx_pod p = pod("p");

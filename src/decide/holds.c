@@ -169,6 +169,19 @@ gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int
 }
 
 bool
+gx_holds_under_way(const struct gx_holds *hs, const char *uid, const char *node, int64_t now_ms)
+{
+    for (size_t i = 0; hs != NULL && hs->n_active > 0 && i < GX_HOLDS_MAX; i++) {
+        const struct hold *h = &hs->h[i];
+        if (h->used && h->active && h->expires_ms >= now_ms && strcmp(h->uid, uid) == 0 &&
+            strcmp(h->node, node) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
 gx_holds_any(const struct gx_holds *hs)
 {
     return hs != NULL && hs->n_active > 0;

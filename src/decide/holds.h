@@ -72,6 +72,13 @@ struct gx_hold_info {
 bool gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int64_t ttl_ms,
                         int64_t now_ms, struct gx_hold_info *activated);
 
+/**
+ * True when preemptor @uid holds an active, unexpired share on @node at
+ * @now_ms: its victims there are being deleted. NULL @hs: false.
+ */
+bool gx_holds_under_way(const struct gx_holds *hs, const char *uid, const char *node,
+                        int64_t now_ms);
+
 /** True when some hold is active (gx_holds_verdict can decide anything). NULL @hs: false. */
 bool gx_holds_any(const struct gx_holds *hs);
 

@@ -60,6 +60,12 @@ gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx,
     return o != GX_HOLD_NONE;
 }
 
+bool
+gx_preempt_under_way(const struct gx_app *app, const char *uid, const char *node)
+{
+    return gx_holds_under_way(app->holds, uid, node, gx_mono_ms());
+}
+
 void
 gx_preempt_holds_free(struct gx_app *app)
 {

@@ -44,4 +44,7 @@ bool gx_preempt_hold_verdict(struct gx_app *app, const struct gx_decide_ctx *ctx
 /** Free the holds (app teardown). */
 void gx_preempt_holds_free(struct gx_app *app);
 
+/** True when a preemption for pod @uid on @node is being carried out (gx_holds_under_way). */
+bool gx_preempt_under_way(const struct gx_app *app, const char *uid, const char *node);
+
 #endif
