@@ -36,6 +36,14 @@ cap(const struct gx_gate *g)
     return (size_t)g->window;
 }
 
+static void
+start(struct gx_gate *g, struct gx_gate_job *j)
+{
+    j->state = GX_GATE_RUNNING;
+    g->running++;
+    j->start(j->ctx);
+}
+
 /* Shed every waiting job past its start-by, start the next while places are free. */
 static void
 pump(evutil_socket_t fd, short what, void *arg)
@@ -50,10 +58,7 @@ pump(evutil_socket_t fd, short what, void *arg)
         j->shed(j->ctx);
     }
     while (g->running < cap(g) && !TAILQ_EMPTY(&g->waiting)) {
-        j = take_head(g);
-        j->state = GX_GATE_RUNNING;
-        g->running++;
-        j->start(j->ctx);
+        start(g, take_head(g));
     }
     if ((j = TAILQ_FIRST(&g->waiting)) != NULL) {
         arm(g, j->start_by_ms);
@@ -90,9 +95,7 @@ gx_gate_enter(struct gx_gate *g, struct gx_gate_job *j, size_t ceiling)
         g->window = (double)g->ceiling;
     }
     if (g->running < cap(g) && TAILQ_EMPTY(&g->waiting)) {
-        j->state = GX_GATE_RUNNING;
-        g->running++;
-        j->start(j->ctx);
+        start(g, j);
         return;
     }
     j->state = GX_GATE_WAITING;
@@ -107,7 +110,7 @@ void
 gx_gate_feedback(struct gx_gate *g, bool late)
 {
     int64_t now = gx_mono_ms();
-    double floor = g->ceiling < GX_GATE_MIN ? (double)g->ceiling : GX_GATE_MIN;
+    double least = g->ceiling < GX_GATE_MIN ? (double)g->ceiling : GX_GATE_MIN;
 
     if (g->window == 0) {
         return; /* nothing entered yet */
@@ -124,7 +127,7 @@ gx_gate_feedback(struct gx_gate *g, bool late)
     /* judged a second at a time: the jobs started together time out together */
     if (now - g->period_ms >= 1000) {
         if (g->n_late >= 4 && g->n_late * 4 >= g->n_ended) {
-            g->window = g->window / 2 > floor ? g->window / 2 : floor;
+            g->window = g->window / 2 > least ? g->window / 2 : least;
         }
         g->period_ms = now;
         g->n_ended = g->n_late = 0;
