@@ -1049,3 +1049,69 @@ Test(leases, a_held_booking_is_shown_but_never_written)
     cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-mine"), "the Lease's booking stays");
     env_fini(&e);
 }
+
+/* Tenant @uid on card @card of NODE's truth: a whole card when @whole, else a slice. */
+static struct gx_tenant
+truth_tenant(const char *uid, int card, bool whole)
+{
+    struct gx_tenant t = {.card = card,
+                          .exclusive = whole,
+                          .slices = whole ? 0 : 1,
+                          .util_pct = -1,
+                          .state = GX_TENANT_BOUND,
+                          .since_ms = 5};
+
+    (void)snprintf(t.uid, sizeof(t.uid), "%s", uid);
+    (void)snprintf(t.pod, sizeof(t.pod), "team-b/%s", uid);
+    return t;
+}
+
+/*
+ * A bind whose shown booking the cache dropped shows it again: still one
+ * hold, so the bind's end takes the pod off the node for good (a second
+ * hold outlived its bind and showed the pod there until the process ended).
+ */
+Test(leases, a_booking_shown_twice_is_held_once)
+{
+    struct env e;
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
+    gx_leases_hold(e.ls, NODE, "uid-held");
+    cr_assert_eq(gx_ledger_release(e.l, "uid-held"), 1, "dropped from the cache");
+    cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
+    gx_leases_hold(e.ls, NODE, "uid-held");
+    cr_assert_eq(gx_leases_holds(e.ls), 1, "one bind, one hold");
+    gx_leases_unhold(e.ls, "uid-held", false);
+    cr_assert_eq(gx_leases_holds(e.ls), 0);
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-held"), "its bind ended");
+    gx_leases_cache_set(e.ls, NODE, NULL, 0, "7");
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-held"), "not shown again by the next truth");
+    env_fini(&e);
+}
+
+/* A hold that clashes with the Lease's truth hides no other bind in flight on the node. */
+Test(leases, a_clashing_hold_hides_no_other)
+{
+    struct env e;
+    struct gx_tenant truth = truth_tenant("uid-whole", 0, true);
+
+    env_init(&e, 3600);
+    cr_assert(run_until(&e, is_synced), "first list");
+    cache_add(&e, NODE, "uid-a", GX_TENANT_RESERVED); /* card 0 */
+    gx_leases_hold(e.ls, NODE, "uid-a");
+    {
+        struct gx_tenant b = truth_tenant("uid-b", 1, false);
+        cr_assert_eq(gx_ledger_add(e.l, NODE, &b, 1, (const int[]){2, 2}, 2), GX_OK);
+    }
+    gx_leases_hold(e.ls, NODE, "uid-b");
+    gx_leases_cache_set(e.ls, NODE, &truth, 1, "8");
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-a"), "card 0 is the whole-GPU pod's");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-b"), "card 1 still shows its bind");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-whole"), "the truth stays");
+    gx_leases_unhold(e.ls, "uid-a", false);
+    gx_leases_unhold(e.ls, "uid-b", false);
+    cr_assert_null(gx_ledger_find_pod(e.l, "uid-b"));
+    env_fini(&e);
+}

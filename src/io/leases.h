@@ -83,6 +83,9 @@ void gx_leases_hold(struct gx_leases *ls, const char *node, const char *uid);
  */
 void gx_leases_unhold(struct gx_leases *ls, const char *uid, bool booked);
 
+/** Holds shown now: one per bind in flight at most. */
+size_t gx_leases_holds(const struct gx_leases *ls);
+
 /** Lease name of @node into @out (size @n): "gpu-extender-<node>", hashed when too long. */
 void gx_leases_name(const char *node, char *out, size_t n);
 

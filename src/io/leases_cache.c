@@ -78,6 +78,30 @@ struct gx_lease_hold {
     int64_t stamp;
 };
 
+/*
+ * Try to show hold @x on top of @node's tenants @all[0..*n): kept when the
+ * ledger takes it. One at a time, so a hold that clashes with the truth
+ * (its bind will fail) hides no other: shown all or none, a watch event
+ * that brought one clash hid every bind waiting on the node, and each
+ * showed itself again at its Lease write.
+ */
+static void
+show_one(struct gx_leases *ls, const char *node, const struct gx_lease_hold *x,
+         struct gx_tenant *all, size_t *n, size_t cap, const char *rv)
+{
+    if (strcmp(x->node, node) != 0 || gx_ledger_find_pod(ls->ledger, x->uid) != NULL ||
+        *n + x->n > cap) {
+        return; /* booked already (the Lease has it), or elsewhere: the truth wins */
+    }
+    memcpy(&all[*n], x->t, x->n * sizeof(x->t[0]));
+    if (gx_ledger_set_node(ls->ledger, node, all, *n + x->n, rv) == GX_OK) {
+        *n += x->n;
+    } else {
+        gx_debug("bind in flight not shown: it clashes with the lease", "node=%s uid=%s", node,
+                 x->uid);
+    }
+}
+
 void
 gx_leases_show_holds(struct gx_leases *ls, const char *node)
 {
@@ -92,24 +116,11 @@ gx_leases_show_holds(struct gx_leases *ls, const char *node)
     for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
         all[n++] = e->tenants[i];
     }
-    for (size_t h = 0; h < ls->n_holds; h++) {
-        const struct gx_lease_hold *x = &ls->holds[h];
-        if (strcmp(x->node, node) != 0 || gx_ledger_find_pod(ls->ledger, x->uid) != NULL ||
-            n + x->n > GX_ARRAY_LEN(all)) {
-            continue; /* booked already (the Lease has it), or elsewhere: the truth wins */
-        }
-        memcpy(&all[n], x->t, x->n * sizeof(x->t[0]));
-        n += x->n;
-    }
-    if (e != NULL && n == e->n_tenants) {
-        return;
-    }
     if (e != NULL && e->resource_version != NULL) {
         (void)snprintf(rv, sizeof(rv), "%s", e->resource_version);
     }
-    /* shown on a best-effort basis: tenants that do not fit leave the truth alone */
-    if (gx_ledger_set_node(ls->ledger, node, all, n, rv[0] ? rv : NULL) != GX_OK) {
-        gx_debug("binds in flight not shown: they clash with the lease", "node=%s", node);
+    for (size_t h = 0; h < ls->n_holds; h++) {
+        show_one(ls, node, &ls->holds[h], all, &n, GX_ARRAY_LEN(all), rv[0] ? rv : NULL);
     }
 }
 
@@ -130,6 +141,13 @@ gx_leases_hold(struct gx_leases *ls, const char *node, const char *uid)
     if (e == NULL || strlen(node) >= sizeof(x->node) || strlen(uid) >= sizeof(x->uid)) {
         return;
     }
+    /*
+     * One hold per pod: a bind whose shown booking the cache dropped shows
+     * it again, and gx_leases_unhold ends one hold. A second one outlived
+     * its bind and showed the pod on that node for good (e2e_burst_faults:
+     * the filter kept the node, the bind refused it, the pod stayed Pending).
+     */
+    gx_leases_unhold(ls, uid, true);
     if (ls->n_holds == ls->cap_holds) {
         size_t cap = ls->cap_holds ? ls->cap_holds * 2 : 64;
         struct gx_lease_hold *grown = realloc(ls->holds, cap * sizeof(*grown));
@@ -167,6 +185,12 @@ gx_leases_unhold(struct gx_leases *ls, const char *uid, bool booked)
             return;
         }
     }
+}
+
+size_t
+gx_leases_holds(const struct gx_leases *ls)
+{
+    return ls->n_holds;
 }
 
 void

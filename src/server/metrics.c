@@ -301,6 +301,10 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
          (double)g->binds_window},
         {"gpu_extender_binds_waiting",
          "Binds waiting for one of the ledger.binds_in_flight places.", (double)g->binds_waiting},
+        {"gpu_extender_binds_shown",
+         "Binds in flight whose booking the cache shows to filters; never more than the binds "
+         "running and waiting.",
+         (double)g->binds_shown},
         {"gpu_extender_other_pods",
          "Bound pods the extender does not manage whose requests it counts per node "
          "(kubernetes.watch_all_pods).",

@@ -80,6 +80,7 @@ struct gx_metrics_gauges {
     int64_t binds_running; /* binds through the gate (ledger.binds_in_flight) */
     int64_t binds_waiting; /* binds waiting for a place in it */
     int64_t binds_window;  /* the places in force now (gate.h) */
+    int64_t binds_shown;   /* binds whose booking the cache shows (gx_leases_hold) */
     /* the all-pods watch (podsum): pods not managed by the extender, counted per node */
     int64_t other_pods;
     int64_t other_cpu_milli;

@@ -413,6 +413,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     g.binds_running = (int64_t)app->bind_gate.running;
     g.binds_waiting = (int64_t)app->bind_gate.n_waiting;
     g.binds_window = (int64_t)app->bind_gate.window;
+    g.binds_shown = app->leases != NULL ? (int64_t)gx_leases_holds(app->leases) : 0;
     other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, gx_http_elapsed_s(r));

@@ -414,6 +414,22 @@ def check_invariants(c, chk):
     chk.eq([f"{n}: {t['pod']} ({t['state']})" for n, t in orphans], [],
            f"no booking without a live pod after {SETTLE_S} s")
     check_pending(c, chk)
+    check_holds(c, chk)
+
+
+def check_holds(c, chk):
+    """A booking shown for a bind in flight ends with its bind: at most one per bind running or
+    waiting (one that outlived its bind showed its pod on that node for good)."""
+    for e in c.extenders:
+        if not c.alive(f"extender-{e['name']}"):
+            continue
+        m = {}
+        for (name, _), v in c.extender_metrics(e["name"]).items():
+            m[name] = m.get(name, 0) + v
+        shown = m.get("gpu_extender_binds_shown", 0)
+        busy = m.get("gpu_extender_binds_running", 0) + m.get("gpu_extender_binds_waiting", 0)
+        chk.ok(shown <= busy, f"extender-{e['name']}: {shown:g} bookings shown for {busy:g} "
+               "binds in flight")
 
 
 def finish(c, chk, tail=3000):
