@@ -1023,6 +1023,16 @@ Test(leases, an_update_near_its_deadline_does_not_fail_its_round)
     env_fini(&e);
 }
 
+/* A synced env whose cache shows bind in flight @uid on NODE (card 0). */
+static void
+synced_with_hold(struct env *e, const char *uid)
+{
+    env_init(e, 3600);
+    cr_assert(run_until(e, is_synced), "first list");
+    cache_add(e, NODE, uid, GX_TENANT_RESERVED);
+    gx_leases_hold(e->ls, NODE, uid);
+}
+
 /*
  * A bind in flight shows its booking in the cache (filters see its cards),
  * across another update's write and the watch's copy of it, and that write
@@ -1032,10 +1042,7 @@ Test(leases, a_held_booking_is_shown_but_never_written)
 {
     struct env e;
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
-    gx_leases_hold(e.ls, NODE, "uid-held");
+    synced_with_hold(&e, "uid-held");
     book(&e);
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);
     pthread_mutex_lock(&e.f->mu);
@@ -1075,10 +1082,7 @@ Test(leases, a_booking_shown_twice_is_held_once)
 {
     struct env e;
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
-    gx_leases_hold(e.ls, NODE, "uid-held");
+    synced_with_hold(&e, "uid-held");
     cr_assert_eq(gx_ledger_release(e.l, "uid-held"), 1, "dropped from the cache");
     cache_add(&e, NODE, "uid-held", GX_TENANT_RESERVED);
     gx_leases_hold(e.ls, NODE, "uid-held");
@@ -1097,10 +1101,7 @@ Test(leases, a_clashing_hold_hides_no_other)
     struct env e;
     struct gx_tenant truth = truth_tenant("uid-whole", 0, true);
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    cache_add(&e, NODE, "uid-a", GX_TENANT_RESERVED); /* card 0 */
-    gx_leases_hold(e.ls, NODE, "uid-a");
+    synced_with_hold(&e, "uid-a"); /* card 0 */
     {
         struct gx_tenant b = truth_tenant("uid-b", 1, false);
         cr_assert_eq(gx_ledger_add(e.l, NODE, &b, 1, (const int[]){2, 2}, 2), GX_OK);
