@@ -512,6 +512,7 @@ Test(preempt, nodes_eviction_cannot_help_are_dropped, .init = world_init, .fini 
     cr_assert_str_eq(victims(&c), "a0");
     cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_NO_VICTIMS), "no_victims");
     cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_QUOTA), "quota");
+    cr_assert_str_eq(gx_preempt_drop_name(GX_PDROP_UNDER_WAY), "under_way");
 }
 
 /* ---- wire codec ---- */

@@ -41,6 +41,7 @@ static const char *const drop_names[GX_PDROP_COUNT] = {
     [GX_PDROP_BAD_REQUEST] = "bad_request",
     [GX_PDROP_UNKNOWN_NODE] = "unknown_node",
     [GX_PDROP_QUOTA] = "quota",
+    [GX_PDROP_UNDER_WAY] = "under_way",
 };
 
 const char *

@@ -38,6 +38,7 @@ enum gx_preempt_drop {
     GX_PDROP_BAD_REQUEST,  /* the preemptor's GPU request cannot be honoured */
     GX_PDROP_UNKNOWN_NODE, /* not in the snapshot */
     GX_PDROP_QUOTA,        /* the namespace's GPU quota still refuses it after the eviction */
+    GX_PDROP_UNDER_WAY,    /* its victims there are being deleted: it fits once they are gone */
     GX_PDROP_COUNT
 };
 

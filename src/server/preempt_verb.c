@@ -159,12 +159,9 @@ gx_preempt_handle(struct gx_app *app, struct gx_http_req *r)
             c->drop = GX_PDROP_BAD_REQUEST;
             c->reason = GX_REASON_BAD_REQUEST;
         } else if (gx_preempt_under_way(app, args.pod.uid, nv->node)) {
-            /*
-             * Its victims there are being deleted, their share held for it:
-             * it fits once they are gone. v1.38's asynchronous preemption
-             * asked again 12 ms after evicting and took a second victim.
-             */
-            c->drop = GX_PDROP_FITS;
+            /* v1.38's asynchronous preemption asked again 12 ms after evicting, took a second
+             * victim */
+            c->drop = GX_PDROP_UNDER_WAY;
         } else if (gx_preempt_choice_on(app, &args.pod, nv->node, args.meta ? NULL : nv, &in, c) !=
                    GX_OK) {
             gx_reply_error(&app->metrics, r, GX_VERB_PREEMPT, 500, "out of memory");
