@@ -264,6 +264,36 @@ Test(extender, encodes_filter_result_in_node_names_mode)
     free(body);
 }
 
+Test(extender, leaves_an_unlisted_rejection_out_of_both_maps)
+{
+    size_t len;
+    char *body = gx_fixture("extender-filter-args-nodecache.json", &len);
+    struct gx_ext_args args;
+    struct gx_why why = {{0}};
+    struct gx_buf out;
+    const struct gx_ext_filter_verdict v[3] = {
+        {.keep = false, .unlisted = true, .reason = "gang member placed on another node"},
+        {.keep = true},
+        {.keep = false, .unlisted = true, .unresolvable = true, .reason = "x"},
+    };
+    cJSON *doc, *names;
+
+    cr_assert_eq(gx_ext_decode_args(body, len, DEPTH, &args, &why), GX_OK, "%s", why.text);
+    gx_buf_init(&out, 1 << 20);
+    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
+    doc = parse_filter_result(&out);
+    names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
+    cr_assert_eq(cJSON_GetArraySize(names), 1);
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 0)->valuestring, "gpu-node-b");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "FailedNodes")), 0);
+    cr_expect_eq(
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "FailedAndUnresolvableNodes")), 0);
+    cJSON_Delete(doc);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+    free(body);
+}
+
 Test(extender, encodes_filter_result_in_nodes_mode_with_verbatim_items)
 {
     size_t len;
@@ -441,24 +471,6 @@ Test(extender, encode_failure_leaves_buffer_unchanged)
     gx_buf_release(&out);
     gx_ext_args_release(&args);
     free(body);
-}
-
-Test(extender, encodes_filter_error_without_percent)
-{
-    struct gx_buf out;
-    cJSON *doc;
-
-    gx_buf_init(&out, 4096);
-    cr_assert_eq(gx_ext_encode_filter_error(&out, "snapshot 100% stale"), GX_OK);
-    doc = parse_filter_result(&out);
-    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(doc, "Error")->valuestring,
-                     "snapshot 100 percent stale");
-    cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "NodeNames")));
-    cJSON_Delete(doc);
-    gx_buf_reset(&out);
-    cr_assert_eq(gx_ext_encode_filter_error(&out, ""), GX_OK);
-    cr_expect_not_null(strstr(out.data, "\"Error\":\"internal error\""));
-    gx_buf_release(&out);
 }
 
 Test(extender, encodes_prioritize_with_clamped_integer_scores_leaving_out_zeros)

@@ -39,6 +39,14 @@ Test(score, reason_texts_names_and_resolvability)
     }
 }
 
+Test(score, only_a_pinned_gang_member_leaves_nodes_unlisted)
+{
+    for (int r = GX_REASON_NONE; r < GX_REASON_COUNT; r++) {
+        cr_expect_eq(gx_reason_unlisted((enum gx_reason)r), r == GX_REASON_GANG_PINNED, "%s",
+                     gx_reason_name((enum gx_reason)r));
+    }
+}
+
 Test(score, cpu_pod_keeps_every_node_and_prefers_cpu_nodes)
 {
     struct world w;

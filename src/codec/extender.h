@@ -59,6 +59,7 @@ void gx_ext_args_release(struct gx_ext_args *args);
 struct gx_ext_filter_verdict {
     bool keep;
     bool unresolvable;  /* goes to FailedAndUnresolvableNodes */
+    bool unlisted;      /* rejected, in neither map: dropped as any node not kept */
     const char *reason; /* when !keep: short, node-independent, no '%' */
 };
 
@@ -73,9 +74,6 @@ struct gx_ext_filter_verdict {
 enum gx_err gx_ext_encode_filter(struct gx_buf *out, const char *body,
                                  const struct gx_ext_args *args,
                                  const struct gx_ext_filter_verdict *v) GX_WUR;
-
-/** Encode a filter result that fails the whole call: {"...","Error":"msg"}. */
-enum gx_err gx_ext_encode_filter_error(struct gx_buf *out, const char *msg) GX_WUR;
 
 /**
  * Encode HostPriorityList for @args (decoded from @body): [{"Host":"n",

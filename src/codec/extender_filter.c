@@ -34,7 +34,7 @@ ext_failed_map(struct gx_buf *b, const struct gx_ext_args *args,
     }
     for (size_t i = 0; i < args->n_nodes; i++) {
         const char *reason;
-        if (v[i].keep || v[i].unresolvable != unresolvable) {
+        if (v[i].keep || v[i].unlisted || v[i].unresolvable != unresolvable) {
             continue;
         }
         reason = v[i].reason != NULL && v[i].reason[0] != '\0' ? v[i].reason : EXT_DEFAULT_REASON;
@@ -180,24 +180,6 @@ gx_ext_encode_filter(struct gx_buf *out, const char *body, const struct gx_ext_a
     rc = gx_buf_adds(out, ",\"Error\":\"\"}");
 out:
     if (rc != GX_OK) {
-        ext_truncate(out, mark);
-    }
-    return rc;
-}
-
-enum gx_err
-gx_ext_encode_filter_error(struct gx_buf *out, const char *msg)
-{
-    size_t mark = out->len;
-    enum gx_err rc;
-
-    /* An empty Error would read as "no node fits": always say something. */
-    if (msg == NULL || msg[0] == '\0') {
-        msg = "internal error";
-    }
-    if ((rc = gx_buf_adds(out, "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
-                               "\"FailedAndUnresolvableNodes\":{},\"Error\":")) != GX_OK ||
-        (rc = ext_add_text(out, msg)) != GX_OK || (rc = gx_buf_add(out, "}", 1)) != GX_OK) {
         ext_truncate(out, mark);
     }
     return rc;

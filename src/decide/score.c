@@ -74,6 +74,13 @@ gx_reason_name(enum gx_reason r)
 }
 
 bool
+gx_reason_unlisted(enum gx_reason r)
+{
+    /* the pod fits there: the reason helps no reader, and preemption needs no status */
+    return r == GX_REASON_GANG_PINNED;
+}
+
+bool
 gx_reason_booked(enum gx_reason r)
 {
     /* a gang's reasons too: a member that goes frees its card, or its NUMA node's */

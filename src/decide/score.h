@@ -46,6 +46,14 @@ const char *gx_reason_name(enum gx_reason r);
 /** True when preemption cannot help (goes to FailedAndUnresolvableNodes). */
 bool gx_reason_unresolvable(enum gx_reason r);
 
+/**
+ * True when a node rejected for @r is left out of the filter answer: a
+ * node missing from NodeNames is dropped all the same (v1.37 extender.go),
+ * and a pinned gang member listed 4,999 nodes, the larger part of the
+ * call's cost on both sides at 5,000 nodes (docs/performance.md).
+ */
+bool gx_reason_unlisted(enum gx_reason r);
+
 /** True when bookings in the ledger cause @r: a booking that goes may lift it. */
 bool gx_reason_booked(enum gx_reason r);
 

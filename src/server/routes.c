@@ -231,6 +231,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         fv[i].keep = v.keep;
         fv[i].reason = bad.bad ? bad.reason : gx_reason_text(v.reason);
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
+        fv[i].unlisted = !v.keep && !bad.bad && gx_reason_unlisted(v.reason);
         kept += v.keep;
         booked += !v.keep && gx_reason_booked(v.reason);
         if (v.keep) {
