@@ -337,6 +337,26 @@ Test(vcache, gang_options_are_part_of_the_shape)
     world_free(&w);
 }
 
+/* Without the options the gang decides nothing: members of every gang share one column. */
+Test(vcache, members_of_gangs_without_options_share_a_column)
+{
+    struct world w;
+    struct gx_podreq a = req_shared(1, 0), b = req_shared(1, 0);
+    uint64_t m;
+
+    world_init(&w);
+    a.gang = 7;
+    b.gang = 8;
+    cr_assert(decide(&w, a, 0).keep);
+    m = misses(&w);
+    cr_assert(decide(&w, b, 0).keep);
+    cr_assert_eq(misses(&w), m, "another gang's member is answered from the cache");
+    b.same_numa = true;
+    (void)decide(&w, b, 0);
+    cr_assert_eq(misses(&w), m + 1, "with an option its gang is part of the shape");
+    world_free(&w);
+}
+
 /* Under fgd's gap term a share's score reads every node's cards: a booking anywhere ends it. */
 Test(vcache, gap_term_share_entries_die_on_a_booking_anywhere)
 {

@@ -166,6 +166,22 @@ scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_n
     return scratch;
 }
 
+/*
+ * True when an entry of a pod other than @uid names @node, live or not:
+ * asked for every node of a call before the snapshot lookup, which cost
+ * more than the walk over a few entries.
+ */
+static bool
+other_on(const struct gx_gang *g, const char *node, const char *uid)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        if (strcmp(g->e[i].node, node) == 0 && strcmp(g->e[i].uid, uid) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 enum gx_gang_outcome
 gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_pod *pod,
                 const struct gx_podreq *req, const char *node_name, int64_t now_ms,
@@ -175,7 +191,7 @@ gx_gang_verdict(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct
     struct gx_ledger *scratch;
     bool turned;
 
-    if (g == NULL || g->n == 0 ||
+    if (g == NULL || !other_on(g, node_name, pod->uid) ||
         (sn = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL ||
         (scratch = scratch_of(g, ctx, sn, pod->uid, now_ms)) == NULL) {
         return GX_GANG_NONE;

@@ -108,14 +108,27 @@ vc_bind(struct gx_vcache *vc, const struct gx_decide_ctx *ctx)
     vc->ledger = ctx->ledger;
 }
 
-/* True when @a and @b ask for the same thing (every field; -0 and 0 decide alike). */
+/*
+ * The gang a verdict depends on: only gang-distinct-cards and gang-same-numa
+ * read it (gx_score_dctx_gang). Without them the members of every gang share
+ * one column: a column per gang made each group's first member decide every
+ * node afresh.
+ */
+static uint64_t
+verdict_gang(const struct gx_podreq *r)
+{
+    return r->apart || r->same_numa ? r->gang : 0;
+}
+
+/* True when @a and @b are decided alike (every field read; -0 and 0 alike). */
 static bool
 req_same(const struct gx_podreq *a, const struct gx_podreq *b)
 {
     return a->kind == b->kind && a->gpus == b->gpus && a->slices == b->slices &&
            a->milli == b->milli && a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib &&
            a->memory_mib == b->memory_mib && a->device_plugin == b->device_plugin &&
-           a->gang == b->gang && a->apart == b->apart && a->same_numa == b->same_numa &&
+           verdict_gang(a) == verdict_gang(b) && a->apart == b->apart &&
+           a->same_numa == b->same_numa &&
            (a->util_pct == b->util_pct || (isnan(a->util_pct) && isnan(b->util_pct)));
 }
 
