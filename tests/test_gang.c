@@ -250,6 +250,46 @@ Test(gang_two, a_retry_in_another_order_keeps_one_member_per_node)
     cr_assert_eq(gx_gang_count(t.g, retry + 2), 2);
 }
 
+Test(gang_two, a_group_counts_the_members_planned_in_its_pass)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    char key[GX_GANG_KEY_MAX];
+    int64_t pass = 0, again = 0;
+
+    cr_assert_not_null(member_filter("m1", "trainer", one, T0));
+    cr_assert_not_null(member_filter("m2", "trainer", one, T0 + 1));
+    cr_assert_not_null(member_filter("o1", "other", one, T0 + 1));
+    cr_assert_eq(gx_gang_group_of(t.g, "m2", T0 + 2, key, sizeof(key), &pass), 2);
+    cr_assert_str_eq(key, "ml/trainer");
+    cr_assert_eq(pass, T0, "the pass of its first member");
+    cr_assert_eq(gx_gang_group_of(t.g, "x", T0 + 2, key, sizeof(key), &pass), 0);
+    cr_assert_str_eq(key, "");
+    /* m1 filtered again: a new pass, with a pass of its own */
+    cr_assert_not_null(member_filter("m1", "trainer", one, T0 + 3));
+    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3, key, sizeof(key), &again), 1);
+    cr_assert_eq(again, T0 + 3);
+    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3 + TTL + 1, key, sizeof(key), &again), 0,
+                 "expired");
+}
+
+Test(gang, a_barrier_goes_when_every_member_reserved_and_fails_once)
+{
+    struct gx_gang_barrier b = {.expected = 3};
+
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_OPEN);
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_OPEN);
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_GO);
+    cr_assert_not(gx_barrier_fail(&b), "a member failing after the Bindings went changes nothing");
+    cr_assert_eq(b.state, GX_BARRIER_GO);
+
+    b = (struct gx_gang_barrier){.expected = 3};
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_OPEN);
+    cr_assert(gx_barrier_fail(&b), "a member failing while it is open fails it");
+    cr_assert_not(gx_barrier_fail(&b), "once");
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_FAILED, "a late reservation fails too");
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_FAILED);
+}
+
 Test(gang_two, entries_expire_after_their_ttl)
 {
     struct gx_podreq one = req_shared(1, 0, -1);

@@ -23,6 +23,7 @@ struct entry {
     size_t n;
     bool fits;       /* it fitted on the last scratch ledger (not counted when it did not) */
     int64_t made_ms; /* the caller's monotonic clock */
+    int64_t pass_ms; /* made_ms of the first entry of its pass: which pass it belongs to */
     int64_t expires_ms;
 };
 
@@ -247,6 +248,18 @@ entry_new(struct gx_gang *g, enum gx_err *rc)
     return &g->e[g->n];
 }
 
+/* The pass of a new entry of group @key: that of its live entries, or a new one from @now_ms. */
+static int64_t
+pass_of(const struct gx_gang *g, const char *key, int64_t now_ms)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->e[i].expires_ms >= now_ms && strcmp(g->e[i].key, key) == 0) {
+            return g->e[i].pass_ms;
+        }
+    }
+    return now_ms;
+}
+
 enum gx_err
 gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
             const struct gx_pod *pod, const struct gx_podreq *req, const char *node, int64_t ttl_ms,
@@ -289,6 +302,7 @@ gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
             }
         }
         x->made_ms = now_ms;
+        x->pass_ms = pass_of(g, key, now_ms);
         x->expires_ms = now_ms + ttl_ms;
         g->n++;
     }
@@ -323,4 +337,46 @@ gx_gang_drop(struct gx_gang *g, const char *uid)
         }
     }
     return false;
+}
+
+size_t
+gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key, size_t cap,
+                 int64_t *pass_ms)
+{
+    const struct entry *own = NULL;
+    size_t n = 0;
+
+    key[0] = '\0';
+    for (size_t i = 0; g != NULL && i < g->n && own == NULL; i++) {
+        own = g->e[i].expires_ms >= now_ms && strcmp(g->e[i].uid, uid) == 0 ? &g->e[i] : NULL;
+    }
+    if (own == NULL || strlen(own->key) >= cap) {
+        return 0;
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        n += g->e[i].expires_ms >= now_ms && strcmp(g->e[i].key, own->key) == 0;
+    }
+    (void)snprintf(key, cap, "%s", own->key);
+    *pass_ms = own->pass_ms;
+    return n;
+}
+
+enum gx_barrier_state
+gx_barrier_reserved(struct gx_gang_barrier *b)
+{
+    b->reserved++;
+    if (b->state == GX_BARRIER_OPEN && b->reserved >= b->expected) {
+        b->state = GX_BARRIER_GO;
+    }
+    return b->state;
+}
+
+bool
+gx_barrier_fail(struct gx_gang_barrier *b)
+{
+    if (b->state != GX_BARRIER_OPEN) {
+        return false;
+    }
+    b->state = GX_BARRIER_FAILED;
+    return true;
 }

@@ -132,4 +132,39 @@ size_t gx_gang_planned(const struct gx_gang *g, const char *uid, const char *nod
 /** Drop pod @uid's entry: true when it had one. NULL @g: false. */
 bool gx_gang_drop(struct gx_gang *g, const char *uid);
 
+/**
+ * The live entries at @now_ms of the group of pod @uid's live entry, its
+ * key into @key (@cap bytes) and its pass into @pass_ms (entries of one
+ * pass share it; a pass that starts over gets another): the members this
+ * replica planned in the group's cycle. 0, @key empty, when @uid holds
+ * none. NULL @g: 0.
+ */
+size_t gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key,
+                        size_t cap, int64_t *pass_ms);
+
+/*
+ * The binds of one gang planned here wait before their Bindings until the
+ * reservation of every member landed (server/gang_bind.c). Each member's
+ * own Lease write decides its cards, so when two replicas (two schedulers,
+ * each calling its own) planned two gangs onto one card, the member that
+ * loses fails its whole gang before any Binding: never a partial gang.
+ */
+enum gx_barrier_state {
+    GX_BARRIER_OPEN,  /* reservations still to land */
+    GX_BARRIER_GO,    /* every member's landed: the Bindings go */
+    GX_BARRIER_FAILED /* a member failed before its Binding: every member's bind fails */
+};
+
+struct gx_gang_barrier {
+    size_t expected; /* members planned (gx_gang_group_of at the first bind) */
+    size_t reserved; /* their reservations landed so far */
+    enum gx_barrier_state state;
+};
+
+/** A member's reservation landed: the state after it. */
+enum gx_barrier_state gx_barrier_reserved(struct gx_gang_barrier *b);
+
+/** A member failed before its Binding: true when that failed an open barrier. */
+bool gx_barrier_fail(struct gx_gang_barrier *b);
+
 #endif

@@ -18,6 +18,7 @@
 #include "extender.h"
 #include "log.h"
 #include "vcache.h"
+#include "gang_bind.h"
 #include "gang_filter.h"
 #include "preempt_holds.h"
 #include "reconcile.h"
@@ -276,6 +277,7 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     }
     app->base = base;
     LIST_INIT(&app->binds);
+    LIST_INIT(&app->gang_binds);
     LIST_INIT(&app->bgs);
     gx_metrics_init(&app->metrics);
     app->config_path = gx_strndup(config_path, strlen(config_path));
@@ -369,6 +371,7 @@ gx_app_free(struct gx_app *app)
     }
     /* binds and background writes before the Lease store, which before the API client */
     gx_bind_cancel_all(app);
+    gx_gang_binds_free(app);
     gx_gate_release(&app->bind_gate);
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;

@@ -13,6 +13,7 @@
 #include "bgwrite.h"
 #include "admit.h"
 #include "extender.h"
+#include "gang_bind.h"
 #include "gang_filter.h"
 #include "gate.h"
 #include "kube.h"
@@ -28,7 +29,8 @@ enum bind_state {
     BS_MOVE_CHECK, /* a booking on another node: where is the pod before it moves? */
     BS_MOVE,
     BS_RESERVE,
-    BS_LABEL, /* the Lease is written; the label PATCH sent alongside it is not answered yet */
+    BS_GANG_WAIT, /* reserved; the other members' reservations are not all written yet */
+    BS_LABEL,     /* the Lease is written; the label PATCH sent alongside it is not answered yet */
     BS_BINDING,
     BS_CHECK
 };
@@ -46,13 +48,14 @@ struct bind_op {
     struct gx_admit_plan plan;
     struct gx_tenant gang[GX_MAX_PICK]; /* the cards a gang member's entry planned here */
     size_t n_gang;
-    int64_t other_booking; /* MOVE: stamp of the booking seen on @other */
-    bool reserved;         /* this op wrote the reservation (undo on failure) */
-    bool uncertain;        /* the Binding may have landed: never undo, let the pod's state decide */
-    bool shown;            /* its booking is shown in the cache while it is written (hold) */
-    bool req_known;        /* filter told what the pod asks for (else BS_READ_POD reads it) */
-    bool label_retried;    /* the label PATCH was sent again after a failed answer */
-    bool binding_retried;  /* the Binding was sent again after the pod showed it had not landed */
+    struct gx_gang_waiter gw; /* its gang's barrier, when this replica planned the gang */
+    int64_t other_booking;    /* MOVE: stamp of the booking seen on @other */
+    bool reserved;            /* this op wrote the reservation (undo on failure) */
+    bool uncertain;       /* the Binding may have landed: never undo, let the pod's state decide */
+    bool shown;           /* its booking is shown in the cache while it is written (hold) */
+    bool req_known;       /* filter told what the pod asks for (else BS_READ_POD reads it) */
+    bool label_retried;   /* the label PATCH was sent again after a failed answer */
+    bool binding_retried; /* the Binding was sent again after the pod showed it had not landed */
     enum { LABEL_UNSENT, LABEL_SENT, LABEL_DONE, LABEL_FAILED } label;
     char label_error[300];
     char binding_error[300];
@@ -149,6 +152,7 @@ op_free(struct bind_op *op)
 {
     op_unhold(op, false);
     gx_gate_leave(&op->app->bind_gate, &op->gate);
+    gx_gang_bind_leave(op->app, &op->gw);
     LIST_REMOVE(op, link);
     gx_kube_cancel(op->app->sync.kube, op->xfer);
     free(op);
@@ -185,6 +189,7 @@ op_finish(struct bind_op *op, enum gx_bind_outcome o)
                 (unsigned long long)gx_http_id(op->r),
                 gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
                 gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
+        gx_gang_bind_failed(op->app, &op->gw); /* before any Binding: its gang fails whole */
     }
     if (op->gate.state == GX_GATE_RUNNING) {
         /* out of time: the API server is slower than this many binds at once allow */
@@ -285,6 +290,29 @@ reserve_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, st
     return rc;
 }
 
+/* A gang member's bind that fails because another member's did (gang_bind.h). */
+#define GANG_FAILED                                                                                \
+    "another member of the pod's gang could not be booked; the gang is tried again whole"
+
+/* The reservation is written (and the gang's, for a member): label, then Binding. */
+static void
+after_reserve(struct bind_op *op)
+{
+    if (gx_mono_ms() >= op->deadline_ms) {
+        /* a round carried it past its deadline: a Binding now could land after the answer */
+        op_fail(op, GX_BIND_ERROR, "the ledger lease was written after the bind's deadline", "");
+        return;
+    }
+    if (op->label == LABEL_UNSENT) {
+        label_send(op);
+    }
+    if (op->label == LABEL_FAILED) {
+        op_fail(op, GX_BIND_ERROR, "cannot label the pod", op->label_error);
+    } else {
+        op_enter(op, op->label == LABEL_DONE ? BS_BINDING : BS_LABEL);
+    }
+}
+
 static void
 reserve_done(void *ctx, enum gx_err rc, const char *why)
 {
@@ -301,19 +329,32 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
     }
     /* undo only a booking this attempt created: a renewed one may carry an earlier Binding */
     op->reserved = op->plan.changed;
-    if (gx_mono_ms() >= op->deadline_ms) {
-        /* a round carried it past its deadline: a Binding now could land after the answer */
-        op_fail(op, GX_BIND_ERROR, "the ledger lease was written after the bind's deadline", "");
+    switch (gx_gang_bind_reserved(op->app, &op->gw)) {
+    case GX_BARRIER_OPEN:
+        /* its slot goes to the next bind: a gang larger than the window would wait for good */
+        gx_gate_leave(&op->app->bind_gate, &op->gate);
+        op->state = BS_GANG_WAIT;
+        return;
+    case GX_BARRIER_FAILED:
+        op_fail(op, GX_BIND_ERROR, GANG_FAILED, "");
+        return;
+    case GX_BARRIER_GO:
+        break;
+    }
+    after_reserve(op);
+}
+
+/* The gang barrier let @ctx go on (@ok), or failed its gang. */
+static void
+gang_go(void *ctx, bool ok)
+{
+    struct bind_op *op = ctx;
+
+    if (!ok) {
+        op_fail(op, GX_BIND_ERROR, GANG_FAILED, "");
         return;
     }
-    if (op->label == LABEL_UNSENT) {
-        label_send(op);
-    }
-    if (op->label == LABEL_FAILED) {
-        op_fail(op, GX_BIND_ERROR, "cannot label the pod", op->label_error);
-    } else {
-        op_enter(op, op->label == LABEL_DONE ? BS_BINDING : BS_LABEL);
-    }
+    after_reserve(op);
 }
 
 /*
@@ -350,7 +391,7 @@ label_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         gx_kobj_failure_text(rc, status, body, len, op->label_error, sizeof(op->label_error));
     }
     /* while the Lease write is in flight, its end fails the bind */
-    if (op->label == LABEL_FAILED && op->state == BS_LABEL) {
+    if (op->label == LABEL_FAILED && (op->state == BS_LABEL || op->state == BS_GANG_WAIT)) {
         op_fail(op, GX_BIND_ERROR, "cannot label the pod", op->label_error);
     }
 }
@@ -614,7 +655,8 @@ op_enter(struct bind_op *op, enum bind_state st)
         }
         op_lease(op, op->node, reserve_mutate, reserve_done);
         return;
-    case BS_LABEL: /* label_done moves on */
+    case BS_GANG_WAIT: /* gang_go moves on */
+    case BS_LABEL:     /* label_done moves on */
         return;
     case BS_BINDING:
         gx_buf_init(&b, 16384);
@@ -678,6 +720,9 @@ bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_ar
     (void)snprintf(op->node, sizeof(op->node), "%s", b->node);
     op->deadline_ms = gx_http_start_ms(r) + app->cfg->bind_deadline_ms;
     op->n_gang = gx_gang_bind_plan(app, op->uid, op->node, op->gang);
+    if (op->n_gang > 0) {
+        gx_gang_bind_join(app, op->uid, &op->gw, gang_go, op);
+    }
     LIST_INSERT_HEAD(&app->binds, op, link);
     seen = gx_seen_get(app->seen, op->uid, gx_mono_ms());
     if (seen != NULL) {

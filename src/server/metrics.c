@@ -126,6 +126,10 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
          "Filter and prioritize verdicts that rejected a node because a gang member's tentative "
          "booking holds its cards.",
          m->gang_rejections},
+        {"gpu_extender_gang_binds_failed_total",
+         "Gangs whose binds all failed before any Binding, because a member's reservation "
+         "failed or did not land in half a bind deadline.",
+         m->gang_binds_failed},
         {"gpu_extender_requeue_pokes_total",
          "Pods refused for GPU capacity that the ledger held, requeued (annotated) once it "
          "freed.",

@@ -51,6 +51,7 @@ struct gx_metrics {
     uint64_t preempt_hold_rejections; /* filter verdicts turned by a preemptor's hold */
     uint64_t gang_pins;               /* gang members' filters answered with one node */
     uint64_t gang_rejections;         /* verdicts turned by a gang member's tentative booking */
+    uint64_t gang_binds_failed;       /* gangs whose binds all failed before any Binding */
     uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
     uint64_t binds_shed;              /* binds never started: ledger.binds_in_flight were busy */
     struct gx_upstats up[GX_UP_COUNT];

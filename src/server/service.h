@@ -13,6 +13,7 @@
  *   requeue.c      pods refused for capacity, poked when a booking goes
  *   preempt_holds.c the shares held for preemptors (decide/holds.c decides)
  *   gang_filter.c  gang members' tentative bookings (decide/gang.c decides)
+ *   gang_bind.c    the barrier holding a gang's Bindings until all reserved
  *
  * Pure decisions live outside the shell, in src/decide/.
  * Other modules only read a section they do not own.
@@ -134,6 +135,8 @@ struct gx_app {
     struct gx_holds *holds;
     /* gang_filter.c: gang members' tentative bookings, created on first use */
     struct gx_gang *gang;
+    /* gang_bind.c: a barrier per gang whose binds are in flight */
+    LIST_HEAD(gx_gang_bind_list, gx_gang_bind) gang_binds;
 };
 
 #endif

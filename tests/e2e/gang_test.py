@@ -1,7 +1,7 @@
 """Gangs (issue 21): PodGroups of GPU shares through kube-scheduler's workload scheduling
 (GenericWorkload, v1.37.2) and the extender's tentative bookings (src/decide/gang.c).
 
-    gang_test.py GPU_EXTENDER shares|nofit|distinct|race|restart
+    gang_test.py GPU_EXTENDER shares|nofit|distinct|race|replicas|restart
 
 Two fresh nodes of a tainted pool, gpu-node-f and gpu-node-g (copies of gpu-node-a: 2 cards x 4
 slots), take every pod of the test; fillers are placed one at a time first (binpack fills card 0
@@ -33,6 +33,13 @@ race: concurrent gangs racing for the same cards. Four gangs, each two cards' wo
   members leave a card free for the next whole one). Checked: every gang bound whole or not at
   all, exactly two gangs bound, no member's bind refused, every replica filtered and bound
   members, no tentative booking left on any replica.
+replicas: the same race between two schedulers, each calling its own replica (gpu-scheduler
+  replica a, gpu-scheduler-b replica b, each through a proxy delaying binds by 100-400 ms), two
+  of the four gangs each: each replica plans its gangs without the other's tentative bookings,
+  so both plan onto the same cards and the Leases decide member by member at bind. The gang
+  barrier (src/server/gang_bind.c) holds a gang's Bindings until every member's reservation
+  landed and fails the whole gang when one is refused. Checked: every gang bound whole or not at
+  all, exactly two gangs bound, no tentative booking left on either replica.
 restart: an extender killed -9 inside a gang's scheduling pass and started again. A gang of
   three whole-card shares on a pool with two free cards cannot fit, so the scheduler keeps
   retrying it, and each pass pins the two members that fit (their tentative bookings) and
@@ -294,6 +301,54 @@ def run_race(c):
            "no tentative booking left on any replica")
 
 
+def start_scheduler_named(c, name, port, scheduler_name=None):
+    """kube-scheduler @name, with the gates, calling the extender at @port (a proxy); a second
+    one runs as @scheduler_name without leader election (as e2e_race runs it)."""
+    spec = {"name": name, "extender": "a", "args": [GATES], "extender_port": port}
+    if scheduler_name:
+        spec.update(scheduler_name=scheduler_name, leader_elect=False)
+    c.schedulers.append(spec)
+    c.start_scheduler(name)
+
+
+def run_replicas(c):
+    sched = {"ra": "gpu-scheduler", "rb": "gpu-scheduler", "rc": "gpu-scheduler-b",
+             "rd": "gpu-scheduler-b"}
+    names = {g: [f"{g}-{i}" for i in range(3)] for g in sched}
+    everyone = [n for g in sched for n in names[g]]
+    ports = {r: proxy(c, f"p{r}", [r]) for r in ("a", "b")}
+    for r in ports:
+        set_proxy_faults(c, f"p{r}", latency_ms=[100, 400], path_contains="/bind")
+    pods = []
+    for g in ("ra", "rc", "rb", "rd"):  # the two schedulers' gangs arrive together
+        for p in race_gang(g):
+            p["spec"]["schedulerName"] = sched[g]
+            pods.append(p)
+    # both schedulers run before the pods exist: their cycles overlap
+    start_scheduler_named(c, "gpu-scheduler", ports["a"])
+    start_scheduler_named(c, "gpu-scheduler-b", ports["b"], "gpu-scheduler-b")
+    create(c, *[pod_group(g, 3) for g in sched])
+    create(c, *pods)
+
+    def bound_per_gang():
+        where = cards_of(c, everyone)
+        return {g: sum(n in where for n in names[g]) for g in sched}
+    wait_for(lambda: sum(v == 3 for v in bound_per_gang().values()) >= 2, 120, interval=1)
+    time.sleep(HOLD_MS / 1000 + 5)  # the losers' retries after the winners' binds
+    per = bound_per_gang()
+    failed = {r: metric(c, "gpu_extender_gang_binds_failed_total", r) for r in ports}
+    log(f"replicas: members bound per gang {per}; gangs failed at the barrier {failed}; "
+        f"binds refused {len(bind_failures(c, everyone))}; cards {cards_of(c, everyone)}")
+    chk.ok(all(v in (0, 3) for v in per.values()), f"every gang bound whole or not at all: {per}")
+    chk.eq(sorted(per.values()), [0, 0, 3, 3],
+           "exactly two of the four gangs bound: the pool's four cards hold two")
+    binds = {r: c.requests_by_verb(r).get("bind", 0) for r in ports}
+    chk.ok(all(binds.values()), f"both replicas bound members: {binds}")
+    chk.ok(wait_for(lambda: all(metric(c, "gpu_extender_gang_bookings", r) == 0 for r in ports),
+                    HOLD_MS / 1000 + 5, interval=0.5),
+           "no tentative booking left on either replica")
+
+
 def run_restart(c):
     port = proxy(c, "slow", ["a"])
     start_scheduler_via(c, port)
@@ -363,9 +418,10 @@ def reason_count(c, reason):
 
 
 EXTENDERS = [{"name": r, "overrides": {"gang.hold_ms": HOLD_MS}}
-             for r in (RACE_REPLICAS if MODE == "race" else ("a",))]
-# race and restart start the scheduler themselves, calling the extender through a proxy
-SCHEDULERS = [] if MODE in ("race", "restart") else [
+             for r in (RACE_REPLICAS if MODE == "race" else ("a", "b") if MODE == "replicas"
+                       else ("a",))]
+# race, replicas and restart start the schedulers themselves, calling the extender through a proxy
+SCHEDULERS = [] if MODE in ("race", "replicas", "restart") else [
     {"name": "gpu-scheduler", "extender": "a", "args": [GATES]}]
 c = rig(sys.argv[1], extra_nodes=[pool_node(n, "gang") for n in NODES], extenders=EXTENDERS,
         schedulers=SCHEDULERS,
@@ -374,7 +430,7 @@ c = rig(sys.argv[1], extra_nodes=[pool_node(n, "gang") for n in NODES], extender
 try:
     log(f"gang {MODE}")
     {"shares": run_shares, "nofit": run_nofit, "distinct": run_distinct, "race": run_race,
-     "restart": run_restart}[MODE](c)
+     "replicas": run_replicas, "restart": run_restart}[MODE](c)
 
     check_no_403(c, chk)
     for e in EXTENDERS:
