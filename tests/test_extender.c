@@ -227,24 +227,36 @@ parse_filter_result(const struct gx_buf *out)
     return doc;
 }
 
-Test(extender, encodes_filter_result_in_node_names_mode)
+/* The filter result for the node-cache fixture's three nodes with verdicts @v, parsed. */
+static cJSON *
+filter_nodecache(const struct gx_ext_filter_verdict v[3])
 {
     size_t len;
     char *body = gx_fixture("extender-filter-args-nodecache.json", &len);
     struct gx_ext_args args;
     struct gx_why why = {{0}};
     struct gx_buf out;
-    const struct gx_ext_filter_verdict v[3] = {
-        {.keep = true},
-        {.keep = false, .reason = "GPU utilization above 90%"},
-        {.keep = false, .unresolvable = true, .reason = "no GPU"},
-    };
-    cJSON *doc, *names, *failed, *unres;
+    cJSON *doc;
 
     cr_assert_eq(gx_ext_decode_args(body, len, DEPTH, &args, &why), GX_OK, "%s", why.text);
     gx_buf_init(&out, 1 << 20);
     cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
     doc = parse_filter_result(&out);
+    gx_buf_release(&out);
+    gx_ext_args_release(&args);
+    free(body);
+    return doc;
+}
+
+Test(extender, encodes_filter_result_in_node_names_mode)
+{
+    const struct gx_ext_filter_verdict v[3] = {
+        {.keep = true},
+        {.keep = false, .reason = "GPU utilization above 90%"},
+        {.keep = false, .unresolvable = true, .reason = "no GPU"},
+    };
+    cJSON *doc = filter_nodecache(v), *names, *failed, *unres;
+
     cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "Nodes")));
     names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
     cr_assert(cJSON_IsArray(names));
@@ -259,29 +271,17 @@ Test(extender, encodes_filter_result_in_node_names_mode)
     cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(unres, "gpu-node-c")->valuestring, "no GPU");
     cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(doc, "Error")->valuestring, "");
     cJSON_Delete(doc);
-    gx_buf_release(&out);
-    gx_ext_args_release(&args);
-    free(body);
 }
 
 Test(extender, leaves_an_unlisted_rejection_out_of_both_maps)
 {
-    size_t len;
-    char *body = gx_fixture("extender-filter-args-nodecache.json", &len);
-    struct gx_ext_args args;
-    struct gx_why why = {{0}};
-    struct gx_buf out;
     const struct gx_ext_filter_verdict v[3] = {
         {.keep = false, .unlisted = true, .reason = "gang member placed on another node"},
         {.keep = true},
         {.keep = false, .unlisted = true, .unresolvable = true, .reason = "x"},
     };
-    cJSON *doc, *names;
+    cJSON *doc = filter_nodecache(v), *names;
 
-    cr_assert_eq(gx_ext_decode_args(body, len, DEPTH, &args, &why), GX_OK, "%s", why.text);
-    gx_buf_init(&out, 1 << 20);
-    cr_assert_eq(gx_ext_encode_filter(&out, body, &args, v), GX_OK);
-    doc = parse_filter_result(&out);
     names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
     cr_assert_eq(cJSON_GetArraySize(names), 1);
     cr_expect_str_eq(cJSON_GetArrayItem(names, 0)->valuestring, "gpu-node-b");
@@ -289,9 +289,6 @@ Test(extender, leaves_an_unlisted_rejection_out_of_both_maps)
     cr_expect_eq(
         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "FailedAndUnresolvableNodes")), 0);
     cJSON_Delete(doc);
-    gx_buf_release(&out);
-    gx_ext_args_release(&args);
-    free(body);
 }
 
 Test(extender, encodes_filter_result_in_nodes_mode_with_verbatim_items)
