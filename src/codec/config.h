@@ -119,7 +119,7 @@ struct gx_config {
     enum gx_policy policy;
     int fgd_half_life;       /* fgd: typical pods forget with this half-life, in GPU pods seen */
     int fgd_idle_card_milli; /* fgd: cost per card of a placement on a node with none in use: 0 */
-    int fgd_gap_milli;       /* fgd: cost per unit of the gaps' sum of squares a share adds: 8 */
+    int fgd_gap_milli;       /* fgd: cost per unit of the gaps' sum of squares a share adds: 6 */
     int w_util, w_memory, w_temp, w_labels, w_fit; /* 0..100 each */
     int w_trend; /* utilization slope (GX_SIG_UTIL_TREND), 0..100, 0: off */
     struct gx_label_rule *label_rules;

@@ -142,7 +142,7 @@ const struct gx_kspec gx_config_table[] = {
     ENUM("score.policy", policy, policy_names, GX_POLICY_FGD),
     INT("score.fgd_half_life", fgd_half_life, 10, 10000000, 5000, 0),
     INT("score.fgd_idle_card_milli", fgd_idle_card_milli, 0, 1000, 0, 0),
-    INT("score.fgd_gap_milli", fgd_gap_milli, 0, 1000, 8, 0),
+    INT("score.fgd_gap_milli", fgd_gap_milli, 0, 1000, 6, 0),
     INT("score.weights.utilization", w_util, 0, 100, 4, 0),
     INT("score.weights.memory", w_memory, 0, 100, 3, 0),
     INT("score.weights.temperature", w_temp, 0, 100, 1, 0),
