@@ -310,21 +310,29 @@ gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
     return rc;
 }
 
+/* Pod @uid's entry (a pod holds one at most) when it is live at @now_ms, else NULL. */
+static const struct entry *
+live_of(const struct gx_gang *g, const char *uid, int64_t now_ms)
+{
+    for (size_t i = 0; g != NULL && i < g->n; i++) {
+        if (strcmp(g->e[i].uid, uid) == 0) {
+            return g->e[i].expires_ms >= now_ms ? &g->e[i] : NULL;
+        }
+    }
+    return NULL;
+}
+
 size_t
 gx_gang_planned(const struct gx_gang *g, const char *uid, const char *node, int64_t now_ms,
                 struct gx_tenant *t)
 {
-    for (size_t i = 0; g != NULL && i < g->n; i++) {
-        const struct entry *x = &g->e[i];
-        if (strcmp(x->uid, uid) == 0) {
-            if (x->expires_ms < now_ms || strcmp(x->node, node) != 0) {
-                return 0;
-            }
-            memcpy(t, x->t, x->n * sizeof(*t));
-            return x->n;
-        }
+    const struct entry *x = live_of(g, uid, now_ms);
+
+    if (x == NULL || strcmp(x->node, node) != 0) {
+        return 0;
     }
-    return 0;
+    memcpy(t, x->t, x->n * sizeof(*t));
+    return x->n;
 }
 
 bool
@@ -343,13 +351,10 @@ size_t
 gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key, size_t cap,
                  int64_t *pass_ms)
 {
-    const struct entry *own = NULL;
+    const struct entry *own = live_of(g, uid, now_ms);
     size_t n = 0;
 
     key[0] = '\0';
-    for (size_t i = 0; g != NULL && i < g->n && own == NULL; i++) {
-        own = g->e[i].expires_ms >= now_ms && strcmp(g->e[i].uid, uid) == 0 ? &g->e[i] : NULL;
-    }
     if (own == NULL || strlen(own->key) >= cap) {
         return 0;
     }

@@ -152,7 +152,7 @@ op_free(struct bind_op *op)
 {
     op_unhold(op, false);
     gx_gate_leave(&op->app->bind_gate, &op->gate);
-    gx_gang_bind_leave(op->app, &op->gw);
+    gx_gang_bind_leave(&op->gw);
     LIST_REMOVE(op, link);
     gx_kube_cancel(op->app->sync.kube, op->xfer);
     free(op);
@@ -189,7 +189,7 @@ op_finish(struct bind_op *op, enum gx_bind_outcome o)
                 (unsigned long long)gx_http_id(op->r),
                 gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
                 gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
-        gx_gang_bind_failed(op->app, &op->gw); /* before any Binding: its gang fails whole */
+        gx_gang_bind_failed(&op->gw); /* before any Binding: its gang fails whole */
     }
     if (op->gate.state == GX_GATE_RUNNING) {
         /* out of time: the API server is slower than this many binds at once allow */
@@ -329,7 +329,7 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
     }
     /* undo only a booking this attempt created: a renewed one may carry an earlier Binding */
     op->reserved = op->plan.changed;
-    switch (gx_gang_bind_reserved(op->app, &op->gw)) {
+    switch (gx_gang_bind_reserved(&op->gw)) {
     case GX_BARRIER_OPEN:
         /* its slot goes to the next bind: a gang larger than the window would wait for good */
         gx_gate_leave(&op->app->bind_gate, &op->gate);

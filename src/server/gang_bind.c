@@ -147,11 +147,10 @@ gx_gang_bind_join(struct gx_app *app, const char *uid, struct gx_gang_waiter *w,
 }
 
 enum gx_barrier_state
-gx_gang_bind_reserved(struct gx_app *app, struct gx_gang_waiter *w)
+gx_gang_bind_reserved(struct gx_gang_waiter *w)
 {
     enum gx_barrier_state st;
 
-    (void)app;
     if (w->gb == NULL) {
         return GX_BARRIER_GO;
     }
@@ -168,9 +167,8 @@ gx_gang_bind_reserved(struct gx_app *app, struct gx_gang_waiter *w)
 }
 
 void
-gx_gang_bind_failed(struct gx_app *app, struct gx_gang_waiter *w)
+gx_gang_bind_failed(struct gx_gang_waiter *w)
 {
-    (void)app;
     if (w->gb == NULL) {
         return;
     }
@@ -179,11 +177,10 @@ gx_gang_bind_failed(struct gx_app *app, struct gx_gang_waiter *w)
 }
 
 void
-gx_gang_bind_leave(struct gx_app *app, struct gx_gang_waiter *w)
+gx_gang_bind_leave(struct gx_gang_waiter *w)
 {
     struct gx_gang_bind *gb = w->gb;
 
-    (void)app;
     if (gb == NULL) {
         return;
     }

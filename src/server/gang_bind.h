@@ -44,13 +44,13 @@ void gx_gang_bind_join(struct gx_app *app, const char *uid, struct gx_gang_waite
  * barrier); GX_BARRIER_OPEN: wait for the call of its go; GX_BARRIER_FAILED:
  * fail now, another member already failed.
  */
-enum gx_barrier_state gx_gang_bind_reserved(struct gx_app *app, struct gx_gang_waiter *w);
+enum gx_barrier_state gx_gang_bind_reserved(struct gx_gang_waiter *w);
 
 /** @w failed before its Binding: every member waiting fails (when the barrier was open). */
-void gx_gang_bind_failed(struct gx_app *app, struct gx_gang_waiter *w);
+void gx_gang_bind_failed(struct gx_gang_waiter *w);
 
 /** @w's bind ends: out of its barrier. A no-op for a bind in none. */
-void gx_gang_bind_leave(struct gx_app *app, struct gx_gang_waiter *w);
+void gx_gang_bind_leave(struct gx_gang_waiter *w);
 
 /** Free every barrier (shutdown, after every bind was cancelled). */
 void gx_gang_binds_free(struct gx_app *app);
