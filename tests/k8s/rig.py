@@ -462,6 +462,8 @@ class Cluster:
         if spec.get("tls"):
             o["server.tls_cert_file"] = self.path("extender.crt")
             o["server.tls_key_file"] = self.path("extender.key")
+        if os.environ.get("GX_E2E_LOG_LEVEL"):  # e.g. debug, to follow one failing run
+            o["log.level"] = os.environ["GX_E2E_LOG_LEVEL"]
         o.update(spec.get("overrides", {}))
         for dotted, value in o.items():
             node = cfg
