@@ -19,12 +19,16 @@
 #include "bgwrite.h"
 #include "bind.h"
 #include "config.h"
+#include "gang.h"
+#include "gang_bind.h"
+#include "gang_filter.h"
 #include "httpc.h"
 #include "kube.h"
 #include "podreq.h"
 #include "gx_fakehttp.h"
 #include "seen.h"
 #include "service.h"
+#include "sync.h"
 
 GX_SUITE(bind);
 
@@ -395,6 +399,8 @@ env_fini(struct env *e)
     e->f.stop = true;
     pthread_mutex_unlock(&e->f.mu);
     gx_bind_cancel_all(a);
+    gx_gang_binds_free(a);
+    gx_gang_store_free(a);
     gx_gate_release(&a->bind_gate);
     gx_leases_free(a->leases);
     gx_bg_clear(a);
@@ -1070,4 +1076,139 @@ Test(bind, an_old_booking_of_a_pending_pod_moves_here)
     env_init(&e, true);
     booked_on_b(&e, 60000);
     expect(&e, GX_BIND_OK, "", "GET pod,GET lease," BIND MARK_BOUND, "bound");
+}
+
+/* ---- gangs: the barrier of the members this replica planned (gang_bind.h) ---- */
+
+static void
+go_noted(void *ctx, bool ok)
+{
+    if (ctx != NULL) {
+        *(int *)ctx = ok ? 1 : -1;
+    }
+}
+
+/* The pod and the first @n-1 of uid-m1.. of PodGroup ml/g planned on HERE in one pass. */
+static void
+gang_planned_n(struct env *e, size_t n)
+{
+    const char *uids[] = {UID, "uid-m1"};
+    const struct gx_seen_pod *seen = gx_seen_get(e->app.seen, UID, gx_mono_ms());
+    struct gx_decide_ctx dc;
+    struct gx_why why = {{0}};
+
+    cr_assert_not_null(seen);
+    if (e->app.gang == NULL) {
+        e->app.gang = gx_gang_new();
+    }
+    cr_assert_not_null(e->app.gang);
+    gx_sync_decide_ctx(&e->app, &dc);
+    for (size_t i = 0; i < n; i++) {
+        struct gx_pod p = {.name = uids[i], .namespace = NS, .uid = uids[i], .pod_group = "g"};
+
+        cr_assert_eq(
+            gx_gang_put(e->app.gang, &dc, NS "/g", &p, &seen->req, HERE, 60000, gx_mono_ms(), &why),
+            GX_OK, "%s", why.text);
+    }
+    cr_assert_eq(gx_gang_held(&e->app), n);
+}
+
+/* The pod and uid-m1, members of PodGroup ml/g, planned on HERE in one pass (their entries). */
+static void
+gang_planned(struct env *e)
+{
+    gang_planned_n(e, 2);
+}
+
+/* The gang's pass failed at uid-m1's bind (the barrier lingers a bind deadline). */
+static void
+gang_failed_at_m1(struct env *e)
+{
+    struct gx_gang_waiter m1;
+
+    cr_assert(gx_gang_bind_join(&e->app, "uid-m1", &m1, go_noted, NULL));
+    gx_gang_bind_failed(&m1);
+    gx_gang_bind_leave(&m1);
+    cr_assert_eq(e->app.metrics.gang_binds_failed, 1);
+}
+
+Test(bind, a_gang_member_binds_once_every_member_reserved)
+{
+    struct gx_gang_waiter m1;
+    struct env e;
+    int went = 0;
+
+    env_init(&e, true);
+    gang_planned(&e);
+    cr_assert(gx_gang_bind_join(&e.app, "uid-m1", &m1, go_noted, &went));
+    cr_assert_eq(gx_gang_bind_reserved(&m1), GX_BARRIER_OPEN, "m1 waits for the pod");
+    bind_pod(&e);
+    cr_assert_eq(went, 1, "the pod's reservation let m1 go on");
+    cr_assert_eq(e.app.metrics.binds[GX_BIND_OK], 1, "%s", e.error);
+    gx_gang_bind_leave(&m1);
+    assert_booking(&e, "bound");
+    env_fini(&e);
+}
+
+/*
+ * kube-scheduler binds each member on its own: the pod's bind may arrive
+ * after m1's failed its gang and the pass's entries went. It fails too,
+ * before any write, instead of binding alone (a partly bound gang).
+ */
+Test(bind, a_gang_member_arriving_after_its_gang_failed_fails_unwritten)
+{
+    struct env e;
+
+    env_init(&e, true);
+    gang_planned(&e);
+    gang_failed_at_m1(&e);
+    cr_assert_eq(gx_gang_held(&e.app), 0, "the failed pass's entries are dropped");
+    expect(&e, GX_BIND_ERROR, "another member of the pod's gang could not be booked", "", "");
+}
+
+/*
+ * kube-scheduler may send the pod alone right after its gang failed (it
+ * still counted the others as assumed): planned alone in a new pass, its
+ * bind waits for the failed pass's members too, and fails when they do
+ * not come, its reservation released.
+ */
+Test(bind, a_gang_member_planned_alone_after_its_gang_failed_waits_for_the_gang)
+{
+    struct env e;
+
+    env_init(&e, true);
+    gang_planned(&e);
+    gang_failed_at_m1(&e);
+    gx_fakehttp_msleep(2); /* a new pass */
+    gang_planned_n(&e, 1);
+    expect(&e, GX_BIND_ERROR, "another member of the pod's gang could not be booked",
+           RESERVE "PATCH pod," RELEASE, "");
+}
+
+/*
+ * kube-scheduler may hold the pod at its gang gate while it plans the
+ * others in a new pass, which drops the pod's entry here: its bind still
+ * waits for the members planned since, and fails when they do not come.
+ */
+Test(bind, a_gang_member_whose_entry_a_new_pass_dropped_waits_for_the_group)
+{
+    const struct gx_seen_pod *seen;
+    struct gx_decide_ctx dc;
+    struct gx_why why = {{0}};
+    struct gx_pod m1 = {.name = "m1", .namespace = NS, .uid = "uid-m1", .pod_group = "g"};
+    struct env e;
+
+    env_init(&e, true);
+    gang_planned(&e);
+    seen = gx_seen_get(e.app.seen, UID, gx_mono_ms());
+    cr_assert_not_null(seen);
+    /* m1 filtered again: a new pass, the pod's entry gone */
+    cr_assert_eq(gx_gang_begin(e.app.gang, NS "/g", "uid-m1", gx_mono_ms()), 2);
+    gx_sync_decide_ctx(&e.app, &dc);
+    cr_assert_eq(
+        gx_gang_put(e.app.gang, &dc, NS "/g", &m1, &seen->req, HERE, 60000, gx_mono_ms(), &why),
+        GX_OK, "%s", why.text);
+    cr_assert_eq(gx_gang_held(&e.app), 1);
+    expect(&e, GX_BIND_ERROR, "another member of the pod's gang could not be booked",
+           RESERVE "PATCH pod," RELEASE, "");
 }

@@ -250,26 +250,27 @@ Test(gang_two, a_retry_in_another_order_keeps_one_member_per_node)
     cr_assert_eq(gx_gang_count(t.g, retry + 2), 2);
 }
 
-Test(gang_two, a_group_counts_the_members_planned_in_its_pass)
+Test(gang_two, a_group_counts_the_members_planned_and_knows_them_after_a_new_pass)
 {
     struct gx_podreq one = req_shared(1, 0, -1);
     char key[GX_GANG_KEY_MAX];
-    int64_t pass = 0, again = 0;
 
     cr_assert_not_null(member_filter("m1", "trainer", one, T0));
     cr_assert_not_null(member_filter("m2", "trainer", one, T0 + 1));
     cr_assert_not_null(member_filter("o1", "other", one, T0 + 1));
-    cr_assert_eq(gx_gang_group_of(t.g, "m2", T0 + 2, key, sizeof(key), &pass), 2);
+    cr_assert_eq(gx_gang_group_of(t.g, "m2", T0 + 2, key, sizeof(key)), 2);
     cr_assert_str_eq(key, "ml/trainer");
-    cr_assert_eq(pass, T0, "the pass of its first member");
-    cr_assert_eq(gx_gang_group_of(t.g, "x", T0 + 2, key, sizeof(key), &pass), 0);
+    cr_assert_eq(gx_gang_group_of(t.g, "x", T0 + 2, key, sizeof(key)), 0);
     cr_assert_str_eq(key, "");
-    /* m1 filtered again: a new pass, with a pass of its own */
+    /* m1 filtered again: a new pass, m2's entry gone, but m2 is still known as a member */
     cr_assert_not_null(member_filter("m1", "trainer", one, T0 + 3));
-    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3, key, sizeof(key), &again), 1);
-    cr_assert_eq(again, T0 + 3);
-    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3 + TTL + 1, key, sizeof(key), &again), 0,
-                 "expired");
+    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3, key, sizeof(key)), 1);
+    cr_assert_eq(gx_gang_group_of(t.g, "m2", T0 + 3, key, sizeof(key)), 0, "no entry");
+    cr_assert(gx_gang_group_key(t.g, "m2", T0 + 3, key, sizeof(key)));
+    cr_assert_str_eq(key, "ml/trainer");
+    cr_assert_not(gx_gang_group_key(t.g, "x", T0 + 3, key, sizeof(key)));
+    cr_assert_not(gx_gang_group_key(t.g, "m2", T0 + 1 + TTL + 1, key, sizeof(key)), "forgotten");
+    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 3 + TTL + 1, key, sizeof(key)), 0, "expired");
 }
 
 Test(gang, a_barrier_goes_when_every_member_reserved_and_fails_once)
@@ -288,6 +289,43 @@ Test(gang, a_barrier_goes_when_every_member_reserved_and_fails_once)
     cr_assert_not(gx_barrier_fail(&b), "once");
     cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_FAILED, "a late reservation fails too");
     cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_FAILED);
+}
+
+Test(gang_two, a_new_barrier_waits_for_the_group_and_the_gang_that_just_failed)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    struct gx_gang_barrier failed = {0}, b = {0};
+
+    cr_assert_not_null(member_filter("m1", "trainer", one, T0));
+    cr_assert_not_null(member_filter("m2", "trainer", one, T0 + 1));
+    cr_assert_not_null(member_filter("o1", "other", one, T0 + 1));
+    cr_assert_eq(gx_barrier_plan(&failed, t.g, "ml/trainer", "m1", NULL, T0 + 2), GX_OK);
+    cr_assert_eq(failed.n, 2, "m1 and m2, once each; not o1");
+    cr_assert(gx_barrier_member(&failed, "m2"));
+    cr_assert_not(gx_barrier_member(&failed, "o1"));
+    cr_assert_eq(gx_barrier_arrive(&failed, "m1"), GX_OK);
+    cr_assert(gx_barrier_expects(&failed, "m2"));
+    cr_assert_not(gx_barrier_expects(&failed, "m1"), "arrived");
+    cr_assert_eq(gx_barrier_absent(&failed), 1);
+    cr_assert(gx_barrier_fail(&failed));
+    cr_assert(gx_barrier_expects(&failed, "m2"), "a failed barrier still knows its late members");
+    cr_assert_eq(gx_gang_drop_members(t.g, &failed), 2, "the failed gang's entries go");
+    cr_assert_eq(gx_gang_count(t.g, T0 + 2), 1, "o1's stays");
+
+    /* the retry plans m3 alone: its barrier waits for the failed gang's members too */
+    cr_assert_not_null(member_filter("m3", "trainer", one, T0 + 3));
+    cr_assert_eq(gx_barrier_plan(&b, t.g, "ml/trainer", "m2", &failed, T0 + 4), GX_OK);
+    cr_assert_eq(b.n, 3, "m3, m1, m2");
+    cr_assert_eq(b.expected, 3);
+    cr_assert_eq(gx_barrier_arrive(&b, "m4"), GX_OK, "a member planned in no barrier joins");
+    cr_assert_eq(b.expected, 4);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_OPEN);
+    }
+    cr_assert_eq(gx_barrier_reserved(&b), GX_BARRIER_GO);
+    gx_barrier_release(&b);
+    gx_barrier_release(&failed);
+    cr_assert_eq(failed.n, 0);
 }
 
 Test(gang_two, entries_expire_after_their_ttl)
@@ -345,12 +383,38 @@ Test(gang_two, bind_books_exactly_the_planned_cards_and_the_entry_goes_with_it)
     cr_assert_eq(plan.n_cards, 1);
     cr_assert_eq(plan.cards[0], 1, "card 0 was m1's");
     cr_assert_eq(gx_ledger_booking(t.a.ledger, "m2"), NOW, "stamped at the bind");
-    /* the ledger books m2 now: its entry is skipped and dropped, m1's still counts */
+    /* the ledger books m2 now: its entry adds nothing (the bind drops it), m1's still counts */
     cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_TURNED);
-    cr_assert_eq(gx_gang_count(t.g, T0), 1);
+    cr_assert_eq(gx_gang_count(t.g, T0), 2);
+    cr_assert(gx_gang_drop(t.g, "m2"));
+    cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_TURNED);
     cr_assert(gx_gang_drop(t.g, "m1"));
     cr_assert_not(gx_gang_drop(t.g, "m1"));
     cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_NONE);
+}
+
+Test(gang_two, a_member_still_booked_from_a_failed_bind_is_in_the_pass_without_cards)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    struct gx_tenant planned[GX_MAX_PICK];
+    struct gx_pod outsider = member("x", "");
+    char key[GX_GANG_KEY_MAX];
+    struct gx_vshort v;
+
+    book(&t.a, "other-0", 0, false, 3, 0);
+    book(&t.a, "m1", 0, false, 1, 0); /* its failed bind's booking, release not written yet */
+    book(&t.a, "other-1", 1, false, 2, 0);
+    book(&t.b, "full-0", 0, false, 4, 0);
+    book(&t.b, "full-1", 1, false, 4, 0);
+    cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
+    cr_assert_not_null(member_filter("m2", "trainer", one, T0 + 1));
+    cr_assert_eq(gx_gang_group_of(t.g, "m1", T0 + 2, key, sizeof(key)), 2,
+                 "m1 is a member of the pass");
+    cr_assert_eq(gx_gang_planned(t.g, "m1", "gpu-a", T0 + 2, planned), 0,
+                 "its own booking holds its cards: the entry books none");
+    cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0 + 2, &v),
+                 GX_GANG_DECIDED, "m2's entry counts");
+    cr_assert(v.keep, "card 1's last share is left for it");
 }
 
 Test(gang_two, a_planned_card_taken_meanwhile_is_a_conflict)

@@ -23,7 +23,13 @@ struct entry {
     size_t n;
     bool fits;       /* it fitted on the last scratch ledger (not counted when it did not) */
     int64_t made_ms; /* the caller's monotonic clock */
-    int64_t pass_ms; /* made_ms of the first entry of its pass: which pass it belongs to */
+    int64_t expires_ms;
+};
+
+/* A pod some filter planned as a member of group @key: known until @expires_ms, entry or not. */
+struct known {
+    char key[GX_GANG_KEY_MAX];
+    char uid[GX_UID_MAX];
     int64_t expires_ms;
 };
 
@@ -31,6 +37,8 @@ struct entry {
 struct gx_gang {
     struct entry *e;
     size_t n, cap;
+    struct known *k; /* GX_GANG_MAX of them, made with the first */
+    size_t nk;
 };
 
 struct gx_gang *
@@ -44,6 +52,7 @@ gx_gang_free(struct gx_gang *g)
 {
     if (g != NULL) {
         free(g->e);
+        free(g->k);
         free(g);
     }
 }
@@ -134,7 +143,8 @@ gx_gang_count(const struct gx_gang *g, int64_t now_ms)
 /*
  * A scratch ledger holding @ctx's entry of snapshot node @sn with every
  * live entry of the node booked but @uid's; NULL when no entry applies or
- * out of memory. Entries expired or already booked by their own pod go.
+ * out of memory. Entries expired go; those whose pod the ledger books add
+ * nothing (its booking holds the cards).
  */
 static struct gx_ledger *
 scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_node *sn,
@@ -146,12 +156,14 @@ scratch_of(struct gx_gang *g, const struct gx_decide_ctx *ctx, const struct gx_n
 
     for (size_t i = 0; i < g->n;) {
         struct entry *x = &g->e[i];
-        if (strcmp(x->node, sn->name) != 0 || strcmp(x->uid, uid) == 0) {
-            i++;
+        if (x->expires_ms < now_ms) {
+            drop_at(g, i);
             continue;
         }
-        if (x->expires_ms < now_ms || gx_ledger_find_pod(ctx->ledger, x->uid) != NULL) {
-            drop_at(g, i); /* expired, or the member's own bind booked it */
+        /* the member's own booking holds its cards: the entry adds none (the bind drops it) */
+        if (strcmp(x->node, sn->name) != 0 || strcmp(x->uid, uid) == 0 || x->n == 0 ||
+            gx_ledger_find_pod(ctx->ledger, x->uid) != NULL) {
+            i++;
             continue;
         }
         if (scratch == NULL) {
@@ -248,16 +260,33 @@ entry_new(struct gx_gang *g, enum gx_err *rc)
     return &g->e[g->n];
 }
 
-/* The pass of a new entry of group @key: that of its live entries, or a new one from @now_ms. */
-static int64_t
-pass_of(const struct gx_gang *g, const char *key, int64_t now_ms)
+/*
+ * Remember pod @uid as a member of group @key until @expires_ms: a new
+ * pass drops its entry, but its bind must still wait for its gang.
+ * Full: the row that expires first goes.
+ */
+static void
+know(struct gx_gang *g, const char *key, const char *uid, int64_t expires_ms)
 {
-    for (size_t i = 0; i < g->n; i++) {
-        if (g->e[i].expires_ms >= now_ms && strcmp(g->e[i].key, key) == 0) {
-            return g->e[i].pass_ms;
-        }
+    size_t at = 0;
+
+    if (g->k == NULL && (g->k = calloc(GX_GANG_MAX, sizeof(*g->k))) == NULL) {
+        return;
     }
-    return now_ms;
+    while (at < g->nk && strcmp(g->k[at].uid, uid) != 0) {
+        at++;
+    }
+    if (at == g->nk && g->nk == GX_GANG_MAX) {
+        at = 0;
+        for (size_t i = 1; i < g->nk; i++) {
+            at = g->k[i].expires_ms < g->k[at].expires_ms ? i : at;
+        }
+    } else if (at == g->nk) {
+        g->nk++;
+    }
+    (void)snprintf(g->k[at].key, sizeof(g->k[at].key), "%s", key);
+    (void)snprintf(g->k[at].uid, sizeof(g->k[at].uid), "%s", uid);
+    g->k[at].expires_ms = expires_ms;
 }
 
 enum gx_err
@@ -290,21 +319,23 @@ gx_gang_put(struct gx_gang *g, const struct gx_decide_ctx *ctx, const char *key,
     }
     here = gx_decide_ctx_on(ctx, scratch);
     rc = gx_admit_reserve(&here, scratch, sn->name, &ap, &plan, why);
-    if (rc == GX_OK && plan.changed && (x = entry_new(g, &rc)) != NULL) {
+    /* a member whose own booking already holds its cards (a failed bind's, not yet released)
+     * books none, but is a member of the pass all the same: its bind waits for the others */
+    if (rc == GX_OK && (plan.changed || plan.renewed) && (x = entry_new(g, &rc)) != NULL) {
         memset(x, 0, sizeof(*x));
         (void)snprintf(x->key, sizeof(x->key), "%s", key);
         (void)snprintf(x->uid, sizeof(x->uid), "%s", pod->uid);
         (void)snprintf(x->node, sizeof(x->node), "%s", sn->name);
-        booked = gx_ledger_node(scratch, sn->name);
+        booked = plan.changed ? gx_ledger_node(scratch, sn->name) : NULL;
         for (size_t i = 0; booked != NULL && i < booked->n_tenants && x->n < GX_MAX_PICK; i++) {
             if (strcmp(booked->tenants[i].uid, pod->uid) == 0) {
                 x->t[x->n++] = booked->tenants[i];
             }
         }
         x->made_ms = now_ms;
-        x->pass_ms = pass_of(g, key, now_ms);
         x->expires_ms = now_ms + ttl_ms;
         g->n++;
+        know(g, key, pod->uid, x->expires_ms);
     }
     gx_ledger_free(scratch);
     return rc;
@@ -348,8 +379,7 @@ gx_gang_drop(struct gx_gang *g, const char *uid)
 }
 
 size_t
-gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key, size_t cap,
-                 int64_t *pass_ms)
+gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key, size_t cap)
 {
     const struct entry *own = live_of(g, uid, now_ms);
     size_t n = 0;
@@ -362,8 +392,37 @@ gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char 
         n += g->e[i].expires_ms >= now_ms && strcmp(g->e[i].key, own->key) == 0;
     }
     (void)snprintf(key, cap, "%s", own->key);
-    *pass_ms = own->pass_ms;
     return n;
+}
+
+bool
+gx_gang_group_key(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key, size_t cap)
+{
+    for (size_t i = 0; g != NULL && i < g->nk; i++) {
+        if (strcmp(g->k[i].uid, uid) == 0 && g->k[i].expires_ms >= now_ms &&
+            strlen(g->k[i].key) < cap) {
+            (void)snprintf(key, cap, "%s", g->k[i].key);
+            return true;
+        }
+    }
+    key[0] = '\0';
+    return false;
+}
+
+size_t
+gx_gang_drop_members(struct gx_gang *g, const struct gx_gang_barrier *b)
+{
+    size_t dropped = 0;
+
+    for (size_t i = 0; g != NULL && i < g->n;) {
+        if (gx_barrier_member(b, g->e[i].uid)) {
+            drop_at(g, i);
+            dropped++;
+            continue;
+        }
+        i++;
+    }
+    return dropped;
 }
 
 enum gx_barrier_state
@@ -384,4 +443,103 @@ gx_barrier_fail(struct gx_gang_barrier *b)
     }
     b->state = GX_BARRIER_FAILED;
     return true;
+}
+
+/* The index of @uid among @b's members, or @b->n. */
+static size_t
+member_at(const struct gx_gang_barrier *b, const char *uid)
+{
+    size_t i = 0;
+
+    while (i < b->n && strcmp(b->m[i].uid, uid) != 0) {
+        i++;
+    }
+    return i;
+}
+
+bool
+gx_barrier_member(const struct gx_gang_barrier *b, const char *uid)
+{
+    return member_at(b, uid) < b->n;
+}
+
+bool
+gx_barrier_expects(const struct gx_gang_barrier *b, const char *uid)
+{
+    size_t i = member_at(b, uid);
+
+    return i < b->n && !b->m[i].arrived;
+}
+
+size_t
+gx_barrier_absent(const struct gx_gang_barrier *b)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < b->n; i++) {
+        n += !b->m[i].arrived;
+    }
+    return n;
+}
+
+enum gx_err
+gx_barrier_add(struct gx_gang_barrier *b, const char *uid)
+{
+    struct gx_barrier_member *m;
+
+    if (member_at(b, uid) < b->n) {
+        return GX_OK;
+    }
+    if (strlen(uid) >= sizeof(m->uid)) {
+        return GX_EINVAL;
+    }
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 8;
+        if ((m = realloc(b->m, cap * sizeof(*m))) == NULL) {
+            return GX_ENOMEM;
+        }
+        b->m = m;
+        b->cap = cap;
+    }
+    m = &b->m[b->n++];
+    (void)snprintf(m->uid, sizeof(m->uid), "%s", uid);
+    m->arrived = false;
+    b->expected = b->n;
+    return GX_OK;
+}
+
+enum gx_err
+gx_barrier_arrive(struct gx_gang_barrier *b, const char *uid)
+{
+    enum gx_err rc = gx_barrier_add(b, uid);
+
+    if (rc == GX_OK) {
+        b->m[member_at(b, uid)].arrived = true;
+    }
+    return rc;
+}
+
+enum gx_err
+gx_barrier_plan(struct gx_gang_barrier *b, const struct gx_gang *g, const char *key,
+                const char *uid, const struct gx_gang_barrier *failed, int64_t now_ms)
+{
+    enum gx_err rc = GX_OK;
+
+    for (size_t i = 0; g != NULL && i < g->n && rc == GX_OK; i++) {
+        if (g->e[i].expires_ms >= now_ms && strcmp(g->e[i].key, key) == 0) {
+            rc = gx_barrier_add(b, g->e[i].uid);
+        }
+    }
+    for (size_t i = 0; failed != NULL && i < failed->n && rc == GX_OK; i++) {
+        rc = gx_barrier_add(b, failed->m[i].uid);
+    }
+    return rc == GX_OK ? gx_barrier_add(b, uid) : rc;
+}
+
+void
+gx_barrier_release(struct gx_gang_barrier *b)
+{
+    free(b->m);
+    b->m = NULL;
+    b->n = b->cap = 0;
 }

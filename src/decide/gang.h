@@ -23,14 +23,16 @@
  *   started a new pass over the group (a retry, the preemption re-run):
  *   every entry of the group goes (gx_gang_begin);
  * - an entry expires @ttl_ms after it was made (rollback is never
- *   announced);
+ *   announced); the store knows its pod as a member of the group that long
+ *   even when a new pass drops the entry (gx_gang_group_key);
  * - entries count as taken cards for every pod but their own, outsiders
  *   included: binds come 5-15 ms after the cycle, and an outsider filtered
  *   in between must not take the gang's cards (gx_gang_verdict);
  * - the member's bind to the entry's node books exactly its cards
  *   (gx_gang_planned, gx_admit_reserve_as), and the entry goes when the
  *   pod's own booking is written (gx_gang_drop); an entry whose pod the
- *   ledger already books is skipped and dropped.
+ *   ledger already books (a failed bind's booking not yet released) holds
+ *   no cards but still makes its pod a member of the pass.
  *
  * Thread: the caller's; a store is not shared between threads.
  */
@@ -133,14 +135,20 @@ size_t gx_gang_planned(const struct gx_gang *g, const char *uid, const char *nod
 bool gx_gang_drop(struct gx_gang *g, const char *uid);
 
 /**
- * The live entries at @now_ms of the group of pod @uid's live entry, its
- * key into @key (@cap bytes) and its pass into @pass_ms (entries of one
- * pass share it; a pass that starts over gets another): the members this
- * replica planned in the group's cycle. 0, @key empty, when @uid holds
- * none. NULL @g: 0.
+ * The live entries at @now_ms of the group of pod @uid's live entry (the
+ * members this replica planned in the group's cycle), its key into @key
+ * (@cap bytes). 0, @key empty, when @uid holds none. NULL @g: 0.
  */
 size_t gx_gang_group_of(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key,
-                        size_t cap, int64_t *pass_ms);
+                        size_t cap);
+
+/**
+ * The group of pod @uid into @key (@cap bytes) when a filter here planned
+ * it as a member within the entries' time to live, even if a new pass or a
+ * failed barrier dropped its entry since; false (and @key empty) if none.
+ */
+bool gx_gang_group_key(const struct gx_gang *g, const char *uid, int64_t now_ms, char *key,
+                       size_t cap);
 
 /*
  * The binds of one gang planned here wait before their Bindings until the
@@ -155,16 +163,68 @@ enum gx_barrier_state {
     GX_BARRIER_FAILED /* a member failed before its Binding: every member's bind fails */
 };
 
+struct gx_barrier_member {
+    char uid[GX_UID_MAX];
+    bool arrived; /* its bind arrived */
+};
+
 struct gx_gang_barrier {
-    size_t expected; /* members planned (gx_gang_group_of at the first bind) */
+    size_t expected; /* members it waits for: n */
     size_t reserved; /* their reservations landed so far */
     enum gx_barrier_state state;
+    struct gx_barrier_member *m; /* its members (gx_barrier_release frees them) */
+    size_t n, cap;
 };
+
+/*
+ * kube-scheduler binds each member on its own, and counts members it still
+ * assumes when it retries a gang: right after a barrier failed every
+ * member's bind, it may schedule one member alone, or hold it at its gang
+ * gate while it plans the others in a new pass. So a barrier knows its
+ * members by pod UID, and a group has one open barrier at a time:
+ * - a new barrier waits for every pod of the group's live entries, the
+ *   members of the group's barrier that failed just before, and the pod
+ *   whose bind made it (gx_barrier_plan); with fewer than two the pod binds
+ *   alone;
+ * - a member's bind joins the group's open barrier (planned in it or not);
+ * - a failed barrier stays a bind deadline and fails the binds of its
+ *   members still to come that were not planned again since.
+ */
+
+/**
+ * The members of a new barrier of group @key, made by pod @uid's bind:
+ * the pods of @g's live entries of @key at @now_ms, @failed's members
+ * (NULL: none) and @uid, each once.
+ */
+enum gx_err gx_barrier_plan(struct gx_gang_barrier *b, const struct gx_gang *g, const char *key,
+                            const char *uid, const struct gx_gang_barrier *failed,
+                            int64_t now_ms) GX_WUR;
+
+/** Make pod @uid a member of @b (once; @b then waits for it too). */
+enum gx_err gx_barrier_add(struct gx_gang_barrier *b, const char *uid) GX_WUR;
+
+/** Pod @uid's bind arrived at @b: a member now (if it was not), arrived. */
+enum gx_err gx_barrier_arrive(struct gx_gang_barrier *b, const char *uid) GX_WUR;
+
+/** True when pod @uid is a member of @b. */
+bool gx_barrier_member(const struct gx_gang_barrier *b, const char *uid);
+
+/** True when @b waits for the bind of pod @uid (a member not arrived yet). */
+bool gx_barrier_expects(const struct gx_gang_barrier *b, const char *uid);
+
+/** Members of @b whose binds have not arrived. */
+size_t gx_barrier_absent(const struct gx_gang_barrier *b);
 
 /** A member's reservation landed: the state after it. */
 enum gx_barrier_state gx_barrier_reserved(struct gx_gang_barrier *b);
 
 /** A member failed before its Binding: true when that failed an open barrier. */
 bool gx_barrier_fail(struct gx_gang_barrier *b);
+
+/** Drop the entries of @b's members (its gang failed: the retry plans afresh): how many. */
+size_t gx_gang_drop_members(struct gx_gang *g, const struct gx_gang_barrier *b);
+
+/** Free @b's members. */
+void gx_barrier_release(struct gx_gang_barrier *b);
 
 #endif

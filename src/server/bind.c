@@ -720,10 +720,11 @@ bind_live(struct gx_app *app, struct gx_http_req *r, const struct gx_ext_bind_ar
     (void)snprintf(op->node, sizeof(op->node), "%s", b->node);
     op->deadline_ms = gx_http_start_ms(r) + app->cfg->bind_deadline_ms;
     op->n_gang = gx_gang_bind_plan(app, op->uid, op->node, op->gang);
-    if (op->n_gang > 0) {
-        gx_gang_bind_join(app, op->uid, &op->gw, gang_go, op);
-    }
     LIST_INSERT_HEAD(&app->binds, op, link);
+    if (!gx_gang_bind_join(app, op->uid, &op->gw, gang_go, op)) {
+        op_fail(op, GX_BIND_ERROR, GANG_FAILED, "");
+        return;
+    }
     seen = gx_seen_get(app->seen, op->uid, gx_mono_ms());
     if (seen != NULL) {
         op->req = seen->req;

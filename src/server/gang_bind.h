@@ -5,9 +5,10 @@
  * group's cycle wait after their reservations until every member's
  * reservation landed, then all send their Bindings; when one fails before
  * its Binding, all fail (their reservations released), and kube-scheduler
- * tries the gang again whole. A barrier is keyed by group and pass, gives
- * up after half a bind deadline, and is freed once its timer ran and no
- * member's bind is left in it.
+ * tries the gang again whole. A group has one open barrier at a time,
+ * whose members gang.h's gx_barrier_plan names; it gives up after half a
+ * bind deadline; a failed one stays a bind deadline more (gang.h says
+ * why). It is freed after that when no member's bind is left in it.
  */
 #ifndef GX_GANG_BIND_H
 #define GX_GANG_BIND_H
@@ -32,12 +33,14 @@ struct gx_gang_waiter {
 };
 
 /**
- * The bind of pod @uid arrived: join its group's barrier when this
- * replica planned it (a live entry), creating the barrier at the first
- * member. @go(@ctx, ok) is called only while the member waits.
+ * The bind of pod @uid arrived: join the barrier that waits for it, else
+ * its group's open one, else a new one, when a filter here planned it as a
+ * gang member (gx_gang_group_key); a pod alone binds alone. @go(@ctx, ok)
+ * is called only while the member waits. False: its gang already failed,
+ * the bind fails now, before any write.
  */
-void gx_gang_bind_join(struct gx_app *app, const char *uid, struct gx_gang_waiter *w,
-                       gx_gang_go_cb go, void *ctx);
+bool gx_gang_bind_join(struct gx_app *app, const char *uid, struct gx_gang_waiter *w,
+                       gx_gang_go_cb go, void *ctx) GX_WUR;
 
 /**
  * @w's reservation landed. GX_BARRIER_GO: go on now (also for a bind in no
