@@ -310,7 +310,7 @@ Test(podreq, rejects_other_shared_combinations, .init = setup, .fini = teardown)
                      "nvidia.com/gpu.shared and nvidia.com/gpu cannot be combined");
     cr_assert_str_eq(reject("{'spec':{'containers':[{'resources':{'limits':{"
                             "'gpu-extender.io/time-slice':'65'}}}]}}"),
-                     "gpu-extender.io/time-slice must be from 1 to 64");
+                     "gpu-extender.io/time-slice must be from 1 to 64, not 65");
 }
 
 Test(podreq, rejects_bad_annotation_values, .init = setup, .fini = teardown)
@@ -320,15 +320,17 @@ Test(podreq, rejects_bad_annotation_values, .init = setup, .fini = teardown)
     /* "8000": a bare number is bytes, and 8000 bytes of GPU memory was surely meant as MiB */
     static const char *const memory[] = {"lots", "-1Gi", "6 Gi", "", "6GB", "8000"};
     static const char *const util[] = {"101", "-1", "nan", "abc", "", "1e2", " 5", "100.5"};
-    char json[256];
+    char json[256], want[128];
 
     for (size_t i = 0; i < GX_ARRAY_LEN(slices); i++) {
         (void)snprintf(json, sizeof(json),
                        "{'metadata':{'annotations':{'gpu-extender.io/time-slices':'%s'}}}",
                        slices[i]);
-        cr_assert_str_eq(reject(json),
-                         "gpu-extender.io/time-slices must be an integer from 1 to 64", "%s",
-                         slices[i]);
+        /* the reason names the value, so the user sees which pod's annotation to fix */
+        (void)snprintf(want, sizeof(want),
+                       "gpu-extender.io/time-slices must be an integer from 1 to 64, not \"%s\"",
+                       slices[i]);
+        cr_assert_str_eq(reject(json), want, "%s", slices[i]);
     }
     for (size_t i = 0; i < GX_ARRAY_LEN(memory); i++) {
         (void)snprintf(json, sizeof(json),

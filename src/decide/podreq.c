@@ -387,12 +387,13 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
         r.kind = GX_REQ_SHARED;
         if (ann_slices != NULL) {
             if (!parse_slices(ann_slices, &r.slices)) {
-                gx_why_set(why, "%.64s must be an integer from 1 to %d", cfg->ann_slices,
-                           PODREQ_MAX_SLICES);
+                gx_why_set(why, "%.64s must be an integer from 1 to %d, not \"%.32s\"",
+                           cfg->ann_slices, PODREQ_MAX_SLICES, ann_slices);
                 return GX_EINVAL;
             }
         } else if (slice > PODREQ_MAX_SLICES) {
-            gx_why_set(why, "%.64s must be from 1 to %d", cfg->res_time_slice, PODREQ_MAX_SLICES);
+            gx_why_set(why, "%.64s must be from 1 to %d, not %lld", cfg->res_time_slice,
+                       PODREQ_MAX_SLICES, (long long)slice);
             return GX_EINVAL;
         } else {
             r.slices = slice > 0 ? (int)slice : 1;
