@@ -133,13 +133,24 @@ Test(fgd, cpu_pods_count_only_when_their_cpu_is_gone)
     cr_assert_float_eq(gx_fgd_delta(&m, &n, &gpu, &card), 1000.0, 1e-9);
 }
 
-Test(fgd, gaps_count_only_partly_used_cards)
+/* No gaps counted, gaps open from @min_open up on every node. */
+static struct gx_fgd_gaps
+open_from(int min_open)
 {
     struct gx_fgd_gaps g;
+
+    memset(&g, 0, sizeof(g));
+    g.n_where = 1;
+    g.min_share[0] = min_open;
+    return g;
+}
+
+Test(fgd, gaps_count_only_partly_used_cards)
+{
+    struct gx_fgd_gaps g = open_from(1);
     const int free[6] = {1000, 0, 300, 300, 999, 1};
     struct gx_fgd_node n = node(6, free);
 
-    gx_fgd_gaps_clear(&g);
     gx_fgd_gaps_add(&g, &n);
     gx_fgd_gaps_add(&g, &n);
     cr_assert_eq(g.count[300], 4);
@@ -148,31 +159,70 @@ Test(fgd, gaps_count_only_partly_used_cards)
     cr_assert_eq(g.count[0], 0, "a full card is no gap");
     gx_fgd_gaps_clear(&g);
     cr_assert_eq(g.count[300], 0);
+    cr_assert_eq(g.min_share[0], 1, "clearing keeps the smallest shares");
 }
 
-Test(fgd, min_share_is_the_smallest_typical_share)
+Test(fgd, min_open_is_the_smallest_typical_share)
 {
     struct gx_fgd_model m;
+    struct gx_fgd_gaps g;
     const struct gx_fgd_shape small = {.cpu_milli = 1000, .gpus = 1, .milli = 120};
 
+    memset(&g, 0, sizeof(g));
     gx_fgd_model_init(&m, 1000);
-    cr_assert_eq(gx_fgd_min_share(&m), GX_FGD_CARD, "no shares: no gap is open");
-    cr_assert_eq(gx_fgd_min_share(NULL), GX_FGD_CARD);
+    cr_assert(gx_fgd_gaps_shares(&g, &m), "the first shares taken are a change");
+    cr_assert_eq(gx_fgd_min_open(&g, 0), GX_FGD_CARD, "no shares: no gap is open");
+    cr_assert_not(gx_fgd_gaps_shares(&g, NULL), "no model: no shares, as before");
     gx_fgd_observe(&m, &WHOLE2);
     gx_fgd_observe(&m, &HALF);
-    cr_assert_eq(gx_fgd_min_share(&m), 500);
+    cr_assert(gx_fgd_gaps_shares(&g, &m));
+    cr_assert_eq(gx_fgd_min_open(&g, 0), 500);
+    cr_assert_not(gx_fgd_gaps_shares(&g, &m), "nothing new learned: no change");
     gx_fgd_observe(&m, &small);
-    cr_assert_eq(gx_fgd_min_share(&m), 120);
+    cr_assert(gx_fgd_gaps_shares(&g, &m));
+    cr_assert_eq(gx_fgd_min_open(&g, 0), 120);
+}
+
+/*
+ * A pinned typical share opens gaps only on the nodes it may run on: a node
+ * barring its class keeps the smallest share of the pods that may come.
+ */
+Test(fgd, a_pinned_share_opens_gaps_only_where_it_may_run)
+{
+    struct gx_fgd_model m;
+    struct gx_fgd_gaps g;
+    struct gx_fgd_shape pinned = HALF;
+    const int free[2] = {100, 500};
+    struct gx_fgd_node allowed = node(2, free), barred = node(2, free);
+    int t4;
+
+    memset(&g, 0, sizeof(g));
+    gx_fgd_model_init(&m, 1000);
+    t4 = gx_fgd_where_class(&m, "nvidia.com/gpu.product in (Tesla-T4)");
+    cr_assert_eq(t4, 1);
+    pinned.milli = 100;
+    pinned.where = t4;
+    gx_fgd_observe(&m, &HALF);
+    gx_fgd_observe(&m, &pinned);
+    cr_assert(gx_fgd_gaps_shares(&g, &m));
+    barred.barred = 1u << t4;
+    cr_assert_eq(gx_fgd_min_open(&g, allowed.barred), 100);
+    cr_assert_eq(gx_fgd_min_open(&g, barred.barred), 500, "only the unpinned half may come");
+    gx_fgd_gaps_add(&g, &allowed);
+    gx_fgd_gaps_add(&g, &barred);
+    cr_assert_eq(g.count[500], 2);
+    cr_assert_eq(g.count[100], 1, "the barred node's 100 is a full card");
+    /* leaving 100: a new gap of a common size where the pinned share may come, none where not */
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, allowed.barred, 500, 400), 3.0 - 3.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, barred.barred, 500, 400), -3.0, 1e-9);
 }
 
 /* Gaps open from @min_open up, three cards with 500 free. */
 static struct gx_fgd_gaps
 three_500s(int min_open)
 {
-    struct gx_fgd_gaps g;
+    struct gx_fgd_gaps g = open_from(min_open);
 
-    gx_fgd_gaps_clear(&g);
-    g.min_open = min_open;
     g.count[500] = 3;
     return g;
 }
@@ -184,12 +234,12 @@ Test(fgd, gap_cost_prefers_filling_common_gaps)
 
     g.count[700] = 1;
     /* 200 into a 500 gap: 300 gains a card (0 -> 1), 500 loses one (3 -> 2) */
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 200), 1.0 - 5.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 500, 200), 1.0 - 5.0, 1e-9);
     /* 200 into the lone 700 gap leaves the common 500 size: 500 grows to 4, 700 empties */
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 700, 200), 7.0 - 1.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 700, 200), 7.0 - 1.0, 1e-9);
     /* a fresh card is no gap before; 800 left is one after */
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 1000, 200), 1.0, 1e-9);
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 500), -5.0, 1e-9, "a card filled up is no gap");
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 1000, 200), 1.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 500, 500), -5.0, 1e-9, "a card filled up is no gap");
 }
 
 /* A gap below the smallest typical share can never be filled: it is not counted. */
@@ -198,10 +248,10 @@ Test(fgd, gaps_below_the_smallest_share_are_closed)
     struct gx_fgd_gaps g = three_500s(250);
 
     g.count[50] = 40;
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), -5.0, 1e-9, "leaving 50 costs nothing");
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 50, 50), 0.0, 1e-9, "a closed gap is no gain either");
-    g.min_open = 50;
-    cr_assert_float_eq(gx_fgd_gap_cost(&g, 500, 450), 81.0 - 5.0, 1e-9);
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 500, 450), -5.0, 1e-9, "leaving 50 costs nothing");
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 50, 50), 0.0, 1e-9, "a closed gap is no gain either");
+    g.min_share[0] = 50;
+    cr_assert_float_eq(gx_fgd_gap_cost(&g, 0, 500, 450), 81.0 - 5.0, 1e-9);
 }
 
 /* A typical pod the node's labels bar can use none of it (FGD's "no access"). */

@@ -177,7 +177,7 @@ Test(score_fgd, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     cr_assert_float_eq(v.parts.fit, 0.5, 1e-9, "400: one gap size traded for another, no cost");
     cr_assert_eq(gaps.gaps.count[300], 4);
     cr_assert_eq(gaps.cards, 6);
-    cr_assert_eq(gaps.gaps.min_open, 100, "the smallest typical share");
+    cr_assert_eq(gx_fgd_min_open(&gaps.gaps, 0), 100, "the smallest typical share");
 
     book_on(&w, "gpu-2", "c4", 0, 300); /* gpu-2's card 0 is full now: 300 is no longer common */
     gx_score_node(&w.ctx, &r, &nodes[0], &v);
@@ -248,6 +248,48 @@ Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
     gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
     cr_assert_gt(on_a100.parts.fit, on_t4.parts.fit, "the T4 node is kept for the T4 pods");
     cr_assert_float_eq(gaps.scarce[1], 1.0, 0.01, "about half the demand on half of the cards");
+    gx_nameidx_release(&snap.names);
+    world_free(&w);
+}
+
+/*
+ * The idle-node charge counts the typical demand that may run on the node:
+ * half the typical pods are pinned to T4s, so an idle node without T4s is
+ * worth half as much to keep whole as the idle T4 node.
+ */
+Test(score_fgd, the_idle_charge_counts_the_typical_pods_that_may_run_there)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape anywhere = {.gpus = 1, .milli = 1000};
+    struct gx_podreq whole = req_excl(1), cpu = req_none();
+    const char *t4[] = {"Tesla-T4"};
+    struct gx_sel_expr e = {"nvidia.com/gpu.product", GX_SEL_IN, t4, 1};
+    struct gx_sel_term term = {&e, 1};
+    struct gx_where pin = {.terms = &term, .n_terms = 1};
+    struct gx_kv t4_label[] = {{"nvidia.com/gpu.product", "Tesla-T4"}};
+    struct gx_score_gaps gaps;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_verdict on_t4, on_a100;
+
+    fgd_world(&w, &m, &anywhere);
+    w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
+    cpu.cpu_milli = 1000;
+    nodes[0] = w.node; /* no T4 label */
+    nodes[1] = w.node;
+    nodes[1].name = "gpu-t4";
+    nodes[1].labels = t4_label;
+    nodes[1].n_labels = 1;
+    cluster_of_two(&w, &snap, nodes, &gaps);
+
+    gx_score_node(&w.ctx, &cpu, &nodes[0], &on_a100);
+    cr_assert_float_eq(on_a100.parts.fit, 0.4, 1e-9, "no pinned pods: the whole charge");
+    gx_score_learn(&w.cfg, &m, &whole, &pin);
+    gx_score_node(&w.ctx, &cpu, &nodes[1], &on_t4);
+    gx_score_node(&w.ctx, &cpu, &nodes[0], &on_a100);
+    cr_assert_float_eq(on_t4.parts.fit, 0.4, 1e-9, "every typical pod may run on the T4 node");
+    cr_assert_float_eq(on_a100.parts.fit, 0.45, 0.001, "half of them may run on the other");
     gx_nameidx_release(&snap.names);
     world_free(&w);
 }

@@ -272,50 +272,75 @@ gx_fgd_gaps_clear(struct gx_fgd_gaps *g)
     memset(g->count, 0, sizeof(g->count));
 }
 
-int
-gx_fgd_min_share(const struct gx_fgd_model *m)
+bool
+gx_fgd_gaps_shares(struct gx_fgd_gaps *g, const struct gx_fgd_model *m)
 {
-    int min = GX_FGD_CARD;
+    int min[GX_FGD_MAX_WHERE];
+    int n_where = m != NULL && m->n_where > 1 ? m->n_where : 1;
+    bool changed = n_where != g->n_where;
 
+    for (int c = 0; c < GX_FGD_MAX_WHERE; c++) {
+        min[c] = GX_FGD_CARD;
+    }
     for (size_t i = 0; m != NULL && i < m->n; i++) {
         const struct gx_fgd_shape *t = &m->shape[i];
+        int c = t->where > 0 && t->where < n_where ? t->where : 0;
 
-        if (t->gpus == 1 && t->milli > 0 && t->milli < min) {
-            min = t->milli;
+        if (t->gpus == 1 && t->milli > 0 && t->milli < min[c]) {
+            min[c] = t->milli;
+        }
+    }
+    for (int c = 0; c < n_where; c++) {
+        changed = changed || g->min_share[c] != min[c];
+        g->min_share[c] = min[c];
+    }
+    g->n_where = n_where;
+    return changed;
+}
+
+int
+gx_fgd_min_open(const struct gx_fgd_gaps *g, uint32_t barred)
+{
+    int min = g->n_where > 0 ? g->min_share[0] : GX_FGD_CARD;
+
+    for (int c = 1; c < g->n_where; c++) {
+        if ((barred >> c & 1u) == 0 && g->min_share[c] < min) {
+            min = g->min_share[c];
         }
     }
     return min;
+}
+
+/* True when a card with @free free is a gap some typical share may fill (@min_open and up). */
+static bool
+open_gap(int min_open, int free)
+{
+    return free >= min_open && free > 0 && free < GX_FGD_CARD;
 }
 
 void
 gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
 {
     int cards = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+    int min_open = gx_fgd_min_open(g, n->barred);
 
     for (int c = 0; c < cards; c++) {
-        if (n->free[c] > 0 && n->free[c] < GX_FGD_CARD) {
+        if (open_gap(min_open, n->free[c])) {
             g->count[n->free[c]]++;
         }
     }
 }
 
-/* True when a card with @free free is a gap some typical share could fill. */
-static bool
-open_gap(const struct gx_fgd_gaps *g, int free)
-{
-    return free >= g->min_open && free > 0 && free < GX_FGD_CARD;
-}
-
 double
-gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take)
+gx_fgd_gap_cost(const struct gx_fgd_gaps *g, uint32_t barred, int free, int take)
 {
-    int left = free - take;
+    int left = free - take, min_open = gx_fgd_min_open(g, barred);
     double d = 0.0;
 
-    if (open_gap(g, left)) {
+    if (open_gap(min_open, left)) {
         d += 2.0 * g->count[left] + 1.0; /* (N+1)^2 - N^2 */
     }
-    if (open_gap(g, free)) {
+    if (open_gap(min_open, free)) {
         d -= 2.0 * g->count[free] - 1.0; /* (N-1)^2 - N^2 */
     }
     return d;

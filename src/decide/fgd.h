@@ -101,30 +101,39 @@ double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
 
 /**
  * The cluster's gaps: how many cards have each free amount, 1..999 milli
- * (free and full cards are not gaps). A gap below @min_open, the smallest
- * share of the typical pods, stays as it is: no typical pod can fill it.
+ * (free and full cards are not gaps). A gap below the smallest share of
+ * the typical pods that may run on its node stays as it is: none of them
+ * can fill it, so it is a full card there.
  */
 struct gx_fgd_gaps {
     int count[GX_FGD_CARD];
-    int min_open;
+    int min_share[GX_FGD_MAX_WHERE]; /* each where class's smallest share; GX_FGD_CARD: none */
+    int n_where;                     /* classes in min_share, [0] (any node) included */
 };
 
-/** No gaps counted (@min_open is left as it is). */
+/** No gaps counted (the smallest shares are left as they are). */
 void gx_fgd_gaps_clear(struct gx_fgd_gaps *g);
 
-/** The smallest share of @m's typical pods, milli; GX_FGD_CARD when it has none. */
-int gx_fgd_min_share(const struct gx_fgd_model *m);
+/**
+ * Take the smallest share of each where class of @m's typical pods into
+ * @g; true when any changed (the counts are then of the old ones).
+ */
+bool gx_fgd_gaps_shares(struct gx_fgd_gaps *g, const struct gx_fgd_model *m);
 
-/** Count the gaps of node @n's cards into @g. */
+/** The smallest typical share that may run on a node barring classes @barred, milli. */
+int gx_fgd_min_open(const struct gx_fgd_gaps *g, uint32_t barred);
+
+/** Count the open gaps of node @n's cards into @g. */
 void gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n);
 
 /**
  * Change of the sum of squares of the open gap counts when a share takes
- * @take milli of a card with @free free (Csirik et al., "On the
- * sum-of-squares algorithm for bin packing", JACM 2006). Negative is good:
- * the placement fills a common gap or leaves a rare one, so the gaps the
- * next shares need stay on offer instead of piling up in one size.
+ * @take milli of a card with @free free on a node barring classes @barred
+ * (Csirik et al., "On the sum-of-squares algorithm for bin packing", JACM
+ * 2006). Negative is good: the placement fills a common gap or leaves a
+ * rare one, so the gaps the next shares need stay on offer instead of
+ * piling up in one size.
  */
-double gx_fgd_gap_cost(const struct gx_fgd_gaps *g, int free, int take);
+double gx_fgd_gap_cost(const struct gx_fgd_gaps *g, uint32_t barred, int free, int take);
 
 #endif

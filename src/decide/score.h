@@ -94,12 +94,13 @@ struct gx_score_gaps {
     struct gx_fgd_gaps gaps;
     const void *snap, *ledger, *cfg; /* what the counts are of */
     uint64_t generation, ledger_version, cfg_hash;
-    const void *fgd;   /* the typical pods gaps.min_open is from, */
+    const void *fgd;   /* the typical pods gaps.min_share is from, */
     uint64_t observed; /* after this many observations */
     int64_t cards;     /* of the snapshot's nodes */
     bool valid;
     /* the where classes' scarcity (score_fgd.c), of this snapshot and model state */
     double scarce[GX_FGD_MAX_WHERE];
+    double demand[GX_FGD_MAX_WHERE]; /* each class's share of the typical GPU demand, 0..1 */
     int64_t class_cards[GX_FGD_MAX_WHERE], all_cards; /* cards each class may use; all */
     const void *scarce_snap, *scarce_fgd;
     uint64_t scarce_generation, scarce_where_gen, scarce_observed;

@@ -136,23 +136,6 @@ gx_score_fgd_node(const struct gx_score_dctx *d, const struct gx_node *node, int
     f->barred = barred_cached(d, node);
 }
 
-/*
- * What fgd charges, in milli-GPU of fragmentation, for a placement on a node
- * with no card in use: score.fgd_idle_card_milli per card of it. Pods then go
- * to nodes already in use unless that strands more, and idle nodes (the big
- * ones most) stay whole for the pods that need one (docs/scheduling-quality.md).
- */
-double
-gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f)
-{
-    for (int c = 0; c < f->n_cards; c++) {
-        if (f->free[c] < GX_CARD_MILLI) {
-            return 0.0;
-        }
-    }
-    return (double)d->cfg->fgd_idle_card_milli * f->n_cards;
-}
-
 /* Cards of the cluster each where class of @m may use, and all cards, into @g. */
 static void
 class_cards(const struct gx_score_dctx *d, const struct gx_fgd_model *m, struct gx_score_gaps *g)
@@ -172,7 +155,10 @@ class_cards(const struct gx_score_dctx *d, const struct gx_fgd_model *m, struct 
     }
 }
 
-/* Each where class's scarcity into @g: share of the typical GPU demand / share of the cards. */
+/*
+ * Each where class's share of the typical GPU demand into @g, and its
+ * scarcity: that share over the class's share of the cluster's cards.
+ */
 static void
 scarcity(const struct gx_fgd_model *m, struct gx_score_gaps *g)
 {
@@ -180,25 +166,27 @@ scarcity(const struct gx_fgd_model *m, struct gx_score_gaps *g)
 
     for (size_t i = 0; i < m->n; i++) {
         const struct gx_fgd_shape *t = &m->shape[i];
-        double milli = m->weight[i] * t->gpus * t->milli;
-        total += t->gpus > 0 ? milli : 0.0;
-        demand[t->where] += t->gpus > 0 ? milli : 0.0;
+        double milli = t->gpus > 0 ? m->weight[i] * t->gpus * t->milli : 0.0;
+        total += milli;
+        demand[t->where] += milli;
+    }
+    for (int c = 0; c < GX_FGD_MAX_WHERE; c++) {
+        g->demand[c] = total > 0.0 ? demand[c] / total : c == 0 ? 1.0 : 0.0;
     }
     g->scarce[0] = 0.0; /* a pod that may run anywhere is never short of nodes */
     for (int c = 1; c < GX_FGD_MAX_WHERE; c++) {
-        g->scarce[c] =
-            c < m->n_where && g->class_cards[c] > 0 && total > 0.0
-                ? (demand[c] / total) / ((double)g->class_cards[c] / (double)g->all_cards)
-                : 0.0;
+        g->scarce[c] = c < m->n_where && g->class_cards[c] > 0
+                           ? g->demand[c] / ((double)g->class_cards[c] / (double)g->all_cards)
+                           : 0.0;
     }
 }
 
 /*
- * The where classes' scarcity in @d's cache: the cards each class may use
+ * The where classes' demand and scarcity in @d's cache: the cards each class may use
  * are counted again when the snapshot or the classes change (a walk of every
  * node), the demand when the typical pods do (a walk of the table).
  */
-static const double *
+static struct gx_score_gaps *
 scarcity_of(const struct gx_score_dctx *d)
 {
     const struct gx_decide_ctx *ctx = d->ctx;
@@ -217,7 +205,37 @@ scarcity_of(const struct gx_score_dctx *d)
         g->scarce_fgd = ctx->fgd;
         g->scarce_observed = ctx->fgd->observed;
     }
-    return g->scarce;
+    return g;
+}
+
+/*
+ * What fgd charges, in milli-GPU of fragmentation, for a placement on a node
+ * with no card in use: score.fgd_idle_card_milli per card of it, times the
+ * share of the typical GPU demand that may run there. Pods then go to nodes
+ * already in use unless that strands more, and idle nodes (the big ones
+ * most, and those more typical pods may use) stay whole for the pods that
+ * need one (docs/scheduling-quality.md).
+ */
+double
+gx_score_idle_node_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f)
+{
+    const struct gx_decide_ctx *ctx = d->ctx;
+    double may = 1.0;
+
+    for (int c = 0; c < f->n_cards; c++) {
+        if (f->free[c] < GX_CARD_MILLI) {
+            return 0.0;
+        }
+    }
+    if (ctx->gaps != NULL && ctx->fgd != NULL && ctx->fgd->n_where > 1 && ctx->snap != NULL) {
+        const double *demand = scarcity_of(d)->demand;
+
+        may = demand[0];
+        for (int k = 1; k < ctx->fgd->n_where; k++) {
+            may += (f->barred >> k & 1u) ? 0.0 : demand[k];
+        }
+    }
+    return (double)d->cfg->fgd_idle_card_milli * f->n_cards * may;
 }
 
 double
@@ -230,7 +248,7 @@ gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f, 
     if (ctx->gaps == NULL || ctx->fgd == NULL || ctx->fgd->n_where <= 1 || ctx->snap == NULL) {
         return 0.0;
     }
-    scarce = scarcity_of(d);
+    scarce = scarcity_of(d)->scarce;
     for (int k = 1; k < ctx->fgd->n_where; k++) {
         sum += (f->barred >> k & 1u) ? 0.0 : scarce[k];
     }
@@ -256,13 +274,14 @@ gaps_add_node(void *arg, const struct gx_ledger_node *ln)
         (node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node))) == NULL) {
         return;
     }
-    node_free(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
+    gx_score_fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
     gx_fgd_gaps_add(w->gaps, &f);
 }
 
 /*
  * The cluster's gaps for the gap term (NULL: off), counted again only when
- * the ledger, snapshot or config changed; the cards only with the snapshot.
+ * the ledger, snapshot or config changed, or a where class's smallest
+ * typical share did; the cards only with the snapshot.
  */
 const struct gx_score_gaps *
 gx_score_gaps_of(const struct gx_score_dctx *d)
@@ -278,6 +297,11 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
     new_snap = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation;
     stale = new_snap || c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
             c->cfg_hash != d->cfg->hash;
+    if (stale || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
+        stale = gx_fgd_gaps_shares(&c->gaps, ctx->fgd) || stale;
+        c->fgd = ctx->fgd;
+        c->observed = ctx->fgd->observed;
+    }
     if (new_snap) {
         c->cards = 0;
         for (size_t i = 0; i < ctx->snap->n_nodes; i++) {
@@ -297,11 +321,6 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
         c->cfg_hash = d->cfg->hash;
         c->valid = true;
     }
-    if (stale || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
-        c->gaps.min_open = gx_fgd_min_share(ctx->fgd);
-        c->fgd = ctx->fgd;
-        c->observed = ctx->fgd->observed;
-    }
     return c->cards > 0 ? c : NULL;
 }
 
@@ -314,13 +333,14 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
  * leftovers up in a few sizes; the term keeps every size a share fills on offer.
  */
 double
-gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g, int free, int take)
+gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g,
+                  const struct gx_fgd_node *f, int pos, int take)
 {
-    if (g == NULL) {
+    if (g == NULL || pos < 0 || pos >= f->n_cards) {
         return 0.0;
     }
-    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(&g->gaps, free, take) * 1000.0 /
-           (double)g->cards;
+    return d->cfg->fgd_gap_milli * gx_fgd_gap_cost(&g->gaps, f->barred, f->free[pos], take) *
+           1000.0 / (double)g->cards;
 }
 
 struct gx_decide_ctx

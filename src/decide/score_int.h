@@ -128,9 +128,9 @@ double gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_no
 /** The cluster's gaps for the gap term, counted again only on change; NULL when it is off. */
 const struct gx_score_gaps *gx_score_gaps_of(const struct gx_score_dctx *d);
 
-/** What the gap term charges, in milli-GPU, for a share taking @take of a card with @free free. */
-double gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g, int free,
-                         int take);
+/** What the gap term charges, in milli-GPU, for a share taking @take of card @pos of node @f. */
+double gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g,
+                         const struct gx_fgd_node *f, int pos, int take);
 
 /** Fit part of a fragmentation change @delta in milli-GPU: 0.5 for none, lower when it grows. */
 double gx_score_fgd_fit(double delta);

@@ -423,9 +423,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
         if (fgd) {
             int pos = (int)w.pos;
             delta = gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
-            if (pos < fn.n_cards) {
-                delta += gx_score_gap_cost(d, gaps, fn.free[pos], sh.milli);
-            }
+            delta += gx_score_gap_cost(d, gaps, &fn, pos, sh.milli);
         }
         if (best < 0) {
             better = true;
