@@ -301,3 +301,80 @@ Test(fgd, where_classes_are_shared_by_one_rule_and_reused_when_no_shape_has_them
     gx_fgd_observe(&m, &s);
     cr_assert_eq(gx_fgd_where_class(&m, "c in z"), 0, "every class in use: counted as any node");
 }
+
+/* A random request shape: CPU-only, a share or whole cards; pinned to class 1 or 2 at times. */
+static struct gx_fgd_shape
+random_shape(unsigned *seed)
+{
+    struct gx_fgd_shape t = {.cpu_milli = rand_r(seed) % 48000, .mem_mib = rand_r(seed) % 200000};
+    int kind = rand_r(seed) % 3;
+
+    t.gpus = kind == 0 ? 0 : kind == 1 ? 1 : 1 << (rand_r(seed) % 4);
+    t.milli = kind == 0 ? 0 : kind == 1 ? 1 + rand_r(seed) % 999 : GX_FGD_CARD;
+    t.where = rand_r(seed) % 4 == 0 ? 1 + rand_r(seed) % 2 : 0;
+    return t;
+}
+
+/*
+ * gx_fgd_share_deltas is gx_fgd_delta asked of every card, summed another
+ * way: on random models (more shapes than the table holds, so slots are
+ * reused) and random nodes, each card's value is the same.
+ */
+Test(fgd, share_deltas_equal_the_delta_of_each_card)
+{
+    static struct gx_fgd_model m;
+    unsigned seed = 7;
+
+    for (int round = 0; round < 40; round++) {
+        gx_fgd_model_init(&m, 50);
+        (void)gx_fgd_where_class(&m, "a");
+        (void)gx_fgd_where_class(&m, "b");
+        for (int i = 0; i < 100 + round * 10; i++) {
+            struct gx_fgd_shape t = random_shape(&seed);
+            gx_fgd_observe(&m, &t);
+        }
+        for (size_t j = 1; j < m.n; j++) {
+            cr_assert_leq(m.shape[m.by_milli[j - 1]].milli, m.shape[m.by_milli[j]].milli);
+        }
+        for (int k = 0; k < 20; k++) {
+            struct gx_fgd_node n = {.cpu_milli = rand_r(&seed) % 64000,
+                                    .mem_mib = k % 5 == 0 ? -1 : rand_r(&seed) % 262144,
+                                    .n_cards = 1 + rand_r(&seed) % 8,
+                                    .barred = (uint32_t)(rand_r(&seed) % 4) << 1};
+            struct gx_fgd_shape s = {.cpu_milli = rand_r(&seed) % 16000,
+                                     .mem_mib = rand_r(&seed) % 65536,
+                                     .gpus = 1,
+                                     .milli = 1 + rand_r(&seed) % 999};
+            double out[GX_FGD_MAX_CARDS];
+
+            for (int c = 0; c < n.n_cards; c++) {
+                int r = rand_r(&seed) % 3;
+                n.free[c] = r == 0 ? GX_FGD_CARD : r == 1 ? 0 : rand_r(&seed) % GX_FGD_CARD;
+            }
+            gx_fgd_share_deltas(&m, &n, &s, out);
+            for (int c = 0; c < n.n_cards; c++) {
+                double want = gx_fgd_delta(&m, &n, &s, &c);
+                cr_assert_float_eq(out[c], want, 1e-6 * (1.0 + fabs(want)),
+                                   "round %d node %d card %d: %f, not %f", round, k, c, out[c],
+                                   want);
+            }
+        }
+    }
+}
+
+/* A pod asking more CPU than the node has left leaves none: not an unknown amount that fits all. */
+Test(fgd, taking_more_cpu_than_is_left_leaves_none)
+{
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape one = {.cpu_milli = 500, .gpus = 1, .milli = GX_FGD_CARD};
+    const struct gx_fgd_shape greedy = {.cpu_milli = 2000, .gpus = 1, .milli = 500};
+    const int free[2] = {1000, 1000};
+    struct gx_fgd_node n = node(2, free);
+    int card = 0;
+
+    n.cpu_milli = 1000;
+    gx_fgd_model_init(&m, 1000);
+    gx_fgd_observe(&m, &one);
+    cr_assert_float_eq(gx_fgd_delta(&m, &n, &greedy, &card), 1500.0, 1e-9,
+                       "the one-card pod no longer fits: all 1500 left is lost to it");
+}

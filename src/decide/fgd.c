@@ -112,16 +112,38 @@ slot_for(struct gx_fgd_model *m, const struct gx_fgd_shape *s, bool *fresh)
     return light;
 }
 
+/* Shape @i of @m is new: move it to its place in m->by_milli (@appended: not in it yet). */
+static void
+sort_in(struct gx_fgd_model *m, size_t i, bool appended)
+{
+    size_t n = appended ? m->n - 1 : m->n, at = 0, to;
+
+    while (at < n && m->by_milli[at] != i) {
+        at++;
+    }
+    if (at < n) { /* a slot reused: out of its old place first */
+        memmove(&m->by_milli[at], &m->by_milli[at + 1], (n - at - 1) * sizeof(m->by_milli[0]));
+        n--;
+    }
+    for (to = 0; to < n && m->shape[m->by_milli[to]].milli <= m->shape[i].milli; to++) {
+        ;
+    }
+    memmove(&m->by_milli[to + 1], &m->by_milli[to], (n - to) * sizeof(m->by_milli[0]));
+    m->by_milli[to] = (uint16_t)i;
+}
+
 void
 gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s)
 {
     bool fresh;
     size_t i;
+    size_t had = m->n;
 
     i = slot_for(m, s, &fresh);
     if (fresh) {
         m->shape[i] = *s;
         m->weight[i] = 0.0;
+        sort_in(m, i, m->n > had);
     }
     m->weight[i] += m->inc;
     m->total += m->inc;
@@ -213,11 +235,11 @@ gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n)
     return sum / m->total;
 }
 
-/* CPU or memory left after taking @used of @have (-1 stays unknown). */
+/* CPU or memory left after taking @used of @have: -1 stays unknown, none left is 0, not unknown. */
 static int64_t
 left(int64_t have, int64_t used)
 {
-    return have < 0 ? -1 : have - used;
+    return have < 0 ? -1 : have > used ? have - used : 0;
 }
 
 double
@@ -264,6 +286,100 @@ gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
         sum += m->weight[i] * d;
     }
     return sum / m->total;
+}
+
+/* Index of the first of @g[0..n) (ascending) above @v. */
+static int
+first_above(const int *g, int n, int v)
+{
+    int lo = 0, hi = n;
+
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (g[mid] <= v) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* The whole-card fragment of a node with aggregates @a for a pod of @gpus cards. */
+static double
+whole_frag(const struct agg *a, int gpus)
+{
+    return a->whole >= gpus ? (double)a->partial : (double)a->free;
+}
+
+/*
+ * gx_fgd_delta of share @s on each card of @n in one pass over the typical
+ * pods (the card choice asks it of every card). A typical pod that fits the
+ * host before and after is summed by kind: shares by their milli (a share
+ * of g loses the chosen card's free f -> a when g > f and gains a when
+ * a < g <= f: prefix sums of the weights in ascending milli), whole cards
+ * by their count, CPU pods not at all (they strand nothing either way).
+ * Taking CPU and memory never makes a pod fit, so one that fits after fits
+ * before.
+ */
+void
+gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
+                    const struct gx_fgd_shape *s, double *out)
+{
+    int cn = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
+    int64_t cpu_a = left(n->cpu_milli, s->cpu_milli), mem_a = left(n->mem_mib, s->mem_mib);
+    int after[GX_FGD_MAX_CARDS], g[GX_FGD_MAX_SHAPES], k = 0;
+    double cum[GX_FGD_MAX_SHAPES + 1], whole_w[GX_FGD_MAX_CARDS + 2] = {0};
+    double gone_w = 0.0, gone_before = 0.0; /* typical pods with no room after: weight, fragment */
+    struct agg ab, aa[GX_FGD_MAX_CARDS];
+
+    for (int c = 0; c < cn; c++) {
+        out[c] = 0.0;
+    }
+    if (m == NULL || m->total <= 0.0) {
+        return;
+    }
+    aggregate(n->free, cn, &ab);
+    for (int c = 0; c < cn; c++) {
+        after[c] = n->free[c] > s->milli ? n->free[c] - s->milli : 0;
+        aa[c] = ab;
+        aa[c].free -= n->free[c] - after[c];
+        aa[c].whole -= n->free[c] >= GX_FGD_CARD && after[c] < GX_FGD_CARD;
+        aa[c].partial +=
+            (after[c] < GX_FGD_CARD ? after[c] : 0) - (n->free[c] < GX_FGD_CARD ? n->free[c] : 0);
+    }
+    cum[0] = 0.0;
+    for (size_t j = 0; j < m->n; j++) {
+        size_t i = m->by_milli[j];
+        const struct gx_fgd_shape *t = &m->shape[i];
+        bool fb = fits_host(t, n, n->cpu_milli, n->mem_mib), fa = fits_host(t, n, cpu_a, mem_a);
+        double w = m->weight[i];
+
+        if (!fa) { /* no room for it after: all the node's free capacity is its fragment */
+            gone_w += w;
+            gone_before += w * shape_frag(t, n->free, cn, &ab, fb);
+        } else if (t->gpus == 1 && t->milli < GX_FGD_CARD) { /* fits after, so before too */
+            g[k] = t->milli;
+            cum[k + 1] = cum[k] + w;
+            k++;
+        } else if (t->gpus > 0) {
+            whole_w[t->gpus <= GX_FGD_MAX_CARDS ? t->gpus : GX_FGD_MAX_CARDS + 1] += w;
+        }
+    }
+    for (int c = 0; c < cn; c++) {
+        int f = n->free[c], a = after[c], above_f = first_above(g, k, f),
+            above_a = first_above(g, k, a);
+
+        out[c] += (double)(a - f) * (cum[k] - cum[above_f]) +
+                  (double)a * (cum[above_f] - cum[above_a]) + gone_w * (double)aa[c].free -
+                  gone_before;
+        for (int gpus = 1; gpus <= GX_FGD_MAX_CARDS + 1; gpus++) {
+            if (whole_w[gpus] > 0.0) {
+                out[c] += whole_w[gpus] * (whole_frag(&aa[c], gpus) - whole_frag(&ab, gpus));
+            }
+        }
+        out[c] /= m->total;
+    }
 }
 
 void

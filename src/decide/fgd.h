@@ -55,6 +55,7 @@ struct gx_fgd_model {
     char where[GX_FGD_MAX_WHERE][GX_FGD_WHERE_LEN]; /* each class's rule; [0] "" is any node */
     int n_where;                                    /* classes in the table, [0] included */
     uint64_t where_gen; /* grows when a class takes a new rule: node answers cached go */
+    uint16_t by_milli[GX_FGD_MAX_SHAPES]; /* shape[0..n) in ascending milli */
 };
 
 /** Free resources of one node: CPU, memory (-1 = unknown, not checked) and each card's free milli.
@@ -98,6 +99,14 @@ double gx_fgd_frag(const struct gx_fgd_model *m, const struct gx_fgd_node *n);
  */
 double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
                     const struct gx_fgd_shape *s, const int *cards);
+
+/**
+ * gx_fgd_delta of share @s (@s->gpus 1, @s->milli < 1000) on each card of
+ * @n into @out[0..@n->n_cards), at most GX_FGD_MAX_CARDS: the same values,
+ * in one pass over the typical pods.
+ */
+void gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
+                         const struct gx_fgd_shape *s, double *out);
 
 /**
  * The cluster's gaps: how many cards have each free amount, 1..999 milli

@@ -377,7 +377,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     struct gx_fgd_node fn;
     struct gx_fgd_shape sh;
     const struct gx_score_gaps *gaps = NULL;
-    double delta = 0.0, best_delta = 0.0;
+    double delta = 0.0, best_delta = 0.0, deltas[GX_FGD_MAX_CARDS];
     struct gx_score_walk w;
 
     if (never_fits(cfg, req, node, slots, ask_slices, ask_milli)) {
@@ -387,6 +387,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     if (fgd) {
         gx_score_fgd_node(d, node, slots, &fn);
         gx_score_fgd_shape(cfg, req, slots, &sh);
+        gx_fgd_share_deltas(d->ctx->fgd, &fn, &sh, deltas);
         gaps = gx_score_gaps_of(d);
     }
 
@@ -422,7 +423,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
         mem_free = gx_score_card_memory(node, c, w.fresh) - gx_score_card_booked(c, w.fresh, u);
         if (fgd) {
             int pos = (int)w.pos;
-            delta = gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
+            delta = pos < fn.n_cards ? deltas[pos] : gx_fgd_delta(d->ctx->fgd, &fn, &sh, &pos);
             delta += gx_score_gap_cost(d, gaps, &fn, pos, sh.milli);
         }
         if (best < 0) {
