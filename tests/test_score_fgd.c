@@ -210,6 +210,52 @@ Test(score_fgd, decide_ctx_on_another_ledger_drops_the_gap_counts)
     world_free(&w);
 }
 
+/* Two 2-card nodes under fgd, one labelled a T4, that learned one whole-GPU pod that may run
+ * anywhere. */
+struct t4_world {
+    struct world w;
+    struct gx_fgd_model m;
+    struct gx_score_gaps gaps;
+    struct gx_snapshot snap;
+    struct gx_node nodes[2]; /* [0] no T4 label, [1] the T4 */
+};
+
+static const char *T4[] = {"Tesla-T4"};
+static struct gx_sel_expr T4_EXPR = {"nvidia.com/gpu.product", GX_SEL_IN, T4, 1};
+static struct gx_sel_term T4_TERM = {&T4_EXPR, 1};
+static struct gx_kv T4_LABEL[] = {{"nvidia.com/gpu.product", "Tesla-T4"}};
+
+static void
+t4_world_init(struct t4_world *t)
+{
+    const struct gx_fgd_shape anywhere = {.gpus = 1, .milli = 1000};
+
+    fgd_world(&t->w, &t->m, &anywhere);
+    t->nodes[0] = t->w.node;
+    t->nodes[1] = t->w.node;
+    t->nodes[1].name = "gpu-t4";
+    t->nodes[1].labels = T4_LABEL;
+    t->nodes[1].n_labels = 1;
+    cluster_of_two(&t->w, &t->snap, t->nodes, &t->gaps);
+}
+
+/* Learn one whole-GPU pod pinned to T4s: half the demand wants T4, half the cards have it. */
+static void
+t4_learn_pinned(struct t4_world *t)
+{
+    struct gx_podreq whole = req_excl(1);
+    struct gx_where pin = {.terms = &T4_TERM, .n_terms = 1};
+
+    gx_score_learn(&t->w.cfg, &t->m, &whole, &pin);
+}
+
+static void
+t4_world_free(struct t4_world *t)
+{
+    gx_nameidx_release(&t->snap.names);
+    world_free(&t->w);
+}
+
 /*
  * A typical pod pinned to one GPU model makes the nodes of that model dear
  * in proportion to how much of its kind of capacity it needs: a pod that may
@@ -218,38 +264,20 @@ Test(score_fgd, decide_ctx_on_another_ledger_drops_the_gap_counts)
  */
 Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
 {
-    struct world w;
-    struct gx_fgd_model m;
-    const struct gx_fgd_shape anywhere = {.gpus = 1, .milli = 1000};
+    static struct t4_world t;
     struct gx_podreq whole = req_excl(1);
-    const char *t4[] = {"Tesla-T4"};
-    struct gx_sel_expr e = {"nvidia.com/gpu.product", GX_SEL_IN, t4, 1};
-    struct gx_sel_term term = {&e, 1};
-    struct gx_where pin = {.terms = &term, .n_terms = 1};
-    struct gx_kv t4_label[] = {{"nvidia.com/gpu.product", "Tesla-T4"}};
-    struct gx_score_gaps gaps;
-    struct gx_snapshot snap;
-    struct gx_node nodes[2];
     struct gx_verdict on_t4, on_a100;
 
-    fgd_world(&w, &m, &anywhere);
-    nodes[0] = w.node; /* the A100 node: no T4 label */
-    nodes[1] = w.node;
-    nodes[1].name = "gpu-t4";
-    nodes[1].labels = t4_label;
-    nodes[1].n_labels = 1;
-    cluster_of_two(&w, &snap, nodes, &gaps);
-
-    gx_score_node(&w.ctx, &whole, &nodes[1], &on_t4);
-    gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
+    t4_world_init(&t);
+    gx_score_node(&t.w.ctx, &whole, &t.nodes[1], &on_t4);
+    gx_score_node(&t.w.ctx, &whole, &t.nodes[0], &on_a100);
     cr_assert_float_eq(on_t4.parts.fit, on_a100.parts.fit, 1e-9, "no pinned pods: alike");
-    gx_score_learn(&w.cfg, &m, &whole, &pin); /* half the demand wants T4, half the cards have it */
-    gx_score_node(&w.ctx, &whole, &nodes[1], &on_t4);
-    gx_score_node(&w.ctx, &whole, &nodes[0], &on_a100);
+    t4_learn_pinned(&t);
+    gx_score_node(&t.w.ctx, &whole, &t.nodes[1], &on_t4);
+    gx_score_node(&t.w.ctx, &whole, &t.nodes[0], &on_a100);
     cr_assert_gt(on_a100.parts.fit, on_t4.parts.fit, "the T4 node is kept for the T4 pods");
-    cr_assert_float_eq(gaps.scarce[1], 1.0, 0.01, "about half the demand on half of the cards");
-    gx_nameidx_release(&snap.names);
-    world_free(&w);
+    cr_assert_float_eq(t.gaps.scarce[1], 1.0, 0.01, "about half the demand on half of the cards");
+    t4_world_free(&t);
 }
 
 /*
@@ -259,37 +287,19 @@ Test(score_fgd, capacity_a_pinned_typical_pod_needs_costs_other_pods_more)
  */
 Test(score_fgd, the_idle_charge_counts_the_typical_pods_that_may_run_there)
 {
-    struct world w;
-    struct gx_fgd_model m;
-    const struct gx_fgd_shape anywhere = {.gpus = 1, .milli = 1000};
-    struct gx_podreq whole = req_excl(1), cpu = req_none();
-    const char *t4[] = {"Tesla-T4"};
-    struct gx_sel_expr e = {"nvidia.com/gpu.product", GX_SEL_IN, t4, 1};
-    struct gx_sel_term term = {&e, 1};
-    struct gx_where pin = {.terms = &term, .n_terms = 1};
-    struct gx_kv t4_label[] = {{"nvidia.com/gpu.product", "Tesla-T4"}};
-    struct gx_score_gaps gaps;
-    struct gx_snapshot snap;
-    struct gx_node nodes[2];
+    static struct t4_world t;
+    struct gx_podreq cpu = req_none();
     struct gx_verdict on_t4, on_a100;
 
-    fgd_world(&w, &m, &anywhere);
-    w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
+    t4_world_init(&t);
+    t.w.cfg.fgd_idle_card_milli = 100; /* 2 cards: 200 */
     cpu.cpu_milli = 1000;
-    nodes[0] = w.node; /* no T4 label */
-    nodes[1] = w.node;
-    nodes[1].name = "gpu-t4";
-    nodes[1].labels = t4_label;
-    nodes[1].n_labels = 1;
-    cluster_of_two(&w, &snap, nodes, &gaps);
-
-    gx_score_node(&w.ctx, &cpu, &nodes[0], &on_a100);
+    gx_score_node(&t.w.ctx, &cpu, &t.nodes[0], &on_a100);
     cr_assert_float_eq(on_a100.parts.fit, 0.4, 1e-9, "no pinned pods: the whole charge");
-    gx_score_learn(&w.cfg, &m, &whole, &pin);
-    gx_score_node(&w.ctx, &cpu, &nodes[1], &on_t4);
-    gx_score_node(&w.ctx, &cpu, &nodes[0], &on_a100);
+    t4_learn_pinned(&t);
+    gx_score_node(&t.w.ctx, &cpu, &t.nodes[1], &on_t4);
+    gx_score_node(&t.w.ctx, &cpu, &t.nodes[0], &on_a100);
     cr_assert_float_eq(on_t4.parts.fit, 0.4, 1e-9, "every typical pod may run on the T4 node");
     cr_assert_float_eq(on_a100.parts.fit, 0.45, 0.001, "half of them may run on the other");
-    gx_nameidx_release(&snap.names);
-    world_free(&w);
+    t4_world_free(&t);
 }
