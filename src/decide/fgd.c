@@ -132,6 +132,23 @@ sort_in(struct gx_fgd_model *m, size_t i, bool appended)
     m->by_milli[to] = (uint16_t)i;
 }
 
+/* m->row from the table: after every change of a shape or a weight. */
+static void
+rows_sync(struct gx_fgd_model *m)
+{
+    for (size_t j = 0; j < m->n; j++) {
+        const struct gx_fgd_shape *t = &m->shape[m->by_milli[j]];
+        struct gx_fgd_row *r = &m->row[j];
+
+        r->cpu_milli = t->cpu_milli;
+        r->mem_mib = t->mem_mib;
+        r->weight = m->weight[m->by_milli[j]];
+        r->gpus = t->gpus;
+        r->milli = t->milli;
+        r->where_bit = t->where > 0 && t->where < GX_FGD_MAX_WHERE ? 1u << t->where : 0;
+    }
+}
+
 void
 gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s)
 {
@@ -156,6 +173,7 @@ gx_fgd_observe(struct gx_fgd_model *m, const struct gx_fgd_shape *s)
         m->total /= m->inc;
         m->inc = 1.0;
     }
+    rows_sync(m);
 }
 
 /* Aggregates of a node's cards: free total, wholly free cards, free on partly used ones. */
@@ -312,6 +330,31 @@ whole_frag(const struct agg *a, int gpus)
     return a->whole >= gpus ? (double)a->partial : (double)a->free;
 }
 
+/* @free[0..n) ascending into @sorted, and @pre[i] the sum of the i smallest. */
+static void
+sort_free(const int *free, int n, int *sorted, int64_t *pre)
+{
+    pre[0] = 0;
+    for (int c = 0; c < n; c++) {
+        int v = free[c], at = c;
+
+        for (; at > 0 && sorted[at - 1] > v; at--) {
+            sorted[at] = sorted[at - 1];
+        }
+        sorted[at] = v;
+    }
+    for (int c = 0; c < n; c++) {
+        pre[c + 1] = pre[c] + sorted[c];
+    }
+}
+
+/* fits_host of a row of the table, on a node it may run on; without a branch (see below). */
+static int
+row_fits(const struct gx_fgd_row *r, int64_t cpu, int64_t mem)
+{
+    return ((cpu < 0) | (r->cpu_milli <= cpu)) & ((mem < 0) | (r->mem_mib <= mem));
+}
+
 /*
  * gx_fgd_delta of share @s on each card of @n in one pass over the typical
  * pods (the card choice asks it of every card). A typical pod that fits the
@@ -320,7 +363,8 @@ whole_frag(const struct agg *a, int gpus)
  * a < g <= f: prefix sums of the weights in ascending milli), whole cards
  * by their count, CPU pods not at all (they strand nothing either way).
  * Taking CPU and memory never makes a pod fit, so one that fits after fits
- * before.
+ * before. The rows ascend in milli, so a share's waste before (the free of
+ * the cards below it) is read by a cursor over the node's sorted cards.
  */
 void
 gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
@@ -328,9 +372,12 @@ gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
 {
     int cn = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
     int64_t cpu_a = left(n->cpu_milli, s->cpu_milli), mem_a = left(n->mem_mib, s->mem_mib);
-    int after[GX_FGD_MAX_CARDS], g[GX_FGD_MAX_SHAPES], k = 0;
+    int after[GX_FGD_MAX_CARDS], g[GX_FGD_MAX_SHAPES], sorted[GX_FGD_MAX_CARDS], k = 0, below = 0;
+    int64_t pre[GX_FGD_MAX_CARDS + 1];
+    int kinds[GX_FGD_MAX_CARDS + 1], n_kinds = 0; /* the whole-card counts with weight */
     double cum[GX_FGD_MAX_SHAPES + 1], whole_w[GX_FGD_MAX_CARDS + 2] = {0};
     double gone_w = 0.0, gone_before = 0.0; /* typical pods with no room after: weight, fragment */
+    double shares_w = 0.0; /* cum[k], in a register: the sum is the loop's longest chain */
     struct agg ab, aa[GX_FGD_MAX_CARDS];
 
     for (int c = 0; c < cn; c++) {
@@ -340,6 +387,7 @@ gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
         return;
     }
     aggregate(n->free, cn, &ab);
+    sort_free(n->free, cn, sorted, pre);
     for (int c = 0; c < cn; c++) {
         after[c] = n->free[c] > s->milli ? n->free[c] - s->milli : 0;
         aa[c] = ab;
@@ -349,34 +397,60 @@ gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
             (after[c] < GX_FGD_CARD ? after[c] : 0) - (n->free[c] < GX_FGD_CARD ? n->free[c] : 0);
     }
     cum[0] = 0.0;
+    /*
+     * Whether a row fits is data the branch predictor cannot learn: it only
+     * picks what to add, and a row that does not count adds an exact zero.
+     * The kind of a row is in runs (the rows ascend in milli), so it may branch.
+     */
     for (size_t j = 0; j < m->n; j++) {
-        size_t i = m->by_milli[j];
-        const struct gx_fgd_shape *t = &m->shape[i];
-        bool fb = fits_host(t, n, n->cpu_milli, n->mem_mib), fa = fits_host(t, n, cpu_a, mem_a);
-        double w = m->weight[i];
+        const struct gx_fgd_row *r = &m->row[j];
+        int here = (r->where_bit & n->barred) == 0;
+        int fa = here & row_fits(r, cpu_a, mem_a),
+            fb = here & row_fits(r, n->cpu_milli, n->mem_mib);
+        double before, gone = r->weight * (1 - fa); /* no room after: its fragment is all free */
 
-        if (!fa) { /* no room for it after: all the node's free capacity is its fragment */
-            gone_w += w;
-            gone_before += w * shape_frag(t, n->free, cn, &ab, fb);
-        } else if (t->gpus == 1 && t->milli < GX_FGD_CARD) { /* fits after, so before too */
-            g[k] = t->milli;
-            cum[k + 1] = cum[k] + w;
-            k++;
-        } else if (t->gpus > 0) {
-            whole_w[t->gpus <= GX_FGD_MAX_CARDS ? t->gpus : GX_FGD_MAX_CARDS + 1] += w;
+        if (r->gpus == 1 && r->milli < GX_FGD_CARD) {
+            while (below < cn && sorted[below] < r->milli) {
+                below++;
+            }
+            before = (double)(fb ? pre[below] : ab.free);
+            shares_w += r->weight * fa;
+            g[k] = r->milli;
+            cum[k + 1] = shares_w;
+            k += fa;
+        } else if (r->gpus > 0) {
+            before = fb ? whole_frag(&ab, r->gpus) : (double)ab.free;
+            whole_w[r->gpus <= GX_FGD_MAX_CARDS ? r->gpus : GX_FGD_MAX_CARDS + 1] += r->weight * fa;
+        } else {
+            before = fb ? 0.0 : (double)ab.free;
+        }
+        gone_w += gone;
+        gone_before += gone * before;
+    }
+    for (int gpus = 1; gpus <= GX_FGD_MAX_CARDS + 1; gpus++) {
+        if (whole_w[gpus] > 0.0) {
+            kinds[n_kinds++] = gpus;
         }
     }
     for (int c = 0; c < cn; c++) {
-        int f = n->free[c], a = after[c], above_f = first_above(g, k, f),
-            above_a = first_above(g, k, a);
+        int f = n->free[c], a = after[c], above_f, above_a, same = 0;
 
+        /* a card's answer depends on its free milli alone: cards alike share it */
+        while (same < c && n->free[same] != f) {
+            same++;
+        }
+        if (same < c) {
+            out[c] = out[same];
+            continue;
+        }
+        above_f = first_above(g, k, f);
+        above_a = first_above(g, k, a);
         out[c] += (double)(a - f) * (cum[k] - cum[above_f]) +
                   (double)a * (cum[above_f] - cum[above_a]) + gone_w * (double)aa[c].free -
                   gone_before;
-        for (int gpus = 1; gpus <= GX_FGD_MAX_CARDS + 1; gpus++) {
-            if (whole_w[gpus] > 0.0) {
-                out[c] += whole_w[gpus] * (whole_frag(&aa[c], gpus) - whole_frag(&ab, gpus));
-            }
+        for (int i = 0; i < n_kinds; i++) {
+            out[c] +=
+                whole_w[kinds[i]] * (whole_frag(&aa[c], kinds[i]) - whole_frag(&ab, kinds[i]));
         }
         out[c] /= m->total;
     }
@@ -434,17 +508,30 @@ open_gap(int min_open, int free)
     return free >= min_open && free > 0 && free < GX_FGD_CARD;
 }
 
-void
-gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
+/* Add @by (1 or -1) to the count of each open gap of node @n's cards. */
+static void
+gaps_count(struct gx_fgd_gaps *g, const struct gx_fgd_node *n, int by)
 {
     int cards = n->n_cards < GX_FGD_MAX_CARDS ? n->n_cards : GX_FGD_MAX_CARDS;
     int min_open = gx_fgd_min_open(g, n->barred);
 
     for (int c = 0; c < cards; c++) {
         if (open_gap(min_open, n->free[c])) {
-            g->count[n->free[c]]++;
+            g->count[n->free[c]] += by;
         }
     }
+}
+
+void
+gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
+{
+    gaps_count(g, n, 1);
+}
+
+void
+gx_fgd_gaps_sub(struct gx_fgd_gaps *g, const struct gx_fgd_node *n)
+{
+    gaps_count(g, n, -1);
 }
 
 double

@@ -42,6 +42,19 @@ struct gx_fgd_shape {
     int where; /* class of the nodes it may run on (gx_fgd_where_class), 0 = any */
 };
 
+/**
+ * One typical pod as the per-node walks read it: the shape and its weight
+ * in one row, the where class as a bit to test against gx_fgd_node.barred.
+ */
+struct gx_fgd_row {
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    double weight;
+    int gpus;
+    int milli;
+    uint32_t where_bit; /* 1 << where, 0 for any node */
+};
+
 /** The typical-pod table. Plain struct: gx_fgd_model_init before use, no release needed. */
 struct gx_fgd_model {
     struct gx_fgd_shape shape[GX_FGD_MAX_SHAPES];
@@ -56,6 +69,8 @@ struct gx_fgd_model {
     int n_where;                                    /* classes in the table, [0] included */
     uint64_t where_gen; /* grows when a class takes a new rule: node answers cached go */
     uint16_t by_milli[GX_FGD_MAX_SHAPES]; /* shape[0..n) in ascending milli */
+    /* shape[by_milli[j]] and its weight, kept by gx_fgd_observe: read in order, no gather */
+    struct gx_fgd_row row[GX_FGD_MAX_SHAPES];
 };
 
 /** Free resources of one node: CPU, memory (-1 = unknown, not checked) and each card's free milli.
@@ -134,6 +149,9 @@ int gx_fgd_min_open(const struct gx_fgd_gaps *g, uint32_t barred);
 
 /** Count the open gaps of node @n's cards into @g. */
 void gx_fgd_gaps_add(struct gx_fgd_gaps *g, const struct gx_fgd_node *n);
+
+/** Take node @n's open gaps, as gx_fgd_gaps_add counted them, out of @g (its shares unchanged). */
+void gx_fgd_gaps_sub(struct gx_fgd_gaps *g, const struct gx_fgd_node *n);
 
 /**
  * Change of the sum of squares of the open gap counts when a share takes
