@@ -392,6 +392,17 @@ Test(ledger, entry_card_usage_matches_card_usage)
     gx_ledger_entry_card_usage(NULL, 0, &a);
     cr_assert_eq(a.tenants, 0);
     cr_assert_eq(a.slices, 0);
+    {
+        struct gx_card_usage all[3]; /* card 2 holds nothing; a tenant on card 3 is past it */
+
+        cr_assert_eq(add1(l, "n1", mk("r", 3, false, 1, 100, 1)), GX_OK);
+        gx_ledger_entry_cards_usage(e = gx_ledger_node(l, "n1"), all, 3);
+        for (int card = 0; card < 3; card++) {
+            gx_ledger_entry_card_usage(e, card, &a);
+            cr_assert(usage_eq(&all[card], &a), "one pass, card %d", card);
+        }
+        cr_assert_eq(all[0].tenants, 2);
+    }
     gx_ledger_free(l);
 }
 

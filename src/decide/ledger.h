@@ -88,6 +88,9 @@ void gx_ledger_card_usage(const struct gx_ledger *l, const char *node, int card,
 /** Fill @u for @card of the entry @e (all zero when @e is NULL). Cannot fail. */
 void gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u);
 
+/** gx_ledger_entry_card_usage of cards 0..@n-1 into @u[0..n), in one pass over the tenants. */
+void gx_ledger_entry_cards_usage(const struct gx_ledger_node *e, struct gx_card_usage *u, int n);
+
 /** True when @card of entry @e holds a tenant of gang @gang (never for NULL @e or @gang 0). */
 bool gx_ledger_entry_card_gang(const struct gx_ledger_node *e, int card, uint64_t gang);
 

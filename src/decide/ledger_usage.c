@@ -13,31 +13,46 @@
 
 #include <string.h>
 
+/* Count tenant @t in its card's usage @u. */
+static void
+usage_add(struct gx_card_usage *u, const struct gx_tenant *t)
+{
+    u->tenants++;
+    if (t->exclusive) {
+        u->exclusive = true;
+        return;
+    }
+    if (t->milli > 0) {
+        u->milli += t->milli;
+    } else {
+        u->slices += t->slices;
+    }
+    u->memory_mib += t->memory_mib;
+    if (t->util_pct > 0) {
+        u->util_pct += t->util_pct;
+    }
+}
+
 void
 gx_ledger_entry_card_usage(const struct gx_ledger_node *e, int card, struct gx_card_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (e == NULL) {
-        return;
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        if (e->tenants[i].card == card) {
+            usage_add(u, &e->tenants[i]);
+        }
     }
-    for (size_t i = 0; i < e->n_tenants; i++) {
-        const struct gx_tenant *t = &e->tenants[i];
-        if (t->card != card) {
-            continue;
-        }
-        u->tenants++;
-        if (t->exclusive) {
-            u->exclusive = true;
-            continue;
-        }
-        if (t->milli > 0) {
-            u->milli += t->milli;
-        } else {
-            u->slices += t->slices;
-        }
-        u->memory_mib += t->memory_mib;
-        if (t->util_pct > 0) {
-            u->util_pct += t->util_pct;
+}
+
+void
+gx_ledger_entry_cards_usage(const struct gx_ledger_node *e, struct gx_card_usage *u, int n)
+{
+    memset(u, 0, (size_t)(n > 0 ? n : 0) * sizeof(*u));
+    for (size_t i = 0; e != NULL && i < e->n_tenants; i++) {
+        int card = e->tenants[i].card;
+
+        if (card >= 0 && card < n) {
+            usage_add(&u[card], &e->tenants[i]);
         }
     }
 }

@@ -47,18 +47,31 @@ void
 gx_score_dctx_init(struct gx_score_dctx *d, const struct gx_decide_ctx *ctx,
                    const struct gx_node *node)
 {
+    const struct gx_ledger_node *ln = gx_ledger_node(ctx->ledger, node->name);
+
     d->ctx = ctx;
     d->cfg = ctx->cfg;
-    d->ln = gx_ledger_node(ctx->ledger, node->name);
-    if (d->ln != NULL && d->ln->n_tenants == 0 && d->ln->untracked_cpu_milli == 0 &&
-        d->ln->untracked_mem_mib == 0) {
-        d->ln = NULL;
+    if (ln != NULL && ln->n_tenants == 0 && ln->untracked_cpu_milli == 0 &&
+        ln->untracked_mem_mib == 0) {
+        ln = NULL;
     }
+    gx_score_dctx_ledger(d, ln, gx_score_node_cards(node));
     for (size_t s = 0; s < GX_SIG_COUNT; s++) {
         d->oldest[s] = fresh_since(ctx->cfg, s, ctx->now_ms);
     }
     d->apart = 0;
     d->numa = -1;
+}
+
+void
+gx_score_dctx_ledger(struct gx_score_dctx *d, const struct gx_ledger_node *ln, size_t cards)
+{
+    d->ln = ln;
+    d->n_usage = 0;
+    if (ln != NULL) {
+        d->n_usage = (int)(cards < GX_SCORE_USAGE_CARDS ? cards : GX_SCORE_USAGE_CARDS);
+        gx_ledger_entry_cards_usage(ln, d->usage, d->n_usage);
+    }
 }
 
 void
@@ -222,9 +235,11 @@ gx_score_usage(const struct gx_score_dctx *d, const struct gx_card *card, struct
 {
     if (d->ln == NULL) {
         memset(u, 0, sizeof(*u));
-        return;
+    } else if (card->index >= 0 && card->index < d->n_usage) {
+        *u = d->usage[card->index];
+    } else {
+        gx_ledger_entry_card_usage(d->ln, card->index, u);
     }
-    gx_ledger_entry_card_usage(d->ln, card->index, u);
 }
 
 void

@@ -39,10 +39,15 @@ gx_score_clamp01(double v)
  * the node's ledger entry (looked up once, NULL when it holds no tenants)
  * and per signal the oldest sample time still fresh at ctx->now_ms.
  */
+/** Cards of a node whose ledger usage a decision reads once, not once per look at a card. */
+#define GX_SCORE_USAGE_CARDS 16
+
 struct gx_score_dctx {
     const struct gx_decide_ctx *ctx;
     const struct gx_config *cfg;
     const struct gx_ledger_node *ln;
+    struct gx_card_usage usage[GX_SCORE_USAGE_CARDS]; /* of ln's cards 0..n_usage-1 */
+    int n_usage;
     int64_t oldest[GX_SIG_COUNT];
     uint64_t apart; /* refuse cards holding a member of this gang (gang-distinct-cards), 0 none */
     int numa;       /* refuse cards of a known NUMA node other than this one (gang-same-numa), -1 */
@@ -51,6 +56,9 @@ struct gx_score_dctx {
 /** Fill @d for deciding on @node under @ctx (both borrowed). Cannot fail. */
 void gx_score_dctx_init(struct gx_score_dctx *d, const struct gx_decide_ctx *ctx,
                         const struct gx_node *node);
+
+/** Set @d's ledger entry to @ln (NULL: none) and read the usage of its first @cards cards. */
+void gx_score_dctx_ledger(struct gx_score_dctx *d, const struct gx_ledger_node *ln, size_t cards);
 
 /**
  * Set @d's gang rule for @req on @node: with gang-distinct-cards, cards
@@ -131,6 +139,10 @@ const struct gx_score_gaps *gx_score_gaps_of(const struct gx_score_dctx *d);
 /** What the gap term charges, in milli-GPU, for a share taking @take of card @pos of node @f. */
 double gx_score_gap_cost(const struct gx_score_dctx *d, const struct gx_score_gaps *g,
                          const struct gx_fgd_node *f, int pos, int take);
+
+/** gx_fgd_share_deltas of share @sh on node @f, kept for nodes in the same state (score.h). */
+void gx_score_share_deltas(const struct gx_score_dctx *d, const struct gx_fgd_node *f,
+                           const struct gx_fgd_shape *sh, double *out);
 
 /** Fit part of a fragmentation change @delta in milli-GPU: 0.5 for none, lower when it grows. */
 double gx_score_fgd_fit(double delta);
