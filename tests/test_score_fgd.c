@@ -185,6 +185,50 @@ Test(score_fgd, fgd_gap_term_leaves_a_gap_size_few_cards_have)
     w.ctx.gaps = NULL;
     gx_score_node(&w.ctx, &r, &nodes[0], &v);
     cr_assert_eq(v.cards[0], 0, "no counts: no term");
+    gx_score_gaps_release(&gaps);
+    gx_nameidx_release(&snap.names);
+    world_free(&w);
+}
+
+/* The gaps of nodes whose entry changed, counted again alone, equal a count from scratch. */
+Test(score_fgd, gap_counts_kept_across_bookings_equal_a_count_from_scratch)
+{
+    struct world w;
+    struct gx_fgd_model m;
+    const struct gx_fgd_shape typical = {.gpus = 1, .milli = 100};
+    struct gx_podreq r = req_shared(1, 0, -1);
+    static struct gx_score_gaps kept, fresh; /* large: not on the stack */
+    struct gx_snapshot snap;
+    struct gx_node nodes[2];
+    struct gx_verdict v;
+    char uid[16];
+
+    fgd_world(&w, &m, &typical);
+    nodes[0] = w.node;
+    nodes[1] = w.node;
+    nodes[1].name = "gpu-2";
+    cluster_of_two(&w, &snap, nodes, &kept);
+    r.milli = 300;
+    w.cfg.fgd_gap_milli = 1;
+    for (int i = 0; i < 12; i++) {
+        (void)snprintf(uid, sizeof(uid), "p%d", i);
+        if (i % 4 == 3) { /* a booking goes: its node is counted again */
+            (void)snprintf(uid, sizeof(uid), "p%d", i - 2);
+            cr_assert_gt(gx_ledger_release(w.ledger, uid), 0);
+        } else {
+            book_on(&w, nodes[i % 2].name, uid, i % 2, 50 + 10 * i);
+        }
+        w.ctx.gaps = &kept;
+        gx_score_node(&w.ctx, &r, &nodes[0], &v);
+        memset(&fresh, 0, sizeof(fresh));
+        w.ctx.gaps = &fresh;
+        gx_score_node(&w.ctx, &r, &nodes[0], &v);
+        cr_assert(memcmp(kept.gaps.count, fresh.gaps.count, sizeof(kept.gaps.count)) == 0,
+                  "after step %d", i);
+        gx_score_gaps_release(&fresh);
+    }
+    cr_assert_eq(kept.gaps.count[400], 1, "gpu-1's card 0 holds 600: one gap of 400");
+    gx_score_gaps_release(&kept);
     gx_nameidx_release(&snap.names);
     world_free(&w);
 }
@@ -252,6 +296,7 @@ t4_learn_pinned(struct t4_world *t)
 static void
 t4_world_free(struct t4_world *t)
 {
+    gx_score_gaps_release(&t->gaps);
     gx_nameidx_release(&t->snap.names);
     world_free(&t->w);
 }

@@ -394,6 +394,7 @@ Test(vcache, gap_term_share_entries_die_on_a_booking_anywhere)
     cr_assert_eq(gx_ledger_add(w.ledger, "gpu-2", &x, 1, slots, N_CARDS), GX_OK);
     cr_assert(decide(&w, req_excl(1), 0).keep);
     cr_assert_eq(hits(&w), h + 1, "a whole card does not read the other nodes");
+    gx_score_gaps_release(&gaps);
     world_free(&w);
 }
 

@@ -82,14 +82,27 @@ struct gx_verdict {
     int usable_cards;   /* healthy, free cards considered */
 };
 
-/**
- * The cluster's gaps fgd's gap term reads (score.fgd_gap_milli): counted from
- * the snapshot and the ledger on first use and kept while neither changes.
- * The caller owns it; zeroed is empty.
- */
 /** Nodes whose where classes gx_score_gaps remembers (more share slots: recounted, not wrong). */
 #define GX_SCORE_BARRED_CACHE 8192
 
+/** Node states whose share deltas gx_score_gaps keeps for the typical pods of the moment. */
+#define GX_SCORE_DELTA_MEMO 1024
+
+/* gx_fgd_share_deltas of one node state for one share (score_fgd.c) */
+struct gx_score_delta_memo {
+    uint64_t hash, gen; /* gen 0: empty */
+    struct gx_fgd_node node;
+    struct gx_fgd_shape shape;
+    double out[GX_FGD_MAX_CARDS];
+};
+
+/**
+ * The cluster's gaps fgd's gap term reads (score.fgd_gap_milli): counted from
+ * the snapshot and the ledger on first use, kept while neither changes, and
+ * after a booking counted again only for the nodes whose entry changed; and
+ * what else the fgd terms keep across the nodes of a call. The caller owns
+ * it: zeroed is empty, gx_score_gaps_release frees what it holds.
+ */
 struct gx_score_gaps {
     struct gx_fgd_gaps gaps;
     const void *snap, *ledger, *cfg; /* what the counts are of */
@@ -110,7 +123,18 @@ struct gx_score_gaps {
         uint64_t generation, where_gen;
         uint32_t barred;
     } barred[GX_SCORE_BARRED_CACHE];
+    /* what each snapshot node added to gaps (n_cards 0: nothing), so a recount after a
+       booking takes only the changed ledger entries out and in again */
+    struct gx_fgd_node *counted;
+    size_t n_counted;
+    /* share deltas while the typical pods stay as they are: many nodes are in one state */
+    struct gx_score_delta_memo memo[GX_SCORE_DELTA_MEMO];
+    const void *memo_fgd;
+    uint64_t memo_observed, memo_where_gen, memo_gen;
 };
+
+/** Free what @g holds and leave it empty; NULL is a no-op. */
+void gx_score_gaps_release(struct gx_score_gaps *g);
 
 struct gx_decide_ctx {
     const struct gx_config *cfg;

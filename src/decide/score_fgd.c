@@ -9,6 +9,7 @@
  */
 #include "score_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "where.h"
@@ -257,31 +258,74 @@ gx_score_where_cost(const struct gx_score_dctx *d, const struct gx_fgd_node *f, 
 
 struct gaps_walk {
     const struct gx_decide_ctx *ctx;
-    struct gx_fgd_gaps *gaps;
+    struct gx_score_gaps *c;
+    uint64_t since; /* count again only the entries changed after this ledger version */
 };
 
-/* Count the gaps of ledger entry @ln's node (nodes without tenants have none). */
+/*
+ * Count the gaps of ledger entry @ln's node again (nodes without tenants
+ * have none): what it added before out, what it adds now in.
+ */
 static void
 gaps_add_node(void *arg, const struct gx_ledger_node *ln)
 {
     struct gaps_walk *w = arg;
+    struct gx_score_gaps *c = w->c;
     const struct gx_node *node;
     /* all gx_score_fgd_node reads */
-    struct gx_score_dctx d = {.ctx = w->ctx, .cfg = w->ctx->cfg, .ln = ln};
-    struct gx_fgd_node f;
+    struct gx_score_dctx d = {.ctx = w->ctx, .cfg = w->ctx->cfg};
+    struct gx_fgd_node f = {0}, *was = NULL;
+    size_t at;
 
-    if (ln->n_tenants == 0 ||
+    if (ln->version <= w->since ||
         (node = gx_snapshot_find(w->ctx->snap, ln->node, strlen(ln->node))) == NULL) {
         return;
     }
-    gx_score_fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
-    gx_fgd_gaps_add(w->gaps, &f);
+    at = (size_t)(node - w->ctx->snap->nodes);
+    if (at < c->n_counted) {
+        was = &c->counted[at];
+        gx_fgd_gaps_sub(&c->gaps, was);
+    }
+    if (ln->n_tenants > 0) {
+        gx_score_dctx_ledger(&d, ln, gx_score_node_cards(node));
+        gx_score_fgd_node(&d, node, gx_config_card_slots(d.cfg, node->product, node->replicas), &f);
+        gx_fgd_gaps_add(&c->gaps, &f);
+    }
+    if (was != NULL) {
+        *was = f;
+    }
+}
+
+/* Start counting afresh: no node counted, room to remember each of @n (none on ENOMEM). */
+static void
+gaps_restart(struct gx_score_gaps *c, size_t n)
+{
+    gx_fgd_gaps_clear(&c->gaps);
+    if (n > c->n_counted || c->counted == NULL) {
+        free(c->counted);
+        c->counted = calloc(n > 0 ? n : 1, sizeof(*c->counted));
+        c->n_counted = c->counted != NULL ? n : 0;
+    } else {
+        memset(c->counted, 0, c->n_counted * sizeof(*c->counted));
+    }
+}
+
+void
+gx_score_gaps_release(struct gx_score_gaps *g)
+{
+    if (g != NULL) {
+        free(g->counted);
+        g->counted = NULL;
+        g->n_counted = 0;
+        g->valid = false;
+    }
 }
 
 /*
- * The cluster's gaps for the gap term (NULL: off), counted again only when
- * the ledger, snapshot or config changed, or a where class's smallest
- * typical share did; the cards only with the snapshot.
+ * The cluster's gaps for the gap term (NULL: off), counted again when the
+ * snapshot, the ledger or the config changed, or a where class's smallest
+ * typical share did; only the entries changed since when the ledger's
+ * version alone moved; the cards only with the snapshot.
  */
 const struct gx_score_gaps *
 gx_score_gaps_of(const struct gx_score_dctx *d)
@@ -289,16 +333,16 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
     const struct gx_decide_ctx *ctx = d->ctx;
     struct gx_score_gaps *c = ctx->gaps;
     uint64_t lv = gx_ledger_version(ctx->ledger);
-    bool new_snap, stale;
+    bool new_snap, all;
 
     if (c == NULL || d->cfg->fgd_gap_milli <= 0 || ctx->snap == NULL) {
         return NULL;
     }
     new_snap = !c->valid || c->snap != ctx->snap || c->generation != ctx->snap->generation;
-    stale = new_snap || c->ledger != ctx->ledger || c->ledger_version != lv || c->cfg != d->cfg ||
-            c->cfg_hash != d->cfg->hash;
-    if (stale || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
-        stale = gx_fgd_gaps_shares(&c->gaps, ctx->fgd) || stale;
+    all = new_snap || c->ledger != ctx->ledger || c->cfg != d->cfg || c->cfg_hash != d->cfg->hash ||
+          c->n_counted < ctx->snap->n_nodes;
+    if (all || c->fgd != ctx->fgd || c->observed != ctx->fgd->observed) {
+        all = gx_fgd_gaps_shares(&c->gaps, ctx->fgd) || all;
         c->fgd = ctx->fgd;
         c->observed = ctx->fgd->observed;
     }
@@ -310,10 +354,12 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
         c->snap = ctx->snap;
         c->generation = ctx->snap->generation;
     }
-    if (stale) {
-        struct gaps_walk w = {.ctx = ctx, .gaps = &c->gaps};
+    if (all || c->ledger_version != lv) {
+        struct gaps_walk w = {.ctx = ctx, .c = c, .since = all ? 0 : c->ledger_version};
 
-        gx_fgd_gaps_clear(&c->gaps);
+        if (all) {
+            gaps_restart(c, ctx->snap->n_nodes);
+        }
         gx_ledger_each(ctx->ledger, gaps_add_node, &w);
         c->ledger = ctx->ledger;
         c->ledger_version = lv;
@@ -322,6 +368,71 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
         c->valid = true;
     }
     return c->cards > 0 ? c : NULL;
+}
+
+/* Hash of what gx_fgd_share_deltas reads of node @f and share @sh (FNV-1a over the values). */
+static uint64_t
+memo_hash(const struct gx_fgd_node *f, const struct gx_fgd_shape *sh)
+{
+    int64_t v[6] = {f->cpu_milli, f->mem_mib, f->n_cards, f->barred, sh->cpu_milli, sh->mem_mib};
+    uint64_t h = 1469598103934665603ull;
+
+    for (int i = 0; i < 6; i++) {
+        h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+    }
+    h = (h ^ (uint64_t)sh->milli) * 1099511628211ull;
+    for (int c = 0; c < f->n_cards && c < GX_FGD_MAX_CARDS; c++) {
+        h = (h ^ (uint64_t)f->free[c]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static bool
+memo_same(const struct gx_score_delta_memo *e, const struct gx_fgd_node *f,
+          const struct gx_fgd_shape *sh)
+{
+    const struct gx_fgd_node *n = &e->node;
+
+    return n->cpu_milli == f->cpu_milli && n->mem_mib == f->mem_mib && n->n_cards == f->n_cards &&
+           n->barred == f->barred &&
+           memcmp(n->free, f->free, (size_t)f->n_cards * sizeof(f->free[0])) == 0 &&
+           e->shape.cpu_milli == sh->cpu_milli && e->shape.mem_mib == sh->mem_mib &&
+           e->shape.milli == sh->milli;
+}
+
+void
+gx_score_share_deltas(const struct gx_score_dctx *d, const struct gx_fgd_node *f,
+                      const struct gx_fgd_shape *sh, double *out)
+{
+    struct gx_score_gaps *c = d->ctx->gaps;
+    const struct gx_fgd_model *m = d->ctx->fgd;
+    struct gx_score_delta_memo *e;
+    uint64_t h;
+
+    if (c == NULL || m == NULL || f->n_cards > GX_FGD_MAX_CARDS) {
+        gx_fgd_share_deltas(m, f, sh, out);
+        return;
+    }
+    /* a new generation when the typical pods changed: every kept answer is stale at once */
+    if (c->memo_gen == 0 || c->memo_fgd != m || c->memo_observed != m->observed ||
+        c->memo_where_gen != m->where_gen) {
+        c->memo_gen++;
+        c->memo_fgd = m;
+        c->memo_observed = m->observed;
+        c->memo_where_gen = m->where_gen;
+    }
+    h = memo_hash(f, sh);
+    e = &c->memo[h % GX_SCORE_DELTA_MEMO];
+    if (e->gen == c->memo_gen && e->hash == h && memo_same(e, f, sh)) {
+        memcpy(out, e->out, (size_t)f->n_cards * sizeof(*out));
+        return;
+    }
+    gx_fgd_share_deltas(m, f, sh, out);
+    e->hash = h;
+    e->gen = c->memo_gen;
+    e->node = *f;
+    e->shape = *sh;
+    memcpy(e->out, out, (size_t)f->n_cards * sizeof(*out));
 }
 
 /*

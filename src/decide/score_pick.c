@@ -387,7 +387,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     if (fgd) {
         gx_score_fgd_node(d, node, slots, &fn);
         gx_score_fgd_shape(cfg, req, slots, &sh);
-        gx_fgd_share_deltas(d->ctx->fgd, &fn, &sh, deltas);
+        gx_score_share_deltas(d, &fn, &sh, deltas);
         gaps = gx_score_gaps_of(d);
     }
 

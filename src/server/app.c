@@ -387,6 +387,7 @@ gx_app_free(struct gx_app *app)
     gx_ledger_free(app->ledger);
     gx_config_free(app->cfg);
     gx_seen_free(app->seen);
+    gx_score_gaps_release(app->gaps);
     free(app->gaps);
     free(app->config_path);
     free(app);

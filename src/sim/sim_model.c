@@ -154,6 +154,7 @@ gx_sim_state_release(struct gx_sim_state *r)
     free(r->feasible);
     free(r->exact);
     free(r->ext);
+    gx_score_gaps_release(r->gaps);
     free(r->gaps);
     free(r->order);
 }
