@@ -39,6 +39,7 @@ struct gx_ext_args {
     enum gx_args_mode mode;
     struct gx_ext_node *nodes;
     size_t n_nodes;
+    bool escaped; /* some name of NodeNames came with an escape: not every name is echoed */
 };
 
 /**

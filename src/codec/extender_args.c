@@ -179,7 +179,7 @@ ext_nodes(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_
  */
 static enum gx_err
 ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struct gx_ext_node **out,
-               size_t *n_out, struct gx_why *why)
+               size_t *n_out, bool *escaped, struct gx_why *why)
 {
     struct gx_ext_node *nodes = NULL;
     const char *raw;
@@ -244,6 +244,7 @@ ext_node_names(struct gx_json *j, struct gx_arena *a, struct ext_vec *vec, struc
     }
     *out = nodes;
     *n_out = vec->n;
+    *escaped = any_esc;
     return GX_OK;
 }
 
@@ -254,6 +255,7 @@ struct ext_args_ctx {
     struct ext_vec spans;      /* NodeNames' raw spans while decoding */
     struct gx_ext_node *names; /* NodeNames, in the arena */
     size_t n_names;
+    bool escaped;
 };
 
 static enum gx_err
@@ -261,8 +263,9 @@ ext_args_member(struct gx_json *j, void *ctx, int which, struct gx_why *why)
 {
     struct ext_args_ctx *c = ctx;
 
-    return which == 0 ? ext_nodes(j, c->a, &c->items, why)
-                      : ext_node_names(j, c->a, &c->spans, &c->names, &c->n_names, why);
+    return which == 0
+               ? ext_nodes(j, c->a, &c->items, why)
+               : ext_node_names(j, c->a, &c->spans, &c->names, &c->n_names, &c->escaped, why);
 }
 
 enum gx_err
@@ -270,7 +273,7 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
                    struct gx_why *why)
 {
     struct gx_ext_args args;
-    struct ext_args_ctx c = {&args.arena, {0}, {0}, NULL, 0};
+    struct ext_args_ctx c = {&args.arena, {0}, {0}, NULL, 0, false};
     const struct ext_envelope e = {"ExtenderArgs", {"Nodes", "NodeNames"}, ext_args_member, &c};
     void *nodes = NULL;
     int which = 0;
@@ -286,6 +289,7 @@ gx_ext_decode_args(const char *body, size_t len, int max_depth, struct gx_ext_ar
     } else if (rc == GX_OK) {
         args.nodes = c.names;
         args.n_nodes = c.n_names;
+        args.escaped = c.escaped;
     }
     args.mode = which == 0 ? GX_ARGS_NODES : GX_ARGS_NAMES;
     free(c.items.v);

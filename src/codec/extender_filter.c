@@ -73,7 +73,8 @@ ext_echoes(const char *body, const struct gx_ext_args *args, size_t i)
 {
     const struct gx_ext_node *n = &args->nodes[i];
 
-    return args->mode == GX_ARGS_NODES || memchr(body + n->item_off, '\\', n->item_len) == NULL;
+    return args->mode == GX_ARGS_NODES || !args->escaped ||
+           memchr(body + n->item_off, '\\', n->item_len) == NULL;
 }
 
 /* Append node @i's name: echoed when ext_echoes, else encoded from the decoded name. */

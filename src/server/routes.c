@@ -126,15 +126,13 @@ reply_encoded(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, enum
     gx_reply_json(&app->metrics, r, verb, 200, out);
 }
 
+/* Log one node's decision; the caller asks gx_log_enabled(GX_LOG_DEBUG) once per call. */
 static void
 log_decision(struct gx_http_req *r, const char *verb, const struct gx_pod *pod,
              const struct gx_ext_node *n, const struct gx_vshort *v)
 {
     char qp[700], qn[300];
 
-    if (!gx_log_enabled(GX_LOG_DEBUG)) {
-        return;
-    }
     gx_debug("decision", "req=%llu verb=%s pod=%s node=%s keep=%d reason=\"%s\" score=%d",
              (unsigned long long)gx_http_id(r), verb,
              gx_log_quote_pod(qp, sizeof(qp), pod->namespace, pod->name),
@@ -183,7 +181,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     const char *body = gx_http_body(r, &len);
     struct bad_request bad = {0};
     int64_t now_ms;
-    bool holding, holds;
+    bool holding, holds, debug = gx_log_enabled(GX_LOG_DEBUG);
 
     fv = decode_call(app, r, GX_VERB_FILTER, &args, &req, &bad, sizeof(*fv), &cn);
     if (fv == NULL) {
@@ -213,7 +211,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
                                           v);
         }
         /* a node something else already refused stays refused */
-        if (!mine && v->keep) {
+        if (!mine && v->keep && gang.any) {
             (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, v);
         }
         /* after the cached verdict: quota depends on every node's bookings, not this one's */
@@ -239,7 +237,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
         } else {
             app->metrics.rejections[v.reason]++;
         }
-        log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
+        if (debug) {
+            log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
+        }
     }
     /* no node fits, and a booking that goes would let one: wait for it (requeue.h) */
     if (!bad.bad && app->leases != NULL && kept == 0 && booked > 0) {
@@ -268,6 +268,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
     struct bad_request bad = {0};
     size_t len;
     const char *body = gx_http_body(r, &len);
+    bool debug = gx_log_enabled(GX_LOG_DEBUG);
 
     scores = decode_call(app, r, GX_VERB_PRIORITIZE, &args, &req, &bad, sizeof(*scores), &cn);
     if (scores == NULL) {
@@ -290,7 +291,7 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
             v.keep = true;
             v.score = 10;
             v.exact = 10.0;
-        } else if (v.keep) {
+        } else if (v.keep && gang.any) {
             /* the cards a gang member's bind comes for are not this pod's to score */
             (void)gx_gang_node_verdict(app, &gang, &ctx, &args.pod, &req, args.nodes[i].name, &v);
         }
@@ -298,7 +299,9 @@ handle_prioritize(struct gx_app *app, struct gx_http_req *r)
         if (exact != NULL) {
             exact[i] = !v.keep ? -1.0 : v.exact < 0.0 ? 0.0 : v.exact;
         }
-        log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
+        if (debug) {
+            log_decision(r, "prioritize", &args.pod, &args.nodes[i], &v);
+        }
     }
     if (exact != NULL && !bad.bad) {
         gx_score_relative(exact, args.n_nodes, scores);
