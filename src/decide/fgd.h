@@ -116,7 +116,7 @@ double gx_fgd_delta(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
                     const struct gx_fgd_shape *s, const int *cards);
 
 /**
- * gx_fgd_delta of share @s (@s->gpus 1, @s->milli < 1000) on each card of
+ * gx_fgd_delta of @s taking one card (@s->gpus 1, @s->milli up to 1000) for each card of
  * @n into @out[0..@n->n_cards), at most GX_FGD_MAX_CARDS: the same values,
  * in one pass over the typical pods.
  */
