@@ -197,14 +197,21 @@ aggregate(const int *free, int n, struct agg *a)
     }
 }
 
-/* True when shape @s may run on @n and fits the CPU and memory left (unknown amounts fit). */
+/* True when @cpu_milli and @mem_mib fit the CPU and memory left (unknown amounts fit); 0/1. */
+static int
+host_fits(int64_t cpu_milli, int64_t mem_mib, int64_t cpu, int64_t mem)
+{
+    return ((cpu < 0) | (cpu_milli <= cpu)) & ((mem < 0) | (mem_mib <= mem));
+}
+
+/* True when shape @s may run on @n and fits the CPU and memory left. */
 static bool
 fits_host(const struct gx_fgd_shape *s, const struct gx_fgd_node *n, int64_t cpu, int64_t mem)
 {
     if (s->where > 0 && s->where < GX_FGD_MAX_WHERE && ((n->barred >> s->where) & 1u) != 0) {
         return false;
     }
-    return (cpu < 0 || s->cpu_milli <= cpu) && (mem < 0 || s->mem_mib <= mem);
+    return host_fits(s->cpu_milli, s->mem_mib, cpu, mem);
 }
 
 /* Free milli of one card a share of @g cannot use. */
@@ -348,13 +355,6 @@ sort_free(const int *free, int n, int *sorted, int64_t *pre)
     }
 }
 
-/* fits_host of a row of the table, on a node it may run on; without a branch (see below). */
-static int
-row_fits(const struct gx_fgd_row *r, int64_t cpu, int64_t mem)
-{
-    return ((cpu < 0) | (r->cpu_milli <= cpu)) & ((mem < 0) | (r->mem_mib <= mem));
-}
-
 /*
  * gx_fgd_delta of share @s on each card of @n in one pass over the typical
  * pods (the card choice asks it of every card). A typical pod that fits the
@@ -405,8 +405,8 @@ gx_fgd_share_deltas(const struct gx_fgd_model *m, const struct gx_fgd_node *n,
     for (size_t j = 0; j < m->n; j++) {
         const struct gx_fgd_row *r = &m->row[j];
         int here = (r->where_bit & n->barred) == 0;
-        int fa = here & row_fits(r, cpu_a, mem_a),
-            fb = here & row_fits(r, n->cpu_milli, n->mem_mib);
+        int fa = here & host_fits(r->cpu_milli, r->mem_mib, cpu_a, mem_a),
+            fb = here & host_fits(r->cpu_milli, r->mem_mib, n->cpu_milli, n->mem_mib);
         double before, gone = r->weight * (1 - fa); /* no room after: its fragment is all free */
 
         if (r->gpus == 1 && r->milli < GX_FGD_CARD) {

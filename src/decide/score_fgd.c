@@ -370,21 +370,18 @@ gx_score_gaps_of(const struct gx_score_dctx *d)
     return c->cards > 0 ? c : NULL;
 }
 
-/* Hash of what gx_fgd_share_deltas reads of node @f and share @sh (FNV-1a over the values). */
+/* Hash of what gx_fgd_share_deltas reads of node @f and share @sh. */
 static uint64_t
 memo_hash(const struct gx_fgd_node *f, const struct gx_fgd_shape *sh)
 {
-    int64_t v[6] = {f->cpu_milli, f->mem_mib, f->n_cards, f->barred, sh->cpu_milli, sh->mem_mib};
-    uint64_t h = 1469598103934665603ull;
+    int64_t key[7 + GX_FGD_MAX_CARDS] = {f->cpu_milli,  f->mem_mib,  f->n_cards, f->barred,
+                                         sh->cpu_milli, sh->mem_mib, sh->milli};
+    int n = f->n_cards < GX_FGD_MAX_CARDS ? f->n_cards : GX_FGD_MAX_CARDS;
 
-    for (int i = 0; i < 6; i++) {
-        h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+    for (int c = 0; c < n; c++) {
+        key[7 + c] = f->free[c];
     }
-    h = (h ^ (uint64_t)sh->milli) * 1099511628211ull;
-    for (int c = 0; c < f->n_cards && c < GX_FGD_MAX_CARDS; c++) {
-        h = (h ^ (uint64_t)f->free[c]) * 1099511628211ull;
-    }
-    return h;
+    return gx_hash_mem(key, (size_t)(7 + n) * sizeof(key[0]));
 }
 
 static bool
