@@ -88,6 +88,7 @@ assert_defaults(const struct gx_config *c)
     cr_assert_float_eq(c->oversubscription, 1.0, 1e-9);
     cr_assert_eq(c->memory_reserve_mib, 512);
     cr_assert_float_eq(c->util_ceiling_pct, 100.0, 1e-9);
+    cr_assert(c->expect_share_util, "a share without gpu-util expects its share by default");
     cr_assert_eq(c->default_slices, 1);
     cr_assert_eq(c->n_product_slots, 0);
     cr_assert_eq(c->reservation_ttl_s, 300);
@@ -171,7 +172,7 @@ static const char full_doc[] =
     "\"health\":{\"max_temperature_c\":80.5,\"ignored_xids\":[13,43]},"
     "\"filter\":{\"max_utilization_pct\":75},"
     "\"sharing\":{\"default_slots\":6,\"oversubscription\":1.5,\"memory_reserve_mib\":1024,"
-    "\"util_ceiling_pct\":95,\"default_slices\":2,"
+    "\"util_ceiling_pct\":95,\"expect_share_util\":false,\"default_slices\":2,"
     "\"product_slots\":{\"NVIDIA-A100-SXM4-80GB\":7,\"NVIDIA-L4\":3},\"reservation_ttl_s\":120},"
     "\"score\":{\"policy\":\"spread\",\"weights\":{\"utilization\":9,\"memory\":8,"
     "\"temperature\":7,\"labels\":6,\"fit\":5,\"trend\":3},"
@@ -230,6 +231,7 @@ Test(config, full_document_sets_every_section)
     cr_assert_float_eq(c->oversubscription, 1.5, 1e-9);
     cr_assert_eq(c->memory_reserve_mib, 1024);
     cr_assert_float_eq(c->util_ceiling_pct, 95.0, 1e-9);
+    cr_assert_not(c->expect_share_util);
     cr_assert_eq(c->default_slices, 2);
     cr_assert_eq(c->n_product_slots, 2);
     cr_assert_str_eq(c->product_slots[0].product, "NVIDIA-A100-SXM4-80GB");

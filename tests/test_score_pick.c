@@ -110,7 +110,8 @@ Test(score_pick, a_share_no_empty_card_could_hold_never_fits)
     cr_assert_not(gx_reason_booked(v.reason), "no booking that goes would let it in");
     v = decide(&w, req_shared(1, 24564 - 512 + 1, -1));
     cr_assert_eq(v.reason, GX_REASON_NEVER_FITS, "%s", gx_reason_text(v.reason));
-    /* at the edge it fits an empty card (one whose 300 MiB measured in use leave room) */
+    /* at the edge it fits an empty, idle card (one whose 300 MiB measured in use leave room) */
+    w.cards[0].v[GX_SIG_UTIL] = 0;
     v = decide(&w, req_shared(4, 24564 - 512 - 300, -1));
     cr_assert(v.keep, "%s", gx_reason_text(v.reason));
     /* a full card is still a shortage, not a never */
@@ -226,6 +227,38 @@ Test(score_pick, util_ceiling_counts_declared_and_expected_load)
     /* measured 5% but 70% already promised */
     cr_assert_eq(decide(&w, req_shared(1, 0, 40)).reason, GX_REASON_BUSY);
     cr_assert(decide(&w, req_shared(1, 0, 30)).keep);
+    world_free(&w);
+}
+
+/*
+ * A share that declares no gpu-util expects the share of the card it books:
+ * measured load + that share must stay within the ceiling.
+ */
+Test(score_pick, an_undeclared_share_expects_its_share_of_the_card)
+{
+    struct world w;
+    struct gx_podreq r = req_shared(1, 0, -1);
+
+    world_init(&w, "gpu-1", 1); /* 4 slots */
+    w.cards[0].v[GX_SIG_UTIL] = 45;
+    r.milli = 700;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_BUSY, "45 + 70 > 100");
+    r.milli = 550;
+    cr_assert(decide(&w, r).keep, "45 + 55 = 100");
+    r.milli = 0;
+    r.slices = 3;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_BUSY, "3 slots of 4: 45 + 75 > 100");
+    r.slices = 2;
+    cr_assert(decide(&w, r).keep, "2 slots of 4: 45 + 50");
+    /* a declared gpu-util, 0 included, is what the pod expects */
+    r.slices = 3;
+    r.util_pct = 0;
+    cr_assert(decide(&w, r).keep);
+    r.util_pct = -1;
+    w.cfg.expect_share_util = false;
+    cr_assert(decide(&w, r).keep, "switched off, only the busy threshold guards the card");
+    w.cards[0].v[GX_SIG_UTIL] = 91;
+    cr_assert_eq(decide(&w, r).reason, GX_REASON_BUSY);
     world_free(&w);
 }
 

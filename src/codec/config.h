@@ -109,6 +109,7 @@ struct gx_config {
     double oversubscription;    /* 1.0 .. 4.0 */
     int64_t memory_reserve_mib; /* per card: 512 */
     double util_ceiling_pct;    /* shared: measured + expected <= this: 100 */
+    bool expect_share_util;     /* a share without gpu-util expects its share: on */
     int default_slices;         /* deprecated, read by nothing (configuration.md) */
     struct gx_product_slots *product_slots;
     size_t n_product_slots;

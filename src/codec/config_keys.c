@@ -133,6 +133,7 @@ const struct gx_kspec gx_config_table[] = {
     NUM("sharing.oversubscription", GX_K_DOUBLE, oversubscription, 1.0, 4.0, 1.0),
     NUM("sharing.memory_reserve_mib", GX_K_I64, memory_reserve_mib, 0, 1048576, 512),
     NUM("sharing.util_ceiling_pct", GX_K_DOUBLE, util_ceiling_pct, 0, 100, 100),
+    BOOL("sharing.expect_share_util", expect_share_util, 1),
     /* the time-slice request sizes a share without the annotation (docs/configuration.md) */
     INT("sharing.default_slices", default_slices, 1, 64, 1, GX_KF_DEPRECATED),
     LIST("sharing.product_slots", GX_K_SLOTS, product_slots, 1, 64, NULL, 0),

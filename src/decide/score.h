@@ -175,6 +175,12 @@ void gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req
                         struct gx_fgd_shape *out);
 
 /**
+ * The milli of one card the shared @req books: its gpu-milli after
+ * oversubscription, or its slices of a card of @slots slots; at most 1000.
+ */
+int gx_score_share_milli(const struct gx_config *cfg, const struct gx_podreq *req, int slots);
+
+/**
  * Decide for one node: filter verdict, score and card choice. @node may be
  * NULL (unknown node). Cannot fail.
  */

@@ -27,14 +27,19 @@ gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req, int
         out->gpus = (int)(req->gpus > GX_FGD_MAX_CARDS ? GX_FGD_MAX_CARDS : req->gpus);
         out->milli = GX_FGD_CARD;
     } else if (req->kind == GX_REQ_SHARED) {
-        struct gx_card_usage u = {.slices = req->slices};
         out->gpus = 1;
-        out->milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli)
-                                    : gx_ledger_share_used(&u, slots);
-        if (out->milli > GX_FGD_CARD) {
-            out->milli = GX_FGD_CARD;
-        }
+        out->milli = gx_score_share_milli(cfg, req, slots);
     }
+}
+
+int
+gx_score_share_milli(const struct gx_config *cfg, const struct gx_podreq *req, int slots)
+{
+    struct gx_card_usage u = {.slices = req->slices};
+    int milli =
+        req->milli > 0 ? gx_config_share_milli(cfg, req->milli) : gx_ledger_share_used(&u, slots);
+
+    return milli > GX_FGD_CARD ? GX_FGD_CARD : milli;
 }
 
 void

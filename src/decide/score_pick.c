@@ -257,17 +257,37 @@ node_used_slots(const struct gx_score_dctx *d, int slots)
     return used;
 }
 
+/*
+ * Utilization, in percent, a share expects to add to its card: its declared
+ * gpu-util, else (sharing.expect_share_util) the share of the card it books,
+ * so that a card measured busy does not take a share as if it cost nothing.
+ */
+static double
+expected_util(const struct gx_config *cfg, const struct gx_podreq *req, int slots)
+{
+    if (req->kind != GX_REQ_SHARED) {
+        return 0.0;
+    }
+    if (req->util_pct >= 0) {
+        return req->util_pct;
+    }
+    if (!cfg->expect_share_util) {
+        return 0.0;
+    }
+    return (double)gx_score_share_milli(cfg, req, slots) * 100.0 / GX_CARD_MILLI;
+}
+
 /* Memory and utilization headroom of @card for @req: NONE, NO_MEMORY or BUSY. */
 static enum gx_reason
 card_headroom(const struct gx_score_dctx *d, const struct gx_podreq *req,
               const struct gx_node *node, const struct gx_card *card, unsigned f,
-              const struct gx_card_usage *u)
+              const struct gx_card_usage *u, int slots)
 {
     const struct gx_config *cfg = d->cfg;
     int64_t total = gx_score_card_memory(node, card, f);
     int64_t asked = req->kind == GX_REQ_SHARED && req->memory_mib > 0 ? req->memory_mib : 0;
     double load = u->util_pct;
-    double expect = req->kind == GX_REQ_SHARED && req->util_pct > 0 ? req->util_pct : 0.0;
+    double expect = expected_util(cfg, req, slots);
 
     /* unknown card memory: the rule cannot be evaluated and is skipped */
     if (total > 0 && gx_score_card_booked(card, f, u) + asked > total - cfg->memory_reserve_mib) {
@@ -412,7 +432,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
             r = GX_REASON_NO_SLOT;
         }
         if (r == GX_REASON_NONE) {
-            r = card_headroom(d, req, node, c, w.fresh, u);
+            r = card_headroom(d, req, node, c, w.fresh, u, slots);
         }
         if (r != GX_REASON_NONE) {
             took[r]++;
@@ -505,7 +525,7 @@ gx_score_decide_device_plugin(const struct gx_score_dctx *d, const struct gx_pod
         if (w.usage.exclusive) {
             continue;
         }
-        r = card_headroom(d, req, node, c, w.fresh, &w.usage);
+        r = card_headroom(d, req, node, c, w.fresh, &w.usage, slots);
         if (r != GX_REASON_NONE) {
             /* BUSY got further through the checks than NO_MEMORY */
             if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE) {

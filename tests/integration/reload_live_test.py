@@ -410,6 +410,7 @@ DECISION = {
     "sharing.oversubscription": 4.0,
     "sharing.memory_reserve_mib": 24000,
     "sharing.util_ceiling_pct": 10,
+    "sharing.expect_share_util": False,
     "sharing.product_slots": {"NVIDIA-GeForce-RTX-4090": 2, "NVIDIA-A100-SXM4-80GB": 2,
                               "NVIDIA-H100-80GB-HBM3": 2, "Tesla-T4": 2},
     "score.policy": "spread",
@@ -428,7 +429,10 @@ DECISION = {
     "quotas.memory_mib": {"ml": 1000},
 }
 # keys that only matter under another setting: that setting is applied first
-DECISION_BASE = {}
+DECISION_BASE = {
+    # every card reads 7 %: under a ceiling of 30 the 300-milli share fits only if it expects nothing
+    "sharing.expect_share_util": {"sharing.util_ceiling_pct": 30},
+}
 # element rows of score.label_rules are exercised by the score.label_rules probe
 ELEMENT_ROWS = {"score.label_rules[].label", "score.label_rules[].operator",
                 "score.label_rules[].values", "score.label_rules[].weight"}
@@ -453,7 +457,7 @@ def probe_decision(key, value):
     if apply(cfg, f"{key}={value!r}"):
         changed = wait_for(lambda: observe() != before, 4 if key in INGEST else 1.5)
         c.ok(changed, f"{key}: the reload to {value!r} changed no decision, explain or metric")
-    apply(copy.deepcopy(base_cfg), f"{key}: restore")
+    apply(copy.deepcopy(base), f"{key}: restore")
     if not c.ok(wait_for(lambda: observe() == before, 4), f"{key}: restoring the base config "
                                                            "restores the decisions"):
         after = observe()
@@ -461,6 +465,8 @@ def probe_decision(key, value):
             if before[k] != after.get(k):
                 print(f"  {k}: before {str(before[k])[:400]}\n  {k}: after  {str(after.get(k))[:400]}",
                       flush=True)
+    if key in DECISION_BASE:
+        apply(copy.deepcopy(base_cfg), f"{key}: leave its base")
 
 
 def probe_on_stale():
