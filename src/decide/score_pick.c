@@ -277,17 +277,19 @@ expected_util(const struct gx_config *cfg, const struct gx_podreq *req, int slot
     return (double)gx_score_share_milli(cfg, req, slots) * 100.0 / GX_CARD_MILLI;
 }
 
-/* Memory and utilization headroom of @card for @req: NONE, NO_MEMORY or BUSY. */
+/*
+ * Memory and utilization headroom of @card for @req, which expects to add
+ * @expect % (expected_util, once per node): NONE, NO_MEMORY or BUSY.
+ */
 static enum gx_reason
 card_headroom(const struct gx_score_dctx *d, const struct gx_podreq *req,
               const struct gx_node *node, const struct gx_card *card, unsigned f,
-              const struct gx_card_usage *u, int slots)
+              const struct gx_card_usage *u, double expect)
 {
     const struct gx_config *cfg = d->cfg;
     int64_t total = gx_score_card_memory(node, card, f);
     int64_t asked = req->kind == GX_REQ_SHARED && req->memory_mib > 0 ? req->memory_mib : 0;
     double load = u->util_pct;
-    double expect = expected_util(cfg, req, slots);
 
     /* unknown card memory: the rule cannot be evaluated and is skipped */
     if (total > 0 && gx_score_card_booked(card, f, u) + asked > total - cfg->memory_reserve_mib) {
@@ -389,6 +391,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
     /* a milli share books milli; a slice share books slots (ledger.h's one rule) */
     int ask_milli = req->milli > 0 ? gx_config_share_milli(cfg, req->milli) : 0;
     int ask_slices = req->milli > 0 ? 0 : req->slices;
+    double expect = expected_util(cfg, req, slots);
     int64_t best_free = 0;
     unsigned best_fresh = 0;
     struct gx_score_parts p = {0};
@@ -432,7 +435,7 @@ gx_score_decide_shared(const struct gx_score_dctx *d, const struct gx_podreq *re
             r = GX_REASON_NO_SLOT;
         }
         if (r == GX_REASON_NONE) {
-            r = card_headroom(d, req, node, c, w.fresh, u, slots);
+            r = card_headroom(d, req, node, c, w.fresh, u, expect);
         }
         if (r != GX_REASON_NONE) {
             took[r]++;
@@ -494,6 +497,7 @@ gx_score_decide_device_plugin(const struct gx_score_dctx *d, const struct gx_pod
 {
     const struct gx_config *cfg = d->cfg;
     int slots = gx_config_card_slots(cfg, node->product, node->replicas);
+    double expect = expected_util(cfg, req, slots);
     int64_t total = 0, all = 0, used = node_used_slots(d, slots);
     enum gx_reason room_fail = GX_REASON_NONE;
     size_t sick[GX_REASON_COUNT] = {0};
@@ -525,7 +529,7 @@ gx_score_decide_device_plugin(const struct gx_score_dctx *d, const struct gx_pod
         if (w.usage.exclusive) {
             continue;
         }
-        r = card_headroom(d, req, node, c, w.fresh, &w.usage, slots);
+        r = card_headroom(d, req, node, c, w.fresh, &w.usage, expect);
         if (r != GX_REASON_NONE) {
             /* BUSY got further through the checks than NO_MEMORY */
             if (r == GX_REASON_BUSY || room_fail == GX_REASON_NONE) {
