@@ -441,6 +441,35 @@ Test(preempt, measured_memory_leaves_with_the_victims, .init = world_init, .fini
     cr_assert_str_eq(victims(&c), "a1");
 }
 
+/*
+ * A victim without gpu-util takes its share of the measured load with it,
+ * by the rule admission counts it by: evicting the 400-milli share frees
+ * enough of a card measured at 95 % for a 300-milli one; the 300-milli
+ * tenant of higher priority stays.
+ */
+Test(preempt, measured_load_leaves_with_the_victims_share, .init = world_init, .fini = world_free)
+{
+    struct gx_preempt_choice c;
+    struct gx_preempt_input in;
+    struct gx_podreq req = {.kind = GX_REQ_SHARED, .slices = 1, .milli = 300, .util_pct = -1};
+
+    tenant("low", 0, 1, 50, 0);
+    tenant("high", 0, 1, 40, 1000);
+    w.t[0].milli = 400;
+    w.t[1].milli = 300;
+    tenant("full", 1, 4, 50, 1000);
+    w.cards[0].v[GX_SIG_UTIL] = 95;
+    in = input(&req);
+    choose(&in, &c);
+    cr_assert(c.keep);
+    cr_assert_eq(c.reason, GX_REASON_BUSY, "%s", gx_reason_text(c.reason));
+    cr_assert_str_eq(victims(&c), "low");
+    /* switched off, an undeclared victim takes nothing: only emptying the card would help */
+    w.cfg.expect_share_util = false;
+    choose(&in, &c);
+    cr_assert_not(c.keep, "%s", victims(&c));
+}
+
 Test(preempt, fitting_node_keeps_the_schedulers_set_or_is_dropped, .init = world_init,
      .fini = world_free)
 {

@@ -104,6 +104,9 @@ bool gx_ledger_entry_card_gang(const struct gx_ledger_node *e, int card, uint64_
  */
 int gx_ledger_share_used(const struct gx_card_usage *u, int slots);
 
+/** Milli-GPU tenant @t holds on a card of @slots slots (1000 when exclusive). Cannot fail. */
+int gx_ledger_tenant_milli(const struct gx_tenant *t, int slots);
+
 /**
  * Time slots in use on a card of @slots slots with usage @u, the figure
  * explain, GET /debug/cards and /metrics show: the slice tenants' slots

@@ -94,6 +94,15 @@ gx_ledger_share_used(const struct gx_card_usage *u, int slots)
 }
 
 int
+gx_ledger_tenant_milli(const struct gx_tenant *t, int slots)
+{
+    struct gx_card_usage u = {0};
+
+    usage_add(&u, t);
+    return u.exclusive ? GX_CARD_MILLI : gx_ledger_share_used(&u, slots);
+}
+
+int
 gx_ledger_slots_used(const struct gx_card_usage *u, int slots)
 {
     int64_t used;

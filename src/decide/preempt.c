@@ -16,9 +16,10 @@
  *
  * Measured load is projected: a card left without any tenant is idle
  * (utilization 0, memory used 0, no workload pod); a card that keeps some
- * loses what the victims declared (memory, utilization), never below 0.
- * dcgm-exporter cannot attribute use per pod under time-slicing, so the
- * declarations are the best estimate of what leaves with them.
+ * loses what the victims declared (memory) and are expected to use
+ * (utilization: gx_score_expected_util, the rule admission counts them by),
+ * never below 0. dcgm-exporter cannot attribute use per pod under
+ * time-slicing, so these are the best estimate of what leaves with them.
  */
 #include "preempt.h"
 
@@ -164,6 +165,8 @@ static void
 project_cards(struct pe *e)
 {
     const struct gx_node *src = e->in->node;
+    const struct gx_config *cfg = e->in->ctx->cfg;
+    int slots = gx_config_card_slots(cfg, src->product, src->replicas);
 
     for (size_t c = 0; c < src->n_cards; c++) {
         struct gx_card *card = &e->cards[c];
@@ -181,7 +184,10 @@ project_cards(struct pe *e)
             if (k < PE_MAX_UIDS && e->removed[k] > 0) {
                 gone++;
                 gone_mem += (double)t->memory_mib;
-                gone_util += t->util_pct > 0 ? t->util_pct : 0.0;
+                if (!t->exclusive) {
+                    gone_util +=
+                        gx_score_expected_util(cfg, t->util_pct, gx_ledger_tenant_milli(t, slots));
+                }
             } else {
                 stay++;
             }

@@ -59,17 +59,8 @@ gx_quota_tenant_milli(const struct gx_config *cfg, const struct gx_snapshot *sna
                       const struct gx_tenant *t)
 {
     const struct gx_node *sn = snap != NULL ? gx_snapshot_find(snap, node, strlen(node)) : NULL;
-    struct gx_card_usage u = {0};
 
-    if (t->exclusive) {
-        return GX_CARD_MILLI;
-    }
-    if (t->milli > 0) {
-        u.milli = t->milli;
-    } else {
-        u.slices = t->slices;
-    }
-    return gx_ledger_share_used(&u, slots_of(cfg, sn));
+    return gx_ledger_tenant_milli(t, slots_of(cfg, sn));
 }
 
 void

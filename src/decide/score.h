@@ -181,6 +181,14 @@ void gx_score_fgd_shape(const struct gx_config *cfg, const struct gx_podreq *req
 int gx_score_share_milli(const struct gx_config *cfg, const struct gx_podreq *req, int slots);
 
 /**
+ * Utilization, in percent, a share of @milli booked milli-GPU expects to add
+ * to its card: its declared gpu-util @declared (-1 = none), else, with
+ * sharing.expect_share_util, its share of the card. For requests and tenants
+ * alike. Cannot fail.
+ */
+double gx_score_expected_util(const struct gx_config *cfg, double declared, int milli);
+
+/**
  * Decide for one node: filter verdict, score and card choice. @node may be
  * NULL (unknown node). Cannot fail.
  */

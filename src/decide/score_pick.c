@@ -258,23 +258,26 @@ node_used_slots(const struct gx_score_dctx *d, int slots)
 }
 
 /*
- * Utilization, in percent, a share expects to add to its card: its declared
- * gpu-util, else (sharing.expect_share_util) the share of the card it books,
- * so that a card measured busy does not take a share as if it cost nothing.
+ * Counting a share without gpu-util at its share of the card keeps a card
+ * measured busy from taking it as if it cost nothing.
  */
+double
+gx_score_expected_util(const struct gx_config *cfg, double declared, int milli)
+{
+    if (declared >= 0) {
+        return declared;
+    }
+    return cfg->expect_share_util ? (double)milli * 100.0 / GX_CARD_MILLI : 0.0;
+}
+
+/* What shared @req expects to add to a card of @slots slots; 0 for other requests. */
 static double
 expected_util(const struct gx_config *cfg, const struct gx_podreq *req, int slots)
 {
     if (req->kind != GX_REQ_SHARED) {
         return 0.0;
     }
-    if (req->util_pct >= 0) {
-        return req->util_pct;
-    }
-    if (!cfg->expect_share_util) {
-        return 0.0;
-    }
-    return (double)gx_score_share_milli(cfg, req, slots) * 100.0 / GX_CARD_MILLI;
+    return gx_score_expected_util(cfg, req->util_pct, gx_score_share_milli(cfg, req, slots));
 }
 
 /*
