@@ -63,6 +63,7 @@ assert_invariants(const struct gx_replay_result *r)
     cr_assert_geq(r->pending_p95_s, 0.0);
     cr_assert_leq(r->alloc_pct, 100.0);
     cr_assert_leq(r->util_pct, 100.0);
+    cr_assert_leq(r->hot_shared_card_min, r->hot_card_min, "shared cards' hot minutes are hot");
 }
 
 Test(replay, extender_and_count_only_keep_the_invariants)
@@ -129,6 +130,38 @@ Test(replay, demand_within_shares_never_over_admits_under_the_ledger)
     run(&o, 3, &cnt);
     cr_assert_eq(ext.over_cards, 0, "the ledger never books past the card");
     cr_assert_gt(cnt.over_cards, 0, "time-slicing replicas promise more than a card has");
+    gx_config_free(cfg);
+}
+
+Test(replay, a_card_hot_with_two_tenants_counts_as_shared)
+{
+    static const int whole[] = {1000, 2000, 4000};
+    static const int64_t dur[] = {600, 3600, 7200};
+    const struct gx_simgen g = {.n_nodes = N_NODES,
+                                .n_pods = N_PODS,
+                                .seed = 4242,
+                                .milli = whole,
+                                .n_milli = GX_ARRAY_LEN(whole),
+                                .dur = dur,
+                                .n_dur = GX_ARRAY_LEN(dur),
+                                .one_model = true};
+    struct gx_sim_trace t = gx_simgen_trace(&g, nodes, pods);
+    struct gx_config *cfg = gx_simgen_config("{}");
+    struct gx_replay_opts o;
+    struct gx_replay_result r, cnt;
+    struct gx_why why = {{0}};
+
+    gx_replay_opts_default(&o, cfg);
+    o.load = 1.2;
+    cr_assert_eq(gx_replay_run(&o, &t, 7, &r, &why), GX_OK, "%s", why.text);
+    cr_assert_gt(r.hot_card_min, 0.0, "whole GPUs run hot on their own");
+    cr_assert_eq(r.hot_shared_card_min, 0.0, "no card has two tenants");
+    run(&o, 7, &r); /* with shares */
+    o.sim.mode = GX_SIM_COUNT_ONLY;
+    run(&o, 7, &cnt);
+    cr_assert_gt(cnt.hot_shared_card_min, r.hot_shared_card_min,
+                 "replicas stack shares on busy cards: %.0f against %.0f card-min",
+                 cnt.hot_shared_card_min, r.hot_shared_card_min);
     gx_config_free(cfg);
 }
 

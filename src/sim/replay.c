@@ -74,6 +74,7 @@ struct rstate {
     size_t *card_base;          /* first global card of node i */
     size_t n_cards;
     double *demand;      /* per card, at the current sample */
+    uint16_t *tenants;   /* per card, at the current sample */
     float (*ring)[RING]; /* per card: true utilization % of the last samples */
     bool *ever_over;     /* per card */
     int64_t grid;        /* samples taken */
@@ -375,11 +376,14 @@ sample(struct rstate *st, int64_t t)
     bool measure = t >= st->o->warmup_s;
 
     memset(st->demand, 0, st->n_cards * sizeof(*st->demand));
+    memset(st->tenants, 0, st->n_cards * sizeof(*st->tenants));
     for (size_t j = 0; j < st->n_running; j++) {
         const struct rpod *rp = &st->pods[st->running[j]];
         double d = rp->at.n_cards > 0 ? demand_of(rp, g, t) : 0.0;
         for (int c = 0; c < rp->at.n_cards; c++) {
-            st->demand[card_of(st, rp->at.node, rp->at.cards[c])] += d;
+            size_t at = card_of(st, rp->at.node, rp->at.cards[c]);
+            st->demand[at] += d;
+            st->tenants[at]++;
         }
     }
     for (size_t c = 0; c < st->n_cards; c++) {
@@ -390,6 +394,7 @@ sample(struct rstate *st, int64_t t)
         }
         util += u;
         st->res->hot_card_min += u > hot ? minutes : 0.0;
+        st->res->hot_shared_card_min += u > hot && st->tenants[c] > 1 ? minutes : 0.0;
         if (st->demand[c] > 1.0 + 1e-9) {
             st->res->over_card_min += minutes;
             st->ever_over[c] = true;
@@ -501,11 +506,12 @@ alloc_state(struct rstate *st)
     st->demand = calloc(st->n_cards + 1, sizeof(*st->demand));
     st->ring = calloc(st->n_cards + 1, sizeof(*st->ring));
     st->ever_over = calloc(st->n_cards + 1, sizeof(*st->ever_over));
+    st->tenants = calloc(st->n_cards + 1, sizeof(*st->tenants));
     st->running = calloc(np, sizeof(size_t));
     st->heap = calloc(np, sizeof(size_t));
     st->wait = calloc(np, sizeof(size_t));
     if (st->card_base == NULL || st->demand == NULL || st->ring == NULL || st->ever_over == NULL ||
-        st->running == NULL || st->heap == NULL || st->wait == NULL) {
+        st->tenants == NULL || st->running == NULL || st->heap == NULL || st->wait == NULL) {
         return GX_ENOMEM;
     }
     return GX_OK;
@@ -523,6 +529,7 @@ free_state(struct rstate *st)
     free(st->demand);
     free(st->ring);
     free(st->ever_over);
+    free(st->tenants);
 }
 
 enum gx_err
@@ -564,6 +571,7 @@ gx_replay_mean(const struct gx_replay_result *r, size_t n, struct gx_replay_resu
         mean->pending_mean_s += r[i].pending_mean_s / k;
         mean->pending_p95_s += r[i].pending_p95_s / k;
         mean->hot_card_min += r[i].hot_card_min / k;
+        mean->hot_shared_card_min += r[i].hot_shared_card_min / k;
         mean->over_card_min += r[i].over_card_min / k;
         mean->over_cards += r[i].over_cards;
         mean->alloc_pct += r[i].alloc_pct / k;

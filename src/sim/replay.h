@@ -39,14 +39,15 @@ struct gx_replay_result {
     size_t arrived, placed, never_placed; /* of the pods arriving after the warm-up */
     double pending_mean_s;                /* never placed: pending until the horizon */
     double pending_p95_s;
-    double hot_card_min;  /* card-minutes with true utilization > filter.max_utilization_pct */
-    double over_card_min; /* card-minutes with the tenants' true demand above the card */
-    size_t over_cards;    /* cards over-admitted at least once */
-    double alloc_pct;     /* time-mean GPU allocation (milli booked / capacity) */
-    double util_pct;      /* time-mean true utilization of all cards */
-    int64_t ledger_errs;  /* ledger refusals (must stay 0) */
-    size_t ledger_left;   /* tenants in the ledger after every pod left (must be 0) */
-    size_t order_errs;    /* a pod placed before it arrived or left before placed (must be 0) */
+    double hot_card_min; /* card-minutes with true utilization > filter.max_utilization_pct */
+    double hot_shared_card_min; /* of those, on cards with two or more tenants */
+    double over_card_min;       /* card-minutes with the tenants' true demand above the card */
+    size_t over_cards;          /* cards over-admitted at least once */
+    double alloc_pct;           /* time-mean GPU allocation (milli booked / capacity) */
+    double util_pct;            /* time-mean true utilization of all cards */
+    int64_t ledger_errs;        /* ledger refusals (must stay 0) */
+    size_t ledger_left;         /* tenants in the ledger after every pod left (must be 0) */
+    size_t order_errs; /* a pod placed before it arrived or left before placed (must be 0) */
 };
 
 /** Run one seed. GX_EINVAL with @why for a trace without times or GPUs; GX_ENOMEM. */
