@@ -29,6 +29,7 @@ Test(score, reason_texts_names_and_resolvability)
         {GX_REASON_SHARING_MISMATCH, "GPU sharing mode does not match the request",
          "sharing_mismatch", true},
         {GX_REASON_BAD_REQUEST, "invalid GPU request", "bad_request", true},
+        {GX_REASON_SHORTLIST, "better nodes kept", "shortlist", false},
     };
 
     cr_assert_str_eq(gx_reason_text(GX_REASON_NONE), "");
@@ -39,10 +40,11 @@ Test(score, reason_texts_names_and_resolvability)
     }
 }
 
-Test(score, only_a_pinned_gang_member_leaves_nodes_unlisted)
+Test(score, only_nodes_the_pod_fits_are_left_unlisted)
 {
     for (int r = GX_REASON_NONE; r < GX_REASON_COUNT; r++) {
-        cr_expect_eq(gx_reason_unlisted((enum gx_reason)r), r == GX_REASON_GANG_PINNED, "%s",
+        cr_expect_eq(gx_reason_unlisted((enum gx_reason)r),
+                     r == GX_REASON_GANG_PINNED || r == GX_REASON_SHORTLIST, "%s",
                      gx_reason_name((enum gx_reason)r));
     }
 }
@@ -250,6 +252,60 @@ Test(score, relative_scores_of_equal_or_single_nodes_are_ten)
     gx_score_relative(none, 2, out);
     cr_assert(out[0] == 0 && out[1] == 0);
     gx_score_relative(NULL, 0, out); /* an empty call touches nothing */
+}
+
+Test(score, a_shortlist_keeps_the_best_and_ties_in_call_order)
+{
+    double exact[] = {4.0, 9.0, -1.0, 7.0, 7.0, 2.0, 7.0, 9.5};
+    double scratch[GX_ARRAY_LEN(exact)];
+    const double want[] = {-1.0, 9.0, -1.0, 7.0, 7.0, -1.0, -1.0, 9.5};
+
+    cr_assert_eq(gx_score_shortlist(exact, GX_ARRAY_LEN(exact), 4, scratch), 3);
+    for (size_t i = 0; i < GX_ARRAY_LEN(exact); i++) {
+        cr_assert_eq(exact[i], want[i], "node %zu: %.1f, want %.1f", i, exact[i], want[i]);
+    }
+}
+
+Test(score, a_shortlist_no_shorter_than_the_call_keeps_every_node)
+{
+    double exact[] = {1.0, -1.0, 3.0};
+    double scratch[3];
+
+    cr_assert_eq(gx_score_shortlist(exact, 3, 0, scratch), 0, "0: no shortlist");
+    cr_assert_eq(gx_score_shortlist(exact, 3, 2, scratch), 0, "two kept, two wanted");
+    cr_assert(exact[0] == 1.0 && exact[1] == -1.0 && exact[2] == 3.0);
+    cr_assert_eq(gx_score_shortlist(exact, 3, 1, scratch), 1);
+    cr_assert(exact[0] == -1.0 && exact[2] == 3.0, "the best one left");
+}
+
+/* Against sorting: the k kept are the k highest, the first in call order among equals. */
+Test(score, a_shortlist_keeps_what_sorting_would)
+{
+    enum { N = 300 };
+    double exact[N], copy[N], scratch[N];
+    uint64_t s = 7;
+
+    for (int round = 0; round < 200; round++) {
+        size_t k = (size_t)(round % 40) + 1, kept = 0;
+        for (size_t i = 0; i < N; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            /* few distinct values: many ties, some dropped nodes */
+            exact[i] = (double)((s >> 33) % 12) - 2.0;
+            exact[i] = exact[i] < 0.0 ? -1.0 : exact[i];
+            copy[i] = exact[i];
+        }
+        (void)gx_score_shortlist(exact, N, k, scratch);
+        for (size_t i = 0; i < N; i++) {
+            size_t better = 0;
+            for (size_t j = 0; j < N; j++) {
+                better += copy[j] > copy[i] || (copy[j] == copy[i] && j < i);
+            }
+            bool want = copy[i] >= 0.0 && better < k;
+            cr_assert_eq(exact[i] >= 0.0, want, "round %d node %zu (%.0f)", round, i, copy[i]);
+            kept += want;
+        }
+        cr_assert_leq(kept, k);
+    }
 }
 
 Test(score, trend_part_scores_the_slope_only_with_its_weight)

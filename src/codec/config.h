@@ -103,6 +103,7 @@ struct gx_config {
     int *ignored_xids;        /* XIDs that do not make a card unhealthy */
     size_t n_ignored_xids;
     double max_utilization_pct; /* a card above this is busy: 90 */
+    int shortlist_nodes;        /* filter keeps the best this many; 0 every node that fits */
 
     /* sharing */
     int default_slots;          /* slots per card when replicas <= 1: 4 */

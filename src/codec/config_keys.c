@@ -128,6 +128,7 @@ const struct gx_kspec gx_config_table[] = {
     LIST("health.ignored_xids", GX_K_INT_LIST, ignored_xids, 1, 65535, NULL, 0),
 
     NUM("filter.max_utilization_pct", GX_K_DOUBLE, max_utilization_pct, 0, 100, 90),
+    INT("filter.shortlist_nodes", shortlist_nodes, 0, 1000000, 0, 0),
 
     INT("sharing.default_slots", default_slots, 1, 64, 4, 0),
     NUM("sharing.oversubscription", GX_K_DOUBLE, oversubscription, 1.0, 4.0, 1.0),

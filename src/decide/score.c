@@ -53,6 +53,8 @@ static const struct {
     [GX_REASON_GANG_APART] = {"GPU held by another member of the gang", "gang_apart", false},
     /* gang-same-numa: the cards of the members' NUMA node are taken */
     [GX_REASON_GANG_NUMA] = {"gang members on another NUMA node", "gang_numa", false},
+    /* filter.shortlist_nodes: the pod fits, the best nodes of the call were kept instead */
+    [GX_REASON_SHORTLIST] = {"better nodes kept", "shortlist", false},
 };
 
 const char *
@@ -77,7 +79,7 @@ bool
 gx_reason_unlisted(enum gx_reason r)
 {
     /* the pod fits there: the reason helps no reader, and preemption needs no status */
-    return r == GX_REASON_GANG_PINNED;
+    return r == GX_REASON_GANG_PINNED || r == GX_REASON_SHORTLIST;
 }
 
 bool

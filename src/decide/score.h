@@ -34,6 +34,7 @@ enum gx_reason {
     GX_REASON_GANG_PINNED,      /* "gang member placed on another node" (gang.h) */
     GX_REASON_GANG_APART,       /* "GPU held by another member of the gang" (podreq.h) */
     GX_REASON_GANG_NUMA,        /* "gang members on another NUMA node" (podreq.h) */
+    GX_REASON_SHORTLIST,        /* "better nodes kept" (filter.shortlist_nodes) */
     GX_REASON_COUNT
 };
 
@@ -204,6 +205,15 @@ void gx_score_node(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
  * 0..10 would lose. Cannot fail.
  */
 void gx_score_relative(const double *exact, size_t n, int *out);
+
+/**
+ * Keep the @k best of one filter call's nodes (filter.shortlist_nodes): of
+ * the @n @exact scores (negative: a node filter drops), every one outside
+ * the @k highest is set to -1. Equal scores at the cut go in call order,
+ * which kube-scheduler rotates from cycle to cycle. @k 0 keeps all. Returns
+ * how many were dropped. Needs @n doubles of @scratch. Cannot fail.
+ */
+size_t gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch);
 
 /** Why a card cannot take work, as explain shows it per card. */
 enum gx_card_state {

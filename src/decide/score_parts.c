@@ -148,6 +148,78 @@ gx_score_relative(const double *exact, size_t n, int *out)
     }
 }
 
+static void
+swap_d(double *a, size_t i, size_t j)
+{
+    double t = a[i];
+
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* The @k-th largest of @a[0..n) (1 <= k <= n), reordering @a: quickselect, three-way. */
+static double
+kth_largest(double *a, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n, want = k - 1;
+
+    for (;;) {
+        double pivot = a[lo + (hi - lo) / 2];
+        size_t lt = lo, i = lo, gt = hi;
+
+        /* [lo, lt) above the pivot, [lt, gt) equal to it, [gt, hi) below */
+        while (i < gt) {
+            if (a[i] > pivot) {
+                swap_d(a, lt++, i++);
+            } else if (a[i] < pivot) {
+                swap_d(a, i, --gt);
+            } else {
+                i++;
+            }
+        }
+        if (want < lt) {
+            hi = lt;
+        } else if (want < gt) {
+            return pivot;
+        } else {
+            lo = gt;
+        }
+    }
+}
+
+size_t
+gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch)
+{
+    size_t m = 0, above = 0, dropped = 0;
+    double cut;
+
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] >= 0.0) {
+            scratch[m++] = exact[i];
+        }
+    }
+    if (k == 0 || m <= k) {
+        return 0;
+    }
+    cut = kth_largest(scratch, m, k);
+    for (size_t i = 0; i < n; i++) {
+        above += exact[i] > cut;
+    }
+    /* the k - above places left go to the scores equal to the cut, in call order */
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] < 0.0 || exact[i] > cut) {
+            continue;
+        }
+        if (exact[i] == cut && above < k) {
+            above++;
+            continue;
+        }
+        exact[i] = -1.0;
+        dropped++;
+    }
+    return dropped;
+}
+
 void
 gx_score_card_parts(const struct gx_score_dctx *d, const struct gx_node *node,
                     const struct gx_card *card, unsigned f, const struct gx_card_usage *u,

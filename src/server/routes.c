@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "admit.h"
@@ -165,6 +166,38 @@ verdicts(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_po
     gx_vcache_decide_all(vcache(app), ctx, req, cn->sn, n, cn->v);
 }
 
+/*
+ * filter.shortlist_nodes: keep only the best of the nodes that fit (gx_score_shortlist),
+ * the node the pod's own booking is on always among them. kube-scheduler scores and
+ * calls prioritize with what filter keeps, so a short list spares it that work for
+ * every node the pod would not go to anyway.
+ */
+static void
+shortlist(const struct gx_config *cfg, const struct gx_ext_args *args, const char *held,
+          struct gx_vshort *v)
+{
+    size_t n = args->n_nodes;
+    double *exact;
+
+    if (cfg->shortlist_nodes <= 0 || n <= (size_t)cfg->shortlist_nodes ||
+        (exact = malloc(2 * n * sizeof(*exact))) == NULL) {
+        return; /* without memory: every node that fits, a longer answer but a right one */
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool mine = held != NULL && v[i].keep && strcmp(args->nodes[i].name, held) == 0;
+        exact[i] = !v[i].keep ? -1.0 : mine ? HUGE_VAL : v[i].exact < 0.0 ? 0.0 : v[i].exact;
+    }
+    if (gx_score_shortlist(exact, n, (size_t)cfg->shortlist_nodes, exact + n) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].keep && exact[i] < 0.0) {
+                v[i].keep = false;
+                v[i].reason = GX_REASON_SHORTLIST;
+            }
+        }
+    }
+    free(exact);
+}
+
 static void
 handle_filter(struct gx_app *app, struct gx_http_req *r)
 {
@@ -223,6 +256,9 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     /* a gang member keeps one node, the one its cards are booked on for the group (gang.h) */
     gx_gang_filter_pin(app, &gang, &ctx, &args.pod, &req, args.nodes, cn.v, args.n_nodes,
                        holding ? held.node : NULL);
+    if (!bad.bad) {
+        shortlist(app->cfg, &args, holding ? held.node : NULL, cn.v);
+    }
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v = cn.v[i];
 

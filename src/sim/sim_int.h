@@ -44,6 +44,7 @@ struct gx_sim_state {
     struct gx_fgd_model truth; /* the workload's, for the fragmentation rate */
     size_t *feasible;
     double *exact;              /* per feasible node: the extender's score, negative = dropped */
+    double *scratch;            /* per node: gx_score_shortlist's */
     int *ext;                   /* per feasible node: its 0..10 answer */
     struct gx_score_gaps *gaps; /* the extender's gap counts (its cache, as the server's) */
     size_t start;               /* kube-scheduler's nextStartNodeIndex */

@@ -95,10 +95,11 @@ build_nodes(struct gx_sim_state *r, struct gx_why *why)
     r->nodes = calloc(r->n ? r->n : 1, sizeof(*r->nodes));
     r->feasible = calloc(r->n ? r->n : 1, sizeof(*r->feasible));
     r->exact = calloc(r->n ? r->n : 1, sizeof(*r->exact));
+    r->scratch = calloc(r->n ? r->n : 1, sizeof(*r->scratch));
     r->ext = calloc(r->n ? r->n : 1, sizeof(*r->ext));
     r->gaps = calloc(1, sizeof(*r->gaps));
-    if (r->nodes == NULL || r->feasible == NULL || r->exact == NULL || r->ext == NULL ||
-        r->gaps == NULL) {
+    if (r->nodes == NULL || r->feasible == NULL || r->exact == NULL || r->scratch == NULL ||
+        r->ext == NULL || r->gaps == NULL) {
         return GX_ENOMEM;
     }
     for (size_t i = 0; i < r->n; i++) {
@@ -153,6 +154,7 @@ gx_sim_state_release(struct gx_sim_state *r)
     free(r->nodes);
     free(r->feasible);
     free(r->exact);
+    free(r->scratch);
     free(r->ext);
     gx_score_gaps_release(r->gaps);
     free(r->gaps);

@@ -4,7 +4,7 @@ validation): the default install (`kubectl kustomize manifests`: extender, sched
 MutatingAdmissionPolicy), the scheduler directory, monitoring (Prometheus Operator CRDs from
 tests/k8s/crds/), the gpu-pods-only overlay and the examples. The gpu-pods-only overlay renders
 a whole install without the policy, with the GPU-pods-only profile and config/config.json less
-score.relative and score.fgd_idle_card_milli, and is then applied for real on its own, and the
+the all-pods keys (check_manifests.ALL_PODS_KEYS), and is then applied for real on its own, and the
 default install over it. The API server also proves the RBAC objects and the
 KubeSchedulerConfiguration inside the ConfigMaps are accepted as the real objects (the scheduler
 e2e tests run that configuration)."""
@@ -16,6 +16,9 @@ import yaml
 
 from e2e import ROOT, Checks, finish, log
 from rig import Cluster, shipped_scheduler_config, wait_for
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from check_manifests import ALL_PODS_KEYS  # noqa: E402 (the one list of the overlay's omissions)
 
 chk = Checks("e2e_manifests")
 M = os.path.join(ROOT, "manifests")
@@ -61,11 +64,11 @@ try:
            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gpu-extender-config"]
     with open(os.path.join(ROOT, "config", "config.json")) as f:
         want = json.load(f)
-    for k in ("relative", "fgd_idle_card_milli"):
-        want["score"].pop(k)
+    for k in ALL_PODS_KEYS:
+        section, key = k.split(".")
+        want[section].pop(key)
     chk.eq(json.loads(ecm[0]["data"]["config.json"]) if ecm else None, want,
-           "gpu-pods-only's extender config == config/config.json less score.relative and "
-           "score.fgd_idle_card_milli")
+           "gpu-pods-only's extender config == config/config.json less " + " and ".join(ALL_PODS_KEYS))
     # The shared-pod examples use the RuntimeClass the GPU Operator creates (docs/sharing.md).
     c.kubectl("apply", "-f", "-", input='{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",'
               ' "metadata": {"name": "nvidia"}, "handler": "nvidia"}')

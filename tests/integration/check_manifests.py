@@ -62,9 +62,10 @@ DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "deletecollection"}
 
 # The overlay for clusters before 1.36: only GPU pods through the extender.
 GPU_PODS_ONLY = "manifests/overlays/gpu-pods-only"
-# The score keys the all-pods profile needs (score.relative) or is measured with, and that the
-# GPU-pods-only install leaves at their defaults (docs/configuration.md).
-ALL_PODS_KEYS = ("relative", "fgd_idle_card_milli")
+# The keys the all-pods profile needs (score.relative) or is measured with, and that the
+# GPU-pods-only install leaves at their defaults (docs/configuration.md): a shortlist of the
+# extender's best nodes suits a profile where the extender alone scores resources.
+ALL_PODS_KEYS = ("score.relative", "score.fgd_idle_card_milli", "filter.shortlist_nodes")
 MAP_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 CONFIG_DIR = "/etc/gpu-extender"
 CONFIG_PATH = CONFIG_DIR + "/config.json"
@@ -494,10 +495,11 @@ def chk_install_configs(root, docs):
                         "score.fgd_idle_card_milli (the all-pods profile needs them)")
     less = copy.deepcopy(full)
     for k in ALL_PODS_KEYS:
-        less.get("score", {}).pop(k, None)
+        section, key = k.split(".")
+        less.get(section, {}).pop(key, None)
     if json.dumps(json.loads(text)) != json.dumps(less):
-        problems.append(f"{GPU_PODS_ONLY}/config.json is not config/config.json less score."
-                        + " and score.".join(ALL_PODS_KEYS) + ": after editing config/config.json,"
+        problems.append(f"{GPU_PODS_ONLY}/config.json is not config/config.json less "
+                        + " and ".join(ALL_PODS_KEYS) + ": after editing config/config.json,"
                         " edit it the same way")
     for d, key, k in scheduler_configs(docs):
         mr = [m for e in k.get("extenders") or [] for m in e.get("managedResources") or []]

@@ -406,6 +406,7 @@ DECISION = {
     "health.max_temperature_c": 30,
     "health.ignored_xids": [13],
     "filter.max_utilization_pct": 5,
+    "filter.shortlist_nodes": 1,
     "sharing.default_slots": 1,
     "sharing.oversubscription": 4.0,
     "sharing.memory_reserve_mib": 24000,
