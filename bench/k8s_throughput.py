@@ -4,6 +4,7 @@ prioritize, bind), both with the shipped KubeSchedulerConfiguration (same
 percentageOfNodesToScore); only the `extenders:` entry differs.
 
     python3 bench/k8s_throughput.py BUILD/gpu-extender [--nodes 1000,5000] [--pods 2000]
+                                    [--install default|gpu-pods-only]
 
 For each node count: one cluster (tests/k8s/rig.py) with N generated copies of the 8-card node
 gpu-node-b (plus the demo nodes) and one extender replica. For each mode the pods (1 GPU each,
@@ -15,7 +16,11 @@ scheduling attempt: filter, score, bind; queueing excluded). Results: bench/resu
 a Markdown table on stdout. Not a test: numbers vary with the machine's load.
 --profile DIR also saves, per mode, a CPU profile of the scheduler (Go pprof, the first
 --profile-s seconds after it starts) and the extender's and the scheduler's CPU seconds for the
-run, so where an attempt's time goes can be read with `go tool pprof -top`.
+run, so where an attempt's time goes can be read with `go tool pprof -top`. Every mode also
+reports the CPU seconds of the API server, etcd and the fake kubelet, and the API requests per
+pod bound by verb and resource (the API server's apiserver_request_total).
+--install picks whose files both modes run: the default install's (the default) or the
+GPU-pods-only overlay's, which the figures before 2026-12-04 used.
 --gang SIZE groups the pods into PodGroups of SIZE members (gang scheduling, KEP-4671: the gate
 GenericWorkload on the API server and both schedulers, as tests/e2e/gang_test.py runs them) and
 reports, besides the per-pod figures, one group attempt (every member filtered, scored and
@@ -212,11 +217,31 @@ def extender_calls(c):
     return {k: [int(n), ms(t / n)] for k, (n, t) in out.items() if n}
 
 
+def api_requests(c):
+    """{"VERB resource[/sub]": count} from the API server's apiserver_request_total."""
+    out = {}
+    for line in c.kubectl("get", "--raw", "/metrics").splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        key = labels.get("verb", "?") + " " + labels.get("resource", "?") + (
+            "/" + labels["subresource"] if labels.get("subresource") else "")
+        out[key] = out.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def ms(seconds):
     return round(seconds * 1000, 2) if seconds is not None else None
 
 
-def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
+# --install: the scheduler's and the extender's files (tests/k8s/rig.py's spec keys)
+INSTALLS = {
+    "default": {"scheduler": "scheduler/kube-scheduler-config.yaml", "extender": "config.json"},
+    "gpu-pods-only": {"scheduler": "kube-scheduler-config.yaml", "extender": None},
+}
+
+
+def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-pods-only"):
     name = "bench-bare" if mode == "bare" else "gpu-scheduler"
     prefix = f"{mode}"
     t0 = time.time()
@@ -228,6 +253,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
     spec = {"name": name, "leader_elect": False,
             "args": ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,"
                      "/debug/pprof/*"] + ([GATES] if gang else [])}
+    if INSTALLS[install]["scheduler"] != "kube-scheduler-config.yaml":
+        spec["config"] = INSTALLS[install]["scheduler"]
     if mode == "bare":
         spec.update(no_extender=True, scheduler_name=name)
     else:
@@ -236,8 +263,10 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
     c.schedulers.append(spec)
     c.start_scheduler(name)
     port = c.state["ports"][f"scheduler-{name}"]
-    pids = {k: c.state["pids"].get(k) for k in (f"scheduler-{name}", "extender-a")}
+    pids = {k: c.state["pids"].get(k) for k in (f"scheduler-{name}", "extender-a", "kube-apiserver",
+                                                 "etcd", "fake-kubelet", "prometheus")}
     cpu0 = {k: cpu_seconds(p) for k, p in pids.items() if p}
+    req0 = api_requests(c)
     prof = None
     if profile:
         os.makedirs(profile, exist_ok=True)
@@ -256,6 +285,10 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
            if p and k in cpu0 and cpu_seconds(p) is not None}
     if prof is not None:
         prof.join(profile_s + 60)
+    req1 = api_requests(c)
+    # API requests per pod bound, the watches' long requests and reads under 0.05 left out
+    per_pod = {k: round((v - req0.get(k, 0)) / npods, 2) for k, v in req1.items()
+               if k.split()[0] != "WATCH" and (v - req0.get(k, 0)) / npods >= 0.05}
     times = sorted(bound.values())
     first, last = times[0], times[-1]
     # Binds seen in the first and last 5 % are start-up and tail: the rate over the middle 90 %
@@ -268,7 +301,7 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0):
            "steady_pods_per_s": round(steady, 1) if steady else None,
            "p50_ms": round(quantile(buckets, 0.5) * 1000, 1) if quantile(buckets, 0.5) is not None else None,
            "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None,
-           "cpu_s": cpu}
+           "cpu_s": cpu, "api_requests_per_pod": per_pod}
     if gang:
         res.update(gang=gang, groups_scheduled=pg[2],
                    group_mean_ms=ms(pg[1] / pg[2]) if pg[2] else None,
@@ -297,6 +330,13 @@ def main():
     ap.add_argument("--nodes", default="1000,5000")
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--modes", default="bare,extender")
+    ap.add_argument("--set", action="append", default=[], type=lambda kv: kv if "=" in kv else
+                    ap.error(f"--set {kv}: KEY=VALUE"), metavar="KEY=VALUE",
+                    help="an extender config key for this run, e.g. filter.shortlist_nodes=0 "
+                         "(the value is JSON)")
+    ap.add_argument("--install", choices=sorted(INSTALLS), default="default",
+                    help="whose files: the default install's (manifests/scheduler, "
+                         "manifests/config.json) or the GPU-pods-only overlay's (until 2026-12-04)")
     ap.add_argument("--profile", help="directory for the scheduler's CPU profiles")
     ap.add_argument("--profile-s", type=int, default=20)
     ap.add_argument("--gang", type=int, default=0,
@@ -307,16 +347,20 @@ def main():
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         t0 = time.time()
-        c = Cluster(extender_bin=a.extender, extenders=[{"name": "a", "overrides": {
+        ext = {"name": "a"}
+        if INSTALLS[a.install]["extender"]:
+            ext["config"] = INSTALLS[a.install]["extender"]
+        c = Cluster(extender_bin=a.extender, extenders=[dict(ext, overrides={
             # the shipped defaults where the rig's test settings differ (tests/k8s/rig.py)
             "log.level": "warn", "ledger.sync_interval_s": 5, "ledger.reconcile_interval_s": 10,
-            "prometheus.interval_s": 5}}],
+            "prometheus.interval_s": 5, **{k: json.loads(v) for k, v in (kv.split("=", 1) for kv in a.set)}})],
             schedulers=[], generate=n, apiserver_args=GANG_APISERVER_ARGS if a.gang else None)
         c.up()
         print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
         try:
             for mode in a.modes.split(","):
-                r = run_mode(c, mode, a.pods, a.profile, a.profile_s, a.gang)
+                r = run_mode(c, mode, a.pods, a.profile, a.profile_s, a.gang, a.install)
+                r["install"] = a.install
                 r["nodes"] = len(c.node_names)  # generated + demo nodes
                 r["generated_nodes"] = n
                 results.append(r)
