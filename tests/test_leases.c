@@ -442,6 +442,8 @@ struct env {
     enum gx_err rc;
     char why[300];
     enum gx_err mutate_rc;
+    bool late_done; /* the deferred update's */
+    enum gx_err late_rc;
 };
 
 static void
@@ -667,6 +669,93 @@ Test(leases, a_refused_mutate_writes_nothing)
     cr_assert_eq(e.rc, GX_ECONFLICT);
     cr_assert_str_eq(e.why, "refused by the test");
     cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 0);
+    env_fini(&e);
+}
+
+/* Book uid-late on card 0: the deferred update of the tests below. */
+static enum gx_err
+late_mutate(void *ctx, struct gx_ledger *l, const char *node, bool *write, struct gx_why *why)
+{
+    struct gx_tenant t = {.card = 0, .slices = 1, .util_pct = -1};
+    static const int slots[2] = {2, 2};
+
+    (void)ctx;
+    (void)why;
+    (void)snprintf(t.uid, sizeof(t.uid), "uid-late");
+    (void)snprintf(t.pod, sizeof(t.pod), "team-a/late");
+    *write = true;
+    return gx_ledger_add(l, node, &t, 1, slots, 2);
+}
+
+static void
+late_done(void *ctx, enum gx_err rc, const char *why)
+{
+    struct env *e = ctx;
+
+    (void)why;
+    e->late_done = true;
+    e->late_rc = rc;
+}
+
+static bool
+is_late_done(struct env *e)
+{
+    return e->late_done;
+}
+
+/* Run the loop for @ms. */
+static void
+run_for(struct env *e, int64_t ms)
+{
+    int64_t end = gx_mono_ms() + ms;
+
+    while (gx_mono_ms() < end) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE);
+    }
+}
+
+Test(leases, a_deferred_update_goes_with_the_next_round_of_its_node)
+{
+    struct env e;
+
+    env_init(&e, 60);
+    cr_assert(run_until(&e, is_synced), "first list");
+    cr_assert(
+        gx_leases_update_after(e.ls, NODE, 600, gx_mono_ms() + 8000, late_mutate, late_done, &e));
+    run_for(&e, 200);
+    cr_assert_not(e.late_done, "it waits");
+    cr_assert_eq(fake_int(&e, &e.f->gets), 0, "no round of its own yet");
+    pthread_mutex_lock(&e.f->mu);
+    e.f->write_ms = 800;    /* its own time comes while the round is in flight */
+    e.f->mute_watch = true; /* no echo of the write: it would make the round read once more */
+    pthread_mutex_unlock(&e.f->mu);
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    cr_assert(e.late_done, "it went with the bind's round");
+    cr_assert_eq(e.late_rc, GX_OK);
+    cr_assert_eq(fake_int(&e, &e.f->gets), 1, "one read");
+    cr_assert_eq(fake_int(&e, &e.f->posts) + fake_int(&e, &e.f->puts), 1, "one write for both");
+    run_for(&e, 300);
+    cr_assert_eq(fake_int(&e, &e.f->gets), 1, "its wait ended when the round took it");
+    pthread_mutex_lock(&e.f->mu);
+    cr_assert(strstr(e.f->tenants, "uid-mine") && strstr(e.f->tenants, "uid-late"));
+    pthread_mutex_unlock(&e.f->mu);
+    env_fini(&e);
+}
+
+Test(leases, a_deferred_update_alone_goes_when_due)
+{
+    struct env e;
+    int64_t t0;
+
+    env_init(&e, 60);
+    cr_assert(run_until(&e, is_synced), "first list");
+    t0 = gx_mono_ms();
+    cr_assert(gx_leases_update_after(e.ls, NODE, 300, t0 + 8000, late_mutate, late_done, &e));
+    cr_assert(run_until(&e, is_late_done), "it ends");
+    cr_assert_eq(e.late_rc, GX_OK);
+    cr_assert_geq(gx_mono_ms() - t0, 300, "not before its time");
+    cr_assert_not_null(gx_ledger_find_pod(e.l, "uid-late"), "written and in the cache");
     env_fini(&e);
 }
 

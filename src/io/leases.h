@@ -62,6 +62,16 @@ bool gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_m
                       gx_leases_mutate_cb mutate, gx_leases_done_cb done, void *ctx);
 
 /**
+ * gx_leases_update, deferred: the update starts no round of its own for
+ * @delay_ms, but goes with any round of @node that starts before. Writes
+ * nobody waits for (a tenant marked bound) so share one compare-and-swap
+ * with the binds that follow them on the node.
+ */
+bool gx_leases_update_after(struct gx_leases *ls, const char *node, int64_t delay_ms,
+                            int64_t deadline_ms, gx_leases_mutate_cb mutate, gx_leases_done_cb done,
+                            void *ctx);
+
+/**
  * Move up to @max suspect nodes into @out: nodes whose Lease may still book
  * a pod that another Lease books too (the cache holds a pod on one node
  * only). The reconciler reconciles their Leases. Returns the count.

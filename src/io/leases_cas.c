@@ -33,6 +33,7 @@
 
 struct lease_op {
     TAILQ_ENTRY(lease_op) link;
+    int64_t due_ms; /* a deferred update starts no round before this (0: at once) */
     int64_t deadline_ms;
     gx_leases_mutate_cb mutate;
     gx_leases_done_cb done;
@@ -55,7 +56,8 @@ struct gx_lease_q {
     bool missed; /* the watch brought this Lease while the round was in flight */
     int attempts;
     struct gx_httpc_xfer *xfer;
-    struct event *retry;
+    struct event
+        *retry; /* the pause before a round reads again, or the wait for a deferred update */
     struct gx_tenant *orig; /* the Lease's tenants as read */
     size_t n_orig;
     struct gx_tenant *wrote; /* what the round writes */
@@ -216,9 +218,27 @@ q_timeout(const struct gx_lease_q *q)
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct gx_lease_q *q = arg;
+
     (void)fd;
     (void)what;
-    q_get(arg);
+    if (!TAILQ_EMPTY(&q->round)) {
+        q_get(q); /* a round's pause ended */
+    } else {
+        q_kick(q, false); /* a deferred update is due */
+    }
+}
+
+/* Arm @q's timer in @us microseconds; false without memory. */
+static bool
+q_timer(struct gx_lease_q *q, int64_t us)
+{
+    struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+
+    if (q->retry == NULL) {
+        q->retry = evtimer_new(q->ls->base, retry_cb, q);
+    }
+    return q->retry != NULL && evtimer_add(q->retry, &tv) == 0;
 }
 
 /*
@@ -231,7 +251,6 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
 {
     struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
     struct gx_leases *ls = q->ls;
-    struct timeval tv = {0, 0};
     int64_t pause_us;
 
     TAILQ_INIT(&ended);
@@ -250,12 +269,7 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
      */
     pause_us = (rc == GX_ECONFLICT ? 5000 : 200000) * (int64_t)q->attempts;
     pause_us = (int64_t)(gx_rand_next(&ls->rng) % (uint64_t)(pause_us + 1));
-    tv.tv_sec = (time_t)(pause_us / 1000000);
-    tv.tv_usec = (suseconds_t)(pause_us % 1000000);
-    if (q->retry == NULL) {
-        q->retry = evtimer_new(ls->base, retry_cb, q);
-    }
-    if (q->retry == NULL || evtimer_add(q->retry, &tv) != 0) {
+    if (!q_timer(q, pause_us)) {
         q_end(q, GX_ENOMEM, "out of memory");
     }
     ops_report(&ended);
@@ -458,6 +472,7 @@ static void
 q_kick(struct gx_lease_q *q, bool waited)
 {
     struct lease_ops ended = TAILQ_HEAD_INITIALIZER(ended);
+    int64_t due, now = gx_mono_ms();
 
     TAILQ_INIT(&ended);
     if (!TAILQ_EMPTY(&q->round) || q->xfer != NULL) {
@@ -466,6 +481,17 @@ q_kick(struct gx_lease_q *q, bool waited)
     if (TAILQ_EMPTY(&q->waiting)) {
         q_free(q);
         return;
+    }
+    /* deferred updates alone wait until the first is due; any other update takes them along */
+    due = INT64_MAX;
+    for (struct lease_op *o = TAILQ_FIRST(&q->waiting); o != NULL; o = TAILQ_NEXT(o, link)) {
+        due = o->due_ms < due ? o->due_ms : due;
+    }
+    if (due > now && q_timer(q, (due - now) * 1000)) {
+        return;
+    }
+    if (q->retry != NULL) {
+        (void)evtimer_del(q->retry);
     }
     TAILQ_CONCAT(&q->round, &q->waiting, link);
     q->attempts = 0;
@@ -483,6 +509,14 @@ q_kick(struct gx_lease_q *q, bool waited)
 bool
 gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
                  gx_leases_mutate_cb mutate, gx_leases_done_cb done, void *ctx)
+{
+    return gx_leases_update_after(ls, node, 0, deadline_ms, mutate, done, ctx);
+}
+
+bool
+gx_leases_update_after(struct gx_leases *ls, const char *node, int64_t delay_ms,
+                       int64_t deadline_ms, gx_leases_mutate_cb mutate, gx_leases_done_cb done,
+                       void *ctx)
 {
     struct gx_lease_q *q;
     struct lease_op *o;
@@ -508,6 +542,7 @@ gx_leases_update(struct gx_leases *ls, const char *node, int64_t deadline_ms,
         q_kick(q, false); /* frees a queue made just now */
         return false;
     }
+    o->due_ms = delay_ms > 0 ? gx_mono_ms() + delay_ms : 0;
     o->deadline_ms = deadline_ms;
     o->mutate = mutate;
     o->done = done;
@@ -522,7 +557,8 @@ gx_leases_busy(struct gx_leases *ls, const char *node)
 {
     struct gx_lease_q *q = q_find(ls, node);
 
-    if (q == NULL) {
+    /* deferred updates alone change nothing yet: the watch may refresh the cache */
+    if (q == NULL || (TAILQ_EMPTY(&q->round) && q->xfer == NULL)) {
         return false;
     }
     q->missed = true;

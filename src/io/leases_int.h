@@ -92,9 +92,10 @@ enum gx_err gx_leases_cache_copy(const struct gx_ledger *l, const char *node, st
                                  size_t *n) GX_WUR;
 
 /**
- * True when updates of @node are queued or in flight: their own result will
- * refresh the cache, and the round in flight is told to read the Lease
- * again when it ends (the watch just showed a write it may predate).
+ * True while a round of @node's updates is in flight: its own result will
+ * refresh the cache, and the round is told to read the Lease again when it
+ * ends (the watch just showed a write it may predate). Deferred updates
+ * that wait for their time do not count: no round works on the cache.
  */
 bool gx_leases_busy(struct gx_leases *ls, const char *node);
 

@@ -10,6 +10,14 @@
 
 #include "log.h"
 
+/*
+ * How long a tenant's mark as bound waits for a Lease round of its node to
+ * join: about the time kube-scheduler takes to place the next few pods there
+ * in a burst, and far inside every grace the reconciler gives a reservation
+ * (two bind deadlines).
+ */
+#define BOUND_DEFER_MS 1000
+
 struct bgwrite {
     char uid[GX_UID_MAX];
     char node[256];
@@ -85,8 +93,14 @@ bg_start(struct gx_app *app, enum gx_bg_kind kind, const char *node, const char 
     (void)snprintf(b->node, sizeof(b->node), "%s", node);
     b->booking = booking;
     LIST_INSERT_HEAD(&app->bgs, b, link);
-    if (!gx_leases_update(app->leases, node, deadline,
-                          kind == GX_BG_BOUND ? bound_mutate : release_mutate, bg_done, b)) {
+    /*
+     * A mark waits a moment for the node's next Lease round: in a burst the
+     * binds that follow on the node carry it, one write less per pod. A
+     * release goes at once: the capacity it frees is waited for.
+     */
+    if (!gx_leases_update_after(app->leases, node, kind == GX_BG_BOUND ? BOUND_DEFER_MS : 0,
+                                deadline, kind == GX_BG_BOUND ? bound_mutate : release_mutate,
+                                bg_done, b)) {
         LIST_REMOVE(b, link);
         free(b);
     }
