@@ -254,15 +254,27 @@ Test(score, relative_scores_of_equal_or_single_nodes_are_ten)
     gx_score_relative(NULL, 0, out); /* an empty call touches nothing */
 }
 
-Test(score, a_shortlist_keeps_the_best_and_ties_in_call_order)
+Test(score, a_shortlist_keeps_the_best_and_draws_among_equals_at_the_cut)
 {
-    double exact[] = {4.0, 9.0, -1.0, 7.0, 7.0, 2.0, 7.0, 9.5};
-    double scratch[GX_ARRAY_LEN(exact)];
-    const double want[] = {-1.0, 9.0, -1.0, 7.0, 7.0, -1.0, -1.0, 9.5};
+    const double in[] = {4.0, 9.0, -1.0, 7.0, 7.0, 2.0, 7.0, 9.5};
+    double exact[GX_ARRAY_LEN(in)], scratch[GX_ARRAY_LEN(in)];
+    int kept[GX_ARRAY_LEN(in)] = {0};
+    uint64_t rng = 11;
 
-    cr_assert_eq(gx_score_shortlist(exact, GX_ARRAY_LEN(exact), 4, scratch), 3);
-    for (size_t i = 0; i < GX_ARRAY_LEN(exact); i++) {
-        cr_assert_eq(exact[i], want[i], "node %zu: %.1f, want %.1f", i, exact[i], want[i]);
+    for (int round = 0; round < 300; round++) {
+        memcpy(exact, in, sizeof(in));
+        cr_assert_eq(gx_score_shortlist(exact, GX_ARRAY_LEN(in), 4, scratch, &rng), 3);
+        for (size_t i = 0; i < GX_ARRAY_LEN(in); i++) {
+            kept[i] += exact[i] >= 0.0;
+        }
+        cr_assert_eq((exact[3] >= 0.0) + (exact[4] >= 0.0) + (exact[6] >= 0.0), 2,
+                     "two of the three 7s");
+    }
+    cr_assert(kept[1] == 300 && kept[7] == 300, "the two best always");
+    cr_assert(kept[0] == 0 && kept[2] == 0 && kept[5] == 0, "the worse and the dropped never");
+    for (size_t i = 3; i <= 6; i += i == 4 ? 2 : 1) {
+        /* 2 of 3 places: 200 of 300 expected; not the call order */
+        cr_assert(kept[i] > 150 && kept[i] < 250, "a 7 kept %d times of 300", kept[i]);
     }
 }
 
@@ -270,41 +282,54 @@ Test(score, a_shortlist_no_shorter_than_the_call_keeps_every_node)
 {
     double exact[] = {1.0, -1.0, 3.0};
     double scratch[3];
+    uint64_t rng = 1;
 
-    cr_assert_eq(gx_score_shortlist(exact, 3, 0, scratch), 0, "0: no shortlist");
-    cr_assert_eq(gx_score_shortlist(exact, 3, 2, scratch), 0, "two kept, two wanted");
+    cr_assert_eq(gx_score_shortlist(exact, 3, 0, scratch, &rng), 0, "0: no shortlist");
+    cr_assert_eq(gx_score_shortlist(exact, 3, 2, scratch, &rng), 0, "two kept, two wanted");
     cr_assert(exact[0] == 1.0 && exact[1] == -1.0 && exact[2] == 3.0);
-    cr_assert_eq(gx_score_shortlist(exact, 3, 1, scratch), 1);
+    cr_assert_eq(gx_score_shortlist(exact, 3, 1, scratch, &rng), 1);
     cr_assert(exact[0] == -1.0 && exact[2] == 3.0, "the best one left");
 }
 
-/* Against sorting: the k kept are the k highest, the first in call order among equals. */
+/* Against sorting: every score above the k-th best kept, none below, k kept in all. */
 Test(score, a_shortlist_keeps_what_sorting_would)
 {
     enum { N = 300 };
     double exact[N], copy[N], scratch[N];
-    uint64_t s = 7;
+    uint64_t s = 7, rng = 3;
 
     for (int round = 0; round < 200; round++) {
-        size_t k = (size_t)(round % 40) + 1, kept = 0;
+        size_t k = (size_t)(round % 40) + 1, kept = 0, fit = 0;
+        double sorted[N], cut;
         for (size_t i = 0; i < N; i++) {
             s = s * 6364136223846793005ULL + 1442695040888963407ULL;
             /* few distinct values: many ties, some dropped nodes */
             exact[i] = (double)((s >> 33) % 12) - 2.0;
             exact[i] = exact[i] < 0.0 ? -1.0 : exact[i];
             copy[i] = exact[i];
-        }
-        (void)gx_score_shortlist(exact, N, k, scratch);
-        for (size_t i = 0; i < N; i++) {
-            size_t better = 0;
-            for (size_t j = 0; j < N; j++) {
-                better += copy[j] > copy[i] || (copy[j] == copy[i] && j < i);
+            if (exact[i] >= 0.0) {
+                sorted[fit++] = exact[i];
             }
-            bool want = copy[i] >= 0.0 && better < k;
-            cr_assert_eq(exact[i] >= 0.0, want, "round %d node %zu (%.0f)", round, i, copy[i]);
-            kept += want;
         }
-        cr_assert_leq(kept, k);
+        /* the k-th best by insertion sort, descending */
+        for (size_t i = 1; i < fit; i++) {
+            for (size_t j = i; j > 0 && sorted[j - 1] < sorted[j]; j--) {
+                double t = sorted[j];
+                sorted[j] = sorted[j - 1];
+                sorted[j - 1] = t;
+            }
+        }
+        cut = sorted[k - 1];
+        (void)gx_score_shortlist(exact, N, k, scratch, &rng);
+        for (size_t i = 0; i < N; i++) {
+            if (copy[i] > cut) {
+                cr_assert(exact[i] >= 0.0, "round %d: node %zu above the cut kept", round, i);
+            } else if (copy[i] < cut) {
+                cr_assert(exact[i] < 0.0, "round %d: node %zu below the cut dropped", round, i);
+            }
+            kept += exact[i] >= 0.0;
+        }
+        cr_assert_eq(kept, k, "round %d: %zu kept", round, kept);
     }
 }
 

@@ -209,11 +209,11 @@ void gx_score_relative(const double *exact, size_t n, int *out);
 /**
  * Keep the @k best of one filter call's nodes (filter.shortlist_nodes): of
  * the @n @exact scores (negative: a node filter drops), every one outside
- * the @k highest is set to -1. Equal scores at the cut go in call order,
- * which kube-scheduler rotates from cycle to cycle. @k 0 keeps all. Returns
+ * the @k highest is set to -1; of the scores equal to the cut, a uniform
+ * choice drawn from *@rng fills the places left. @k 0 keeps all. Returns
  * how many were dropped. Needs @n doubles of @scratch. Cannot fail.
  */
-size_t gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch);
+size_t gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch, uint64_t *rng);
 
 /** Why a card cannot take work, as explain shows it per card. */
 enum gx_card_state {

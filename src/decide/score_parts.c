@@ -188,9 +188,9 @@ kth_largest(double *a, size_t n, size_t k)
 }
 
 size_t
-gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch)
+gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch, uint64_t *rng)
 {
-    size_t m = 0, above = 0, dropped = 0;
+    size_t m = 0, above = 0, ties = 0, take, dropped = 0;
     double cut;
 
     for (size_t i = 0; i < n; i++) {
@@ -204,14 +204,21 @@ gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch)
     cut = kth_largest(scratch, m, k);
     for (size_t i = 0; i < n; i++) {
         above += exact[i] > cut;
+        ties += exact[i] == cut;
     }
-    /* the k - above places left go to the scores equal to the cut, in call order */
+    /*
+     * The k - above places left go to scores equal to the cut, a uniform
+     * choice (selection sampling) as kube-scheduler's among equal totals: in
+     * call order, which repeats from cycle to cycle at 100 % of nodes to
+     * score, a burst piled its binds onto the same few nodes.
+     */
+    take = k - above;
     for (size_t i = 0; i < n; i++) {
         if (exact[i] < 0.0 || exact[i] > cut) {
             continue;
         }
-        if (exact[i] == cut && above < k) {
-            above++;
+        if (exact[i] == cut && gx_rand_next(rng) % ties-- < take) {
+            take--;
             continue;
         }
         exact[i] = -1.0;

@@ -276,6 +276,8 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
         return GX_ENOMEM;
     }
     app->base = base;
+    /* replicas given the same call draw different nodes among equals */
+    app->shortlist_rng = (uint64_t)gx_wall_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)app;
     LIST_INIT(&app->binds);
     LIST_INIT(&app->gang_binds);
     LIST_INIT(&app->bgs);

@@ -173,9 +173,9 @@ verdicts(struct gx_app *app, const struct gx_decide_ctx *ctx, const struct gx_po
  * every node the pod would not go to anyway.
  */
 static void
-shortlist(const struct gx_config *cfg, const struct gx_ext_args *args, const char *held,
-          struct gx_vshort *v)
+shortlist(struct gx_app *app, const struct gx_ext_args *args, const char *held, struct gx_vshort *v)
 {
+    const struct gx_config *cfg = app->cfg;
     size_t n = args->n_nodes;
     double *exact;
 
@@ -187,7 +187,8 @@ shortlist(const struct gx_config *cfg, const struct gx_ext_args *args, const cha
         bool mine = held != NULL && v[i].keep && strcmp(args->nodes[i].name, held) == 0;
         exact[i] = !v[i].keep ? -1.0 : mine ? HUGE_VAL : v[i].exact < 0.0 ? 0.0 : v[i].exact;
     }
-    if (gx_score_shortlist(exact, n, (size_t)cfg->shortlist_nodes, exact + n) > 0) {
+    if (gx_score_shortlist(exact, n, (size_t)cfg->shortlist_nodes, exact + n, &app->shortlist_rng) >
+        0) {
         for (size_t i = 0; i < n; i++) {
             if (v[i].keep && exact[i] < 0.0) {
                 v[i].keep = false;
@@ -257,7 +258,7 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     gx_gang_filter_pin(app, &gang, &ctx, &args.pod, &req, args.nodes, cn.v, args.n_nodes,
                        holding ? held.node : NULL);
     if (!bad.bad) {
-        shortlist(app->cfg, &args, holding ? held.node : NULL, cn.v);
+        shortlist(app, &args, holding ? held.node : NULL, cn.v);
     }
     for (size_t i = 0; i < args.n_nodes; i++) {
         struct gx_vshort v = cn.v[i];

@@ -122,6 +122,7 @@ struct gx_app {
     /* routes.c */
     struct gx_seen *seen;     /* what filter learned, for bind */
     struct gx_vcache *vcache; /* filter/prioritize verdicts, created on first use */
+    uint64_t shortlist_rng;   /* equal scores at the shortlist's cut (routes.c) */
 
     /* bind.c, bgwrite.c */
     LIST_HEAD(bind_list, bind_op) binds; /* waiting for the API server */

@@ -71,7 +71,8 @@ extender_scores(struct gx_sim_state *r, size_t n_feasible, const struct gx_podre
         r->ext[k] = v.keep ? v.score : -1;
     }
     /* filter keeps the best filter.shortlist_nodes; prioritize sees only those */
-    if (gx_score_shortlist(r->exact, n_feasible, (size_t)cfg->shortlist_nodes, r->scratch) > 0) {
+    if (gx_score_shortlist(r->exact, n_feasible, (size_t)cfg->shortlist_nodes, r->scratch,
+                           &r->rng) > 0) {
         for (size_t k = 0; k < n_feasible; k++) {
             r->ext[k] = r->exact[k] < 0.0 ? -1 : r->ext[k];
         }

@@ -63,9 +63,8 @@ DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "deletecollection"}
 # The overlay for clusters before 1.36: only GPU pods through the extender.
 GPU_PODS_ONLY = "manifests/overlays/gpu-pods-only"
 # The keys the all-pods profile needs (score.relative) or is measured with, and that the
-# GPU-pods-only install leaves at their defaults (docs/configuration.md): a shortlist of the
-# extender's best nodes suits a profile where the extender alone scores resources.
-ALL_PODS_KEYS = ("score.relative", "score.fgd_idle_card_milli", "filter.shortlist_nodes")
+# GPU-pods-only install leaves at their defaults (docs/configuration.md).
+ALL_PODS_KEYS = ("score.relative", "score.fgd_idle_card_milli")
 MAP_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 CONFIG_DIR = "/etc/gpu-extender"
 CONFIG_PATH = CONFIG_DIR + "/config.json"
