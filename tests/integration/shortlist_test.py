@@ -30,20 +30,30 @@ def call(verb, p, names=NAMES):
     return res
 
 
-def rejected(reason):
+def metric(prefix):
     _, body, _ = ext.request("GET", "/metrics")
     for ln in body.decode().splitlines():
-        if ln.startswith(f'gpu_extender_filter_rejections_total{{reason="{reason}"}}'):
+        if ln.startswith(prefix):
             return float(ln.split()[-1])
     return 0.0
 
 
+def rejected(reason):
+    return metric(f'gpu_extender_filter_rejections_total{{reason="{reason}"}}')
+
+
 def reload(shortlist):
+    """Write the config with @shortlist, SIGHUP, wait until the reload is counted."""
+    ok = 'gpu_extender_config_reloads_total{result="success"}'
+    before = metric(ok)
     cfg = copy.deepcopy(ext.cfg)
     cfg["filter"]["shortlist_nodes"] = shortlist
     ext.write_config(cfg)
     os.kill(ext.proc.pid, signal.SIGHUP)
-    time.sleep(1.5)
+    end = time.time() + 5
+    while metric(ok) <= before and time.time() < end:
+        time.sleep(0.05)
+    c.ok(metric(ok) > before, f"reload to shortlist {shortlist} applied")
 
 
 try:
