@@ -56,8 +56,8 @@ struct gx_lease_q {
     bool missed; /* the watch brought this Lease while the round was in flight */
     int attempts;
     struct gx_httpc_xfer *xfer;
-    struct event
-        *retry; /* the pause before a round reads again, or the wait for a deferred update */
+    /* the pause before a round reads again, or the wait for a deferred update */
+    struct event *retry;
     struct gx_tenant *orig; /* the Lease's tenants as read */
     size_t n_orig;
     struct gx_tenant *wrote; /* what the round writes */
