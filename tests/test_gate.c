@@ -238,3 +238,108 @@ Test(gate, a_second_with_a_quarter_late_halves_the_window_and_others_reopen_it)
         gx_gate_leave(&g, &jb[i].j);
     }
 }
+
+/* A paced job: started once nobody waits to enter, or at its start-by. */
+static void
+pace(struct job *jb, int64_t start_by_ms, bool now)
+{
+    job_init(jb, &g, start_by_ms);
+    cr_assert_eq(gx_gate_pace(&g, &jb->j), now);
+}
+
+Test(gate, a_paced_job_starts_at_once_when_nobody_waits)
+{
+    struct job busy, paced;
+
+    job_init(&busy, &g, gx_mono_ms() + 60000);
+    gx_gate_enter(&g, &busy.j, 1);
+    pace(&paced, gx_mono_ms() + 60000, true);
+    cr_assert_eq(paced.started, 1, "a running job alone does not hold it");
+    cr_assert_eq(g.running, 1, "a paced job takes no place");
+    gx_gate_leave(&g, &busy.j);
+}
+
+Test(gate, a_paced_job_waits_until_the_waiting_job_starts)
+{
+    struct job busy, waiting, first, second;
+    int64_t later = gx_mono_ms() + 60000;
+
+    job_init(&busy, &g, later);
+    job_init(&waiting, &g, later);
+    gx_gate_enter(&g, &busy.j, 1);
+    gx_gate_enter(&g, &waiting.j, 1);
+    pace(&first, later, false);
+    pace(&second, later, false);
+    run_due();
+    cr_assert_eq(first.started + second.started, 0, "a job still waits");
+    cr_assert_eq(g.n_paced, 2);
+
+    gx_gate_leave(&g, &busy.j);
+    run_due();
+    cr_assert_eq(waiting.started, 1);
+    cr_assert_eq(first.started + second.started, 2, "both go once nobody waits");
+    cr_assert_eq(g.n_paced, 0);
+    gx_gate_leave(&g, &waiting.j);
+}
+
+Test(gate, a_paced_job_starts_at_its_start_by_while_a_job_still_waits)
+{
+    struct job busy, waiting, paced;
+    int64_t now = gx_mono_ms();
+
+    job_init(&busy, &g, now + 60000);
+    job_init(&waiting, &g, now + 60000);
+    gx_gate_enter(&g, &busy.j, 1);
+    gx_gate_enter(&g, &waiting.j, 1);
+    pace(&paced, now + 20, false);
+    cr_assert_geq(event_base_loop(base, EVLOOP_ONCE), 0);
+    cr_assert_eq(paced.started, 1);
+    cr_assert_eq(paced.shed, 0, "paced jobs are never shed");
+    cr_assert_eq(waiting.started + waiting.shed, 0, "the waiting job keeps its place in line");
+    gx_gate_leave(&g, &busy.j);
+    run_due();
+    cr_assert_eq(waiting.started, 1);
+    gx_gate_leave(&g, &waiting.j);
+}
+
+Test(gate, a_paced_job_that_left_never_starts_and_the_waiting_one_leaving_frees_the_rest)
+{
+    struct job busy, waiting, gone, kept;
+    int64_t later = gx_mono_ms() + 60000;
+
+    job_init(&busy, &g, later);
+    job_init(&waiting, &g, later);
+    gx_gate_enter(&g, &busy.j, 1);
+    gx_gate_enter(&g, &waiting.j, 1);
+    pace(&gone, later, false);
+    pace(&kept, later, false);
+    gx_gate_leave(&g, &gone.j);
+    cr_assert_eq(g.n_paced, 1);
+    gx_gate_leave(&g, &waiting.j); /* freed while waiting: nobody waits now */
+    cr_assert_eq(kept.started, 0, "started from the event loop, not inside leave");
+    run_due();
+    cr_assert_eq(kept.started, 1);
+    cr_assert_eq(gone.started, 0);
+    gx_gate_leave(&g, &busy.j);
+}
+
+Test(gate, a_later_entry_does_not_put_off_a_start_due_now)
+{
+    struct job busy, waiting, next;
+    int64_t now = gx_mono_ms();
+
+    job_init(&busy, &g, now + 60000);
+    job_init(&waiting, &g, now + 30000);
+    job_init(&next, &g, now + 60000);
+    gx_gate_enter(&g, &busy.j, 1);
+    gx_gate_enter(&g, &waiting.j, 1);
+    gx_gate_leave(&g, &busy.j); /* @waiting may start now */
+    gx_gate_enter(&g, &next.j, 1);
+    run_due();
+    cr_assert_eq(waiting.started, 1, "not put off until a start-by");
+    cr_assert_eq(next.started, 0);
+    gx_gate_leave(&g, &waiting.j);
+    run_due();
+    cr_assert_eq(next.started, 1);
+    gx_gate_leave(&g, &next.j);
+}

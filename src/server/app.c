@@ -279,6 +279,7 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     /* replicas given the same call draw different nodes among equals */
     app->shortlist_rng = (uint64_t)gx_wall_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)app;
     LIST_INIT(&app->binds);
+    LIST_INIT(&app->paced);
     LIST_INIT(&app->gang_binds);
     LIST_INIT(&app->bgs);
     gx_metrics_init(&app->metrics);
@@ -374,6 +375,7 @@ gx_app_free(struct gx_app *app)
     /* binds and background writes before the Lease store, which before the API client */
     gx_bind_cancel_all(app);
     gx_gang_binds_free(app);
+    gx_routes_cancel(app);
     gx_gate_release(&app->bind_gate);
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;

@@ -6,11 +6,17 @@
  */
 #include "gate.h"
 
+/* The timer at @at_ms, unless it is set for earlier already: a pump now must not move later. */
 static void
 arm(struct gx_gate *g, int64_t at_ms)
 {
     int64_t in_ms = at_ms - gx_mono_ms();
     struct timeval tv = {0, 0};
+
+    if (evtimer_pending(g->timer, NULL) && g->armed_ms <= at_ms) {
+        return;
+    }
+    g->armed_ms = at_ms;
 
     if (in_ms > 0) {
         tv.tv_sec = (time_t)(in_ms / 1000);
@@ -44,7 +50,38 @@ start(struct gx_gate *g, struct gx_gate_job *j)
     j->start(j->ctx);
 }
 
-/* Shed every waiting job past its start-by, start the next while places are free. */
+/* Start the paced jobs whose time came, or all of them once nobody waits. */
+static void
+start_paced(struct gx_gate *g)
+{
+    struct gx_gate_job *j;
+
+    while ((j = TAILQ_FIRST(&g->paced)) != NULL &&
+           (TAILQ_EMPTY(&g->waiting) || j->start_by_ms <= gx_mono_ms())) {
+        TAILQ_REMOVE(&g->paced, j, link);
+        g->n_paced--;
+        j->state = GX_GATE_OUT;
+        j->start(j->ctx);
+    }
+}
+
+/* The timer for the earliest start-by of both queues, if any. */
+static void
+rearm(struct gx_gate *g)
+{
+    struct gx_gate_job *w = TAILQ_FIRST(&g->waiting), *p = TAILQ_FIRST(&g->paced);
+
+    if (w != NULL && (p == NULL || w->start_by_ms <= p->start_by_ms)) {
+        arm(g, w->start_by_ms);
+    } else if (p != NULL) {
+        arm(g, p->start_by_ms);
+    }
+}
+
+/*
+ * Shed every waiting job past its start-by, start the next while places
+ * are free, then the paced jobs that may go.
+ */
 static void
 pump(evutil_socket_t fd, short what, void *arg)
 {
@@ -60,16 +97,16 @@ pump(evutil_socket_t fd, short what, void *arg)
     while (g->running < cap(g) && !TAILQ_EMPTY(&g->waiting)) {
         start(g, take_head(g));
     }
-    if ((j = TAILQ_FIRST(&g->waiting)) != NULL) {
-        arm(g, j->start_by_ms);
-    }
+    start_paced(g);
+    rearm(g);
 }
 
 enum gx_err
 gx_gate_init(struct gx_gate *g, struct event_base *base)
 {
     TAILQ_INIT(&g->waiting);
-    g->running = g->n_waiting = 0;
+    TAILQ_INIT(&g->paced);
+    g->running = g->n_waiting = g->n_paced = 0;
     g->ceiling = GX_GATE_MIN;
     g->window = 0; /* opened wide by the first entry */
     g->period_ms = 0;
@@ -101,9 +138,22 @@ gx_gate_enter(struct gx_gate *g, struct gx_gate_job *j, size_t ceiling)
     j->state = GX_GATE_WAITING;
     TAILQ_INSERT_TAIL(&g->waiting, j, link);
     g->n_waiting++;
-    if (g->n_waiting == 1) {
-        arm(g, j->start_by_ms);
+    rearm(g);
+}
+
+bool
+gx_gate_pace(struct gx_gate *g, struct gx_gate_job *j)
+{
+    if (TAILQ_EMPTY(&g->waiting) && TAILQ_EMPTY(&g->paced)) {
+        j->state = GX_GATE_OUT;
+        j->start(j->ctx);
+        return true;
     }
+    j->state = GX_GATE_PACED;
+    TAILQ_INSERT_TAIL(&g->paced, j, link);
+    g->n_paced++;
+    rearm(g);
+    return false;
 }
 
 void
@@ -140,6 +190,12 @@ gx_gate_leave(struct gx_gate *g, struct gx_gate_job *j)
     if (j->state == GX_GATE_WAITING) {
         TAILQ_REMOVE(&g->waiting, j, link);
         g->n_waiting--;
+        if (g->n_waiting == 0 && g->n_paced > 0) {
+            arm(g, 0); /* the paced go, from the event loop */
+        }
+    } else if (j->state == GX_GATE_PACED) {
+        TAILQ_REMOVE(&g->paced, j, link);
+        g->n_paced--;
     } else if (j->state == GX_GATE_RUNNING) {
         g->running--;
         if (!TAILQ_EMPTY(&g->waiting)) {

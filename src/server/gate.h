@@ -12,6 +12,12 @@
  * halfway, its writes and their undoing added to the load that slowed
  * them. A fixed small limit shed binds of a healthy burst instead. A bind
  * shed early costs kube-scheduler one retry and the API server nothing.
+ *
+ * Other work can be paced by the gate: a paced job starts once no job
+ * waits to enter, or at its start-by at the latest, and never counts
+ * as running. Filter calls are paced by the binds' gate, so that
+ * kube-scheduler, whose cycles are one at a time, schedules no faster
+ * than the API server takes the binds, instead of having them shed.
  */
 #ifndef GX_GATE_H
 #define GX_GATE_H
@@ -23,13 +29,13 @@
 
 #include "common.h"
 
-enum gx_gate_state { GX_GATE_OUT, GX_GATE_WAITING, GX_GATE_RUNNING };
+enum gx_gate_state { GX_GATE_OUT, GX_GATE_WAITING, GX_GATE_RUNNING, GX_GATE_PACED };
 
 struct gx_gate_job {
     TAILQ_ENTRY(gx_gate_job) link;
-    int64_t start_by_ms; /* monotonic: shed when still waiting then */
+    int64_t start_by_ms; /* monotonic: shed when still waiting then (paced: started) */
     void (*start)(void *ctx);
-    void (*shed)(void *ctx);
+    void (*shed)(void *ctx); /* unused for a paced job */
     void *ctx;
     enum gx_gate_state state;
 };
@@ -40,8 +46,9 @@ TAILQ_HEAD(gx_gate_queue, gx_gate_job);
 
 struct gx_gate {
     struct event *timer; /* the next start or shed */
-    struct gx_gate_queue waiting;
-    size_t running, n_waiting;
+    int64_t armed_ms;    /* monotonic: when it fires, while pending */
+    struct gx_gate_queue waiting, paced;
+    size_t running, n_waiting, n_paced;
     size_t ceiling;    /* the latest caller's */
     double window;     /* jobs that may run at once, GX_GATE_MIN..ceiling */
     int64_t period_ms; /* monotonic: the start of this second of feedback */
@@ -62,6 +69,13 @@ void gx_gate_release(struct gx_gate *g);
  * for a start now.
  */
 void gx_gate_enter(struct gx_gate *g, struct gx_gate_job *j, size_t ceiling);
+
+/**
+ * Start @j once no job waits to enter, or at its start-by at the latest:
+ * now when nothing waits and nothing paced is queued before it. A paced
+ * job takes no place; it is done once started (or gx_gate_leave).
+ */
+bool gx_gate_pace(struct gx_gate *g, struct gx_gate_job *j) GX_WUR; /* true: started now */
 
 /** A job that ran ended: @late, out of its time, or not (the window grows). */
 void gx_gate_feedback(struct gx_gate *g, bool late);

@@ -138,6 +138,10 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
          "Binds answered with an error before any API call: ledger.binds_in_flight binds were "
          "running until the bind had half its deadline left.",
          m->binds_shed},
+        {"gpu_extender_filters_paced_total",
+         "Filter calls answered only once no bind waited for its place among "
+         "ledger.binds_in_flight (at most half a bind deadline later).",
+         m->filters_paced},
     };
     enum gx_err rc = GX_OK;
 

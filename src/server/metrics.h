@@ -54,6 +54,7 @@ struct gx_metrics {
     uint64_t gang_binds_failed;       /* gangs whose binds all failed before any Binding */
     uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
     uint64_t binds_shed;              /* binds never started: ledger.binds_in_flight were busy */
+    uint64_t filters_paced;           /* filter calls that waited for binds waiting at the gate */
     struct gx_upstats up[GX_UP_COUNT];
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;

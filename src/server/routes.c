@@ -200,7 +200,7 @@ shortlist(struct gx_app *app, const struct gx_ext_args *args, const char *held, 
 }
 
 static void
-handle_filter(struct gx_app *app, struct gx_http_req *r)
+filter_now(struct gx_app *app, struct gx_http_req *r)
 {
     struct gx_ext_args args;
     struct gx_podreq req;
@@ -288,6 +288,62 @@ handle_filter(struct gx_app *app, struct gx_http_req *r)
     free(fv);
     call_nodes_free(&cn);
     gx_ext_args_release(&args);
+}
+
+/* A filter call held while binds wait at the gate (gate.h: paced jobs). */
+struct paced_filter {
+    LIST_ENTRY(paced_filter) link;
+    struct gx_gate_job job;
+    struct gx_app *app;
+    struct gx_http_req *r;
+};
+
+static void
+paced_filter_start(void *ctx)
+{
+    struct paced_filter *pf = ctx;
+
+    LIST_REMOVE(pf, link);
+    filter_now(pf->app, pf->r);
+    free(pf);
+}
+
+/*
+ * Backpressure: kube-scheduler runs one cycle at a time, so a filter answered
+ * only once no bind waits for its place keeps it from scheduling faster than
+ * the API server takes the binds; unpaced, the binds queued and were shed.
+ * Never longer than a bind itself may wait.
+ */
+static void
+handle_filter(struct gx_app *app, struct gx_http_req *r)
+{
+    struct paced_filter *pf = calloc(1, sizeof(*pf));
+
+    if (pf == NULL) {
+        filter_now(app, r);
+        return;
+    }
+    pf->app = app;
+    pf->r = r;
+    pf->job = (struct gx_gate_job){.start_by_ms = gx_mono_ms() + app->cfg->bind_deadline_ms / 2,
+                                   .start = paced_filter_start,
+                                   .ctx = pf};
+    LIST_INSERT_HEAD(&app->paced, pf, link);
+    if (!gx_gate_pace(&app->bind_gate, &pf->job)) {
+        app->metrics.filters_paced++;
+    }
+}
+
+void
+gx_routes_cancel(struct gx_app *app)
+{
+    struct paced_filter *pf;
+
+    while ((pf = LIST_FIRST(&app->paced)) != NULL) {
+        gx_gate_leave(&app->bind_gate, &pf->job);
+        LIST_REMOVE(pf, link);
+        free(pf);
+    }
 }
 
 static void

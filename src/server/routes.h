@@ -11,4 +11,7 @@
 /** Route and answer @r (a gx_http_handler_cb; @app is the struct gx_app). */
 void gx_routes_handle(void *app, struct gx_http_req *r);
 
+/** Drop the filter calls still held by the binds' gate, unanswered (shutdown). */
+void gx_routes_cancel(struct gx_app *app);
+
 #endif

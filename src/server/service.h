@@ -125,8 +125,9 @@ struct gx_app {
     uint64_t shortlist_rng;   /* equal scores at the shortlist's cut (routes.c) */
 
     /* bind.c, bgwrite.c */
-    LIST_HEAD(bind_list, bind_op) binds; /* waiting for the API server */
-    struct gx_gate bind_gate;            /* ledger.binds_in_flight of them at once */
+    LIST_HEAD(bind_list, bind_op) binds;       /* waiting for the API server */
+    struct gx_gate bind_gate;                  /* ledger.binds_in_flight of them at once */
+    LIST_HEAD(paced_list, paced_filter) paced; /* filter calls the gate holds (routes.c) */
     LIST_HEAD(bg_list, bgwrite) bgs;
 
     struct gx_recon recon;
