@@ -135,26 +135,51 @@ def sched_metrics(port):
     return scheduled, errors, buckets, pg + tuple(alg)
 
 
-def watch_binds(c, prefix):
-    """{pod name: time it was first seen bound}, filled by a watch in a daemon thread."""
+def watch_binds(c, prefix, npods):
+    """{pod name: time it was first seen bound}, filled by a watch in a daemon thread
+    until @npods are.
+
+    The watch resumes where it stopped when the API server ends it (a loaded server
+    does); after a 410 it lists again, taking the pods bound meanwhile as bound now."""
     import threading
 
     bound = {}
-    st, lst = c.api("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=bench%3D{prefix}&limit=1")
-    rv = lst["metadata"]["resourceVersion"]
+    sel = f"labelSelector=bench%3D{prefix}"
 
-    def run():
+    def relist():
+        st, lst = c.api("GET", f"/api/v1/namespaces/{NS}/pods?{sel}")
+        for o in lst.get("items", []):
+            if o.get("spec", {}).get("nodeName"):
+                bound.setdefault(o["metadata"]["name"], time.time())
+        return lst["metadata"]["resourceVersion"]
+
+    def watch(rv):
         req = urllib.request.Request(
-            c.api_url + f"/api/v1/namespaces/{NS}/pods?watch=1&labelSelector=bench%3D{prefix}"
-            f"&resourceVersion={rv}&timeoutSeconds=3600")
+            c.api_url + f"/api/v1/namespaces/{NS}/pods?watch=1&{sel}"
+            f"&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3600")
         req.add_header("Authorization", "Bearer gx-e2e-admin-token")
         with urllib.request.urlopen(req, context=c.ctx, timeout=3600) as r:
             for line in r:
                 ev = json.loads(line)
                 o = ev.get("object", {})
+                if ev.get("type") == "ERROR":
+                    return None
+                rv = o.get("metadata", {}).get("resourceVersion", rv)
                 name = o.get("metadata", {}).get("name")
-                if name and o.get("spec", {}).get("nodeName") and name not in bound:
-                    bound[name] = time.time()
+                if ev.get("type") != "BOOKMARK" and name and o.get("spec", {}).get("nodeName"):
+                    bound.setdefault(name, time.time())
+                    if len(bound) >= npods:
+                        break
+        return rv
+
+    def run():
+        rv = None
+        while len(bound) < npods:
+            try:
+                rv = watch(rv) if rv else watch(relist())
+            except Exception as e:  # noqa: BLE001 - any end of the stream: resume
+                print(f"  bind watch ended ({e}), resuming", flush=True)
+                time.sleep(0.2)
     threading.Thread(target=run, daemon=True).start()
     return bound
 
@@ -217,6 +242,13 @@ def extender_calls(c):
     return {k: [int(n), ms(t / n)] for k, (n, t) in out.items() if n}
 
 
+def extender_counters(c):
+    """The extender's binds shed by its gate and filter calls it paced (0 when not counted)."""
+    m = {name: v for (name, _), v in c.extender_metrics("a").items()}
+    return {"binds_shed": int(m.get("gpu_extender_binds_shed_total", 0)),
+            "filters_paced": int(m.get("gpu_extender_filters_paced_total", 0))}
+
+
 def api_requests(c):
     """{"VERB resource[/sub]": count} from the API server's apiserver_request_total."""
     out = {}
@@ -259,7 +291,7 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-po
         spec.update(no_extender=True, scheduler_name=name)
     else:
         spec.update(extender="a")
-    bound = watch_binds(c, prefix)
+    bound = watch_binds(c, prefix, npods)
     c.schedulers.append(spec)
     c.start_scheduler(name)
     port = c.state["ports"][f"scheduler-{name}"]
@@ -302,6 +334,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-po
            "p50_ms": round(quantile(buckets, 0.5) * 1000, 1) if quantile(buckets, 0.5) is not None else None,
            "p99_ms": round(quantile(buckets, 0.99) * 1000, 1) if quantile(buckets, 0.99) is not None else None,
            "cpu_s": cpu, "api_requests_per_pod": per_pod}
+    if mode != "bare":
+        res.update(extender_counters(c))
     if gang:
         res.update(gang=gang, groups_scheduled=pg[2],
                    group_mean_ms=ms(pg[1] / pg[2]) if pg[2] else None,
