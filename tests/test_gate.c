@@ -259,15 +259,22 @@ Test(gate, a_paced_job_starts_at_once_when_nobody_waits)
     gx_gate_leave(&g, &busy.j);
 }
 
+/* One job running under a cap of one and one waiting behind it, both to start by @start_by_ms. */
+static void
+busy_and_waiting(struct job *busy, struct job *waiting, int64_t start_by_ms)
+{
+    job_init(busy, &g, start_by_ms);
+    job_init(waiting, &g, start_by_ms);
+    gx_gate_enter(&g, &busy->j, 1);
+    gx_gate_enter(&g, &waiting->j, 1);
+}
+
 Test(gate, a_paced_job_waits_until_the_waiting_job_starts)
 {
     struct job busy, waiting, first, second;
     int64_t later = gx_mono_ms() + 60000;
 
-    job_init(&busy, &g, later);
-    job_init(&waiting, &g, later);
-    gx_gate_enter(&g, &busy.j, 1);
-    gx_gate_enter(&g, &waiting.j, 1);
+    busy_and_waiting(&busy, &waiting, later);
     pace(&first, later, false);
     pace(&second, later, false);
     run_due();
@@ -287,10 +294,7 @@ Test(gate, a_paced_job_starts_at_its_start_by_while_a_job_still_waits)
     struct job busy, waiting, paced;
     int64_t now = gx_mono_ms();
 
-    job_init(&busy, &g, now + 60000);
-    job_init(&waiting, &g, now + 60000);
-    gx_gate_enter(&g, &busy.j, 1);
-    gx_gate_enter(&g, &waiting.j, 1);
+    busy_and_waiting(&busy, &waiting, now + 60000);
     pace(&paced, now + 20, false);
     cr_assert_geq(event_base_loop(base, EVLOOP_ONCE), 0);
     cr_assert_eq(paced.started, 1);
@@ -307,10 +311,7 @@ Test(gate, a_paced_job_that_left_never_starts_and_the_waiting_one_leaving_frees_
     struct job busy, waiting, gone, kept;
     int64_t later = gx_mono_ms() + 60000;
 
-    job_init(&busy, &g, later);
-    job_init(&waiting, &g, later);
-    gx_gate_enter(&g, &busy.j, 1);
-    gx_gate_enter(&g, &waiting.j, 1);
+    busy_and_waiting(&busy, &waiting, later);
     pace(&gone, later, false);
     pace(&kept, later, false);
     gx_gate_leave(&g, &gone.j);
@@ -328,11 +329,8 @@ Test(gate, a_later_entry_does_not_put_off_a_start_due_now)
     struct job busy, waiting, next;
     int64_t now = gx_mono_ms();
 
-    job_init(&busy, &g, now + 60000);
-    job_init(&waiting, &g, now + 30000);
+    busy_and_waiting(&busy, &waiting, now + 60000);
     job_init(&next, &g, now + 60000);
-    gx_gate_enter(&g, &busy.j, 1);
-    gx_gate_enter(&g, &waiting.j, 1);
     gx_gate_leave(&g, &busy.j); /* @waiting may start now */
     gx_gate_enter(&g, &next.j, 1);
     run_due();

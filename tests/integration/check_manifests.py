@@ -64,7 +64,7 @@ DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "deletecollection"}
 GPU_PODS_ONLY = "manifests/overlays/gpu-pods-only"
 # The keys the all-pods profile needs (score.relative) or is measured with, and that the
 # GPU-pods-only install leaves at their defaults (docs/configuration.md).
-ALL_PODS_KEYS = ("score.relative", "score.fgd_idle_card_milli")
+ALL_PODS_KEYS = ("score.relative", "score.fgd_idle_card_milli", "filter.shortlist_nodes")
 MAP_KINDS = {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 CONFIG_DIR = "/etc/gpu-extender"
 CONFIG_PATH = CONFIG_DIR + "/config.json"

@@ -181,6 +181,11 @@ securityContext:
 {{- $_ := set $score "fgd_idle_card_milli" 25 -}}
 {{- end -}}
 {{- $_ := set $cfg "score" $score -}}
+{{- $filter := default dict (get $cfg "filter") -}}
+{{- if not (hasKey $filter "shortlist_nodes") -}}
+{{- $_ := set $filter "shortlist_nodes" 100 -}}
+{{- end -}}
+{{- $_ := set $cfg "filter" $filter -}}
 {{- end -}}
 {{- toJson $cfg -}}
 {{- end -}}
