@@ -255,6 +255,55 @@ Test(explain, json_carries_the_same_verdicts)
     world_free(&w);
 }
 
+/*
+ * filter.shortlist_nodes 1 with two nodes that fit: explain shows the worse
+ * one left out as filter would leave it out, in text and JSON.
+ */
+Test(explain, shows_the_nodes_a_shortlist_leaves_out)
+{
+    struct world w;
+    struct gx_podreq req = {.kind = GX_REQ_SHARED, .slices = 1, .memory_mib = 1024, .util_pct = 5};
+    struct gx_verdict va, vh;
+    struct gx_buf b;
+    char line[512];
+    cJSON *doc, *nodes;
+    const char *worse;
+
+    world_init(&w);
+    w.cards[2][0].v[GX_SIG_TEMP] = 45; /* gpu-hot cools down: it fits too */
+    w.cfg.shortlist_nodes = 1;
+    gx_score_node(&w.ctx, &req, &w.nodes[0], &va);
+    gx_score_node(&w.ctx, &req, &w.nodes[2], &vh);
+    cr_assert(va.keep && vh.keep, "both fit");
+    cr_assert_neq(va.score_exact, vh.score_exact, "the test needs a better and a worse node");
+    worse = va.score_exact < vh.score_exact ? "gpu-a" : "gpu-hot";
+
+    gx_buf_init(&b, 1 << 20);
+    cr_assert_eq(gx_explain_text(&w.ctx, &req, "ml/x", NULL, &b), GX_OK);
+    cr_assert(find_line(b.data, worse, line, sizeof(line)), "%s", b.data);
+    cr_assert_not_null(strstr(line, "reject"), "%s", line);
+    cr_assert_not_null(strstr(line, gx_reason_text(GX_REASON_SHORTLIST)), "%s", line);
+    cr_assert(
+        find_line(b.data, strcmp(worse, "gpu-a") == 0 ? "gpu-hot" : "gpu-a", line, sizeof(line)));
+    cr_assert_not_null(strstr(line, "fit"), "%s", line);
+
+    gx_buf_reset(&b);
+    cr_assert_eq(gx_explain_json(&w.ctx, &req, "ml/x", NULL, &b), GX_OK);
+    doc = cJSON_ParseWithLength(b.data, b.len);
+    cr_assert_not_null(doc);
+    nodes = cJSON_GetObjectItem(doc, "nodes");
+    for (int i = 0; i < N_NODES; i++) {
+        const cJSON *n = cJSON_GetArrayItem(nodes, i);
+        if (strcmp(cJSON_GetObjectItem(n, "node")->valuestring, worse) == 0) {
+            cr_assert_str_eq(cJSON_GetObjectItem(n, "reason_name")->valuestring, "shortlist");
+            cr_assert_str_eq(cJSON_GetObjectItem(n, "verdict")->valuestring, "reject");
+        }
+    }
+    cJSON_Delete(doc);
+    gx_buf_release(&b);
+    world_free(&w);
+}
+
 Test(explain, leaves_buffer_unchanged_when_too_small)
 {
     struct world w;

@@ -291,6 +291,20 @@ Test(score, a_shortlist_no_shorter_than_the_call_keeps_every_node)
     cr_assert(exact[0] == -1.0 && exact[2] == 3.0, "the best one left");
 }
 
+/* Without a random stream (explain): every score equal to the cut is kept, only those below go. */
+Test(score, a_shortlist_without_a_draw_keeps_every_tie_at_the_cut)
+{
+    double exact[] = {2.0, 5.0, 2.0, -1.0, 1.0, 2.0};
+    double scratch[6];
+
+    cr_assert_eq(gx_score_shortlist(exact, 6, 2, scratch, NULL), 1, "only the 1.0 goes");
+    cr_assert(exact[0] == 2.0 && exact[1] == 5.0 && exact[2] == 2.0 && exact[5] == 2.0,
+              "the three tied at the cut stay");
+    cr_assert(exact[3] == -1.0 && exact[4] == -1.0);
+    cr_assert_float_eq(gx_score_shortlist_key(false, 4.0), -1.0, 0.0, "refused: dropped");
+    cr_assert_float_eq(gx_score_shortlist_key(true, -0.5), 0.0, 0.0, "kept: never negative");
+}
+
 /* Against sorting: every score above the k-th best kept, none below, k kept in all. */
 Test(score, a_shortlist_keeps_what_sorting_would)
 {

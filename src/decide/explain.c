@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cards.h"
@@ -133,6 +134,49 @@ decide(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, const struc
     if (v->keep && !gx_quota_check_node(q, ctx, req, node)) {
         v->keep = false;
         v->reason = GX_REASON_QUOTA;
+    }
+}
+
+/*
+ * filter.shortlist_nodes as a filter call listing every node of the snapshot
+ * would apply it: per node, negative when it would be left out. Scores equal
+ * to the cut are all kept (filter draws among them). NULL when nothing is
+ * left out (or without memory: then explain shows every fit).
+ */
+static double *
+shortlist_of(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+             const struct gx_quota_check *q)
+{
+    const struct gx_snapshot *snap = ctx->snap;
+    size_t n = snap->n_nodes;
+    size_t k = ctx->cfg->shortlist_nodes > 0 ? (size_t)ctx->cfg->shortlist_nodes : 0;
+    double *exact;
+
+    if (k == 0 || n <= k || (exact = malloc(2 * n * sizeof(*exact))) == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct gx_verdict v;
+
+        decide(ctx, req, q, &snap->nodes[i], &v);
+        exact[i] = gx_score_shortlist_key(v.keep, v.score_exact);
+    }
+    if (gx_score_shortlist(exact, n, k, exact + n, NULL) == 0) {
+        free(exact);
+        return NULL;
+    }
+    return exact;
+}
+
+/* decide() for node @i, then left out as filter's shortlist would (@listed from shortlist_of). */
+static void
+decide_listed(const struct gx_decide_ctx *ctx, const struct gx_podreq *req,
+              const struct gx_quota_check *q, const double *listed, size_t i, struct gx_verdict *v)
+{
+    decide(ctx, req, q, &ctx->snap->nodes[i], v);
+    if (listed != NULL && v->keep && listed[i] < 0.0) {
+        v->keep = false;
+        v->reason = GX_REASON_SHORTLIST;
     }
 }
 
@@ -317,16 +361,18 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     size_t len0 = out->len;
     struct widths w = {(int)strlen("NODE"), (int)strlen("VERDICT"), (int)strlen("REASON")};
     struct gx_quota_check q;
+    double *listed;
     char ns[256];
     enum gx_err rc = GX_OK;
 
     quota_begin(ctx, req, pod_name, ns, sizeof(ns), &q);
+    listed = shortlist_of(ctx, req, &q);
     for (size_t i = 0; i < snap->n_nodes; i++) {
         struct gx_verdict v;
         int nl = (int)strlen(snap->nodes[i].name);
         int rl;
 
-        decide(ctx, req, &q, &snap->nodes[i], &v);
+        decide_listed(ctx, req, &q, listed, i, &v);
         rl = v.keep ? 1 : (int)strlen(gx_reason_text(v.reason));
         if (nl > w.node) {
             w.node = nl;
@@ -348,7 +394,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         struct gx_verdict v;
         char cards[GX_MAX_PICK * 12];
 
-        decide(ctx, req, &q, node, &v);
+        decide_listed(ctx, req, &q, listed, i, &v);
         cards_list(&v, cards, sizeof(cards));
         if (v.keep) {
             gx_buf_putf(out, &rc, "%-*s  %-*s  %-*s  %5d  %4.2f %4.2f %4.2f %6.2f %4.2f  %s%s\n",
@@ -362,6 +408,7 @@ gx_explain_text(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         }
         put_cards_text(out, &rc, ctx, node, &v);
     }
+    free(listed);
     if (rc != GX_OK) {
         rollback(out, len0);
     }
@@ -414,10 +461,12 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     size_t len0 = out->len;
     struct gx_buf desc;
     struct gx_quota_check q;
+    double *listed;
     char ns[256];
     enum gx_err rc = GX_OK;
 
     quota_begin(ctx, req, pod_name, ns, sizeof(ns), &q);
+    listed = shortlist_of(ctx, req, &q);
     gx_buf_init(&desc, 1024);
     put_request(&desc, &rc, req);
     gx_buf_put(out, &rc, "{\"pod\":");
@@ -442,7 +491,7 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
         const struct gx_node *node = &snap->nodes[i];
         struct gx_verdict v;
 
-        decide(ctx, req, &q, node, &v);
+        decide_listed(ctx, req, &q, listed, i, &v);
         gx_buf_put(out, &rc, i ? ",{\"node\":" : "{\"node\":");
         gx_buf_put_json_str(out, &rc, node->name);
         gx_buf_putf(out, &rc, ",\"verdict\":\"%s\",\"reason\":", v.keep ? "fit" : "reject");
@@ -469,6 +518,7 @@ gx_explain_json(const struct gx_decide_ctx *ctx, const struct gx_podreq *req, co
     }
     gx_buf_put(out, &rc, "]}");
     gx_buf_release(&desc);
+    free(listed);
     if (rc != GX_OK) {
         rollback(out, len0);
     }

@@ -210,10 +210,19 @@ void gx_score_relative(const double *exact, size_t n, int *out);
  * Keep the @k best of one filter call's nodes (filter.shortlist_nodes): of
  * the @n @exact scores (negative: a node filter drops), every one outside
  * the @k highest is set to -1; of the scores equal to the cut, a uniform
- * choice drawn from *@rng fills the places left. @k 0 keeps all. Returns
- * how many were dropped. Needs @n doubles of @scratch. Cannot fail.
+ * choice drawn from *@rng fills the places left (@rng NULL: all of them
+ * are kept, so only the nodes surely left out are dropped, as explain
+ * shows them). @k 0 keeps all. Returns how many were dropped. Needs @n
+ * doubles of @scratch. Cannot fail.
  */
 size_t gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch, uint64_t *rng);
+
+/** A verdict's place in gx_score_shortlist's @exact: negative when filter drops the node. */
+static inline double
+gx_score_shortlist_key(bool keep, double exact)
+{
+    return !keep ? -1.0 : exact < 0.0 ? 0.0 : exact;
+}
 
 /** Why a card cannot take work, as explain shows it per card. */
 enum gx_card_state {

@@ -217,6 +217,9 @@ gx_score_shortlist(double *exact, size_t n, size_t k, double *scratch, uint64_t 
         if (exact[i] < 0.0 || exact[i] > cut) {
             continue;
         }
+        if (exact[i] == cut && rng == NULL) {
+            continue;
+        }
         if (exact[i] == cut && gx_rand_next(rng) % ties-- < take) {
             take--;
             continue;

@@ -185,7 +185,7 @@ shortlist(struct gx_app *app, const struct gx_ext_args *args, const char *held, 
     }
     for (size_t i = 0; i < n; i++) {
         bool mine = held != NULL && v[i].keep && strcmp(args->nodes[i].name, held) == 0;
-        exact[i] = !v[i].keep ? -1.0 : mine ? HUGE_VAL : v[i].exact < 0.0 ? 0.0 : v[i].exact;
+        exact[i] = mine ? HUGE_VAL : gx_score_shortlist_key(v[i].keep, v[i].exact);
     }
     if (gx_score_shortlist(exact, n, (size_t)cfg->shortlist_nodes, exact + n, &app->shortlist_rng) >
         0) {
