@@ -358,7 +358,8 @@ setup_easy(struct gx_httpc_xfer *x, const struct gx_httpc_req *req)
     (void)curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     (void)curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     (void)curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    (void)curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    (void)curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                           req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 5000L);
     (void)curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     (void)curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     (void)curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -390,7 +391,8 @@ setup_easy(struct gx_httpc_xfer *x, const struct gx_httpc_req *req)
             return false;
         }
     }
-    if (!add_header(x, "Accept: application/json") || !apply_auth(x, req->auth)) {
+    if ((req->header != NULL && !add_header(x, req->header)) ||
+        !add_header(x, "Accept: application/json") || !apply_auth(x, req->auth)) {
         return false;
     }
     (void)curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);

@@ -66,6 +66,8 @@ struct gx_httpc_req {
     long timeout_ms;                  /* whole transfer; 0 = none (streams) */
     size_t max_body;                  /* larger responses fail with GX_ETOOBIG */
     bool stream;                      /* deliver the body through the data callback */
+    long connect_timeout_ms;          /* 0: 5 s */
+    const char *header;               /* one more "Name: value", may be NULL */
 };
 
 struct gx_httpc_result {
