@@ -179,6 +179,11 @@ struct gx_config {
     int bind_deadline_ms;   /* a bind answers within this, 4000 (< httpTimeout) */
     int binds_in_flight;    /* most binds talking to the API server at once, 64 (gate.h) */
 
+    /* replicas: one leads (a Lease), the others forward kube-scheduler's calls to it (elect.h) */
+    bool replicas_forward;
+    int replicas_lease_s;         /* a leader whose Lease is this quiet is replaced, 10 */
+    char *replicas_advertise_url; /* how the others reach this one; NULL: http://$POD_IP:port */
+
     /* bookkeeping */
     char *path;     /* file it came from, NULL if from a string */
     char *base_dir; /* directory relative paths are resolved against */

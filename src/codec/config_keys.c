@@ -216,6 +216,12 @@ const struct gx_kspec gx_config_table[] = {
     INT("ledger.cas_retries", ledger_cas_retries, 1, 20, 8, 0),
     INT("ledger.bind_deadline_ms", bind_deadline_ms, 500, 30000, 4000, 0),
     INT("ledger.binds_in_flight", binds_in_flight, 1, 100000, 64, 0),
+
+    {.path = "replicas.forward", .type = GX_K_BOOL, .off = OFF(replicas_forward), .def = 0,
+     .flags = GX_KF_RESTART},
+    INT("replicas.lease_s", replicas_lease_s, 2, 300, 10, GX_KF_RESTART),
+    STR("replicas.advertise_url", replicas_advertise_url, NULL,
+        GX_KF_RESTART | GX_KF_NULLABLE | GX_KF_NONEMPTY),
 };
 /* clang-format on */
 

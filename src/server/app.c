@@ -16,6 +16,8 @@
 #include "bgwrite.h"
 #include "bind.h"
 #include "extender.h"
+#include "forward.h"
+#include "leader.h"
 #include "log.h"
 #include "vcache.h"
 #include "gang_bind.h"
@@ -260,6 +262,7 @@ gx_app_shutdown(struct gx_app *app)
         return;
     }
     gx_http_quiesce(app->http);
+    gx_leader_release(app);
     app->drain_deadline_ms = gx_mono_ms() + (int64_t)app->cfg->shutdown_grace_s * 1000;
     app->drain_quiet_ms = gx_mono_ms() + DRAIN_MIN_MS;
     drain_cb(-1, 0, app);
@@ -282,6 +285,7 @@ gx_app_new(struct event_base *base, const char *config_path, struct gx_app **out
     LIST_INIT(&app->paced);
     LIST_INIT(&app->gang_binds);
     LIST_INIT(&app->bgs);
+    LIST_INIT(&app->forwards);
     gx_metrics_init(&app->metrics);
     app->config_path = gx_strndup(config_path, strlen(config_path));
     app->ledger = gx_ledger_new();
@@ -340,7 +344,8 @@ gx_app_listen(struct gx_app *app, struct gx_why *why)
         strcmp(cfg->listen_address, "127.0.0.1") != 0 && strcmp(cfg->listen_address, "::1") != 0) {
         gx_info("serving plain HTTP; set server.tls_cert_file/tls_key_file for HTTPS", NULL);
     }
-    if ((rc = gx_sync_start(app, &kube_cbs, why)) != GX_OK || (rc = start_ledger(app)) != GX_OK) {
+    if ((rc = gx_sync_start(app, &kube_cbs, why)) != GX_OK || (rc = start_ledger(app)) != GX_OK ||
+        (rc = gx_leader_start(app, why)) != GX_OK) {
         return rc;
     }
     app->reload_timer = evtimer_new(app->base, reload_cb, app);
@@ -376,6 +381,8 @@ gx_app_free(struct gx_app *app)
     gx_bind_cancel_all(app);
     gx_gang_binds_free(app);
     gx_routes_cancel(app);
+    gx_forward_cancel(app);
+    gx_leader_free(app);
     gx_gate_release(&app->bind_gate);
     gx_leases_free(app->leases); /* cancels every update without callbacks */
     app->leases = NULL;

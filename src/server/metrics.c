@@ -142,6 +142,14 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
          "Filter calls answered only once no bind waited for its place among "
          "ledger.binds_in_flight (at most half a bind deadline later).",
          m->filters_paced},
+        {"gpu_extender_forwarded_total",
+         "Scheduling calls (filter, prioritize, bind, preempt) this replica forwarded to the "
+         "leader replica and answered with its answer (replicas.forward).",
+         m->forwarded},
+        {"gpu_extender_forward_fallbacks_total",
+         "Scheduling calls this replica answered itself because the leader replica could not "
+         "be reached.",
+         m->forward_fallbacks},
     };
     enum gx_err rc = GX_OK;
 
@@ -313,6 +321,10 @@ render_state(const struct gx_metrics *m, const struct gx_metrics_gauges *g, stru
          "Binds in flight whose booking the cache shows to filters; never more than the binds "
          "running and waiting.",
          (double)g->binds_shown},
+        {"gpu_extender_leader",
+         "1 while this replica holds the leader Lease and the others forward to it "
+         "(replicas.forward), else 0.",
+         (double)g->leader},
         {"gpu_extender_other_pods",
          "Bound pods the extender does not manage whose requests it counts per node "
          "(kubernetes.watch_all_pods).",

@@ -55,6 +55,8 @@ struct gx_metrics {
     uint64_t requeue_pokes;           /* pods refused for capacity, requeued once it freed */
     uint64_t binds_shed;              /* binds never started: ledger.binds_in_flight were busy */
     uint64_t filters_paced;           /* filter calls that waited for binds waiting at the gate */
+    uint64_t forwarded;               /* scheduling calls answered by the leader (forward.c) */
+    uint64_t forward_fallbacks;       /* ... answered here: the leader could not be reached */
     struct gx_upstats up[GX_UP_COUNT];
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;
@@ -83,6 +85,7 @@ struct gx_metrics_gauges {
     int64_t binds_waiting; /* binds waiting for a place in it */
     int64_t binds_window;  /* the places in force now (gate.h) */
     int64_t binds_shown;   /* binds whose booking the cache shows (gx_leases_hold) */
+    int64_t leader;        /* 1: this replica holds the leader Lease (replicas.forward) */
     /* the all-pods watch (podsum): pods not managed by the extender, counted per node */
     int64_t other_pods;
     int64_t other_cpu_milli;

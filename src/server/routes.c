@@ -14,8 +14,10 @@
 #include "bind.h"
 #include "explain.h"
 #include "explain_pod.h"
+#include "forward.h"
 #include "gang_filter.h"
 #include "holds.h"
+#include "leader.h"
 #include "extender.h"
 #include "cards.h"
 #include "log.h"
@@ -511,6 +513,7 @@ handle_metrics(struct gx_app *app, struct gx_http_req *r)
     g.binds_waiting = (int64_t)app->bind_gate.n_waiting;
     g.binds_window = (int64_t)app->bind_gate.window;
     g.binds_shown = app->leases != NULL ? (int64_t)gx_leases_holds(app->leases) : 0;
+    g.leader = gx_leader_leading(app) ? 1 : 0;
     other_pods(app->sync.podsum, &g);
     /* counted before rendering, so this scrape shows itself */
     gx_metrics_request(&app->metrics, GX_VERB_OTHER, 200, gx_http_elapsed_s(r));
@@ -635,7 +638,7 @@ gx_routes_handle(void *ctx, struct gx_http_req *r)
         } else if (rt->post && gx_http_too_big(r)) {
             gx_reply_error(&app->metrics, r, rt->verb, 413,
                            "request body exceeds server.max_body_bytes");
-        } else {
+        } else if (!gx_forward(app, r, rt->verb, rt->handler)) {
             rt->handler(app, r);
         }
         return;

@@ -14,6 +14,8 @@
  *   preempt_holds.c the shares held for preemptors (decide/holds.c decides)
  *   gang_filter.c  gang members' tentative bookings (decide/gang.c decides)
  *   gang_bind.c    the barrier holding a gang's Bindings until all reserved
+ *   leader.c       the leader Lease of replicas.forward
+ *   forward.c      scheduling calls answered by the leader replica
  *
  * Pure decisions live outside the shell, in src/decide/.
  * Other modules only read a section they do not own.
@@ -49,6 +51,8 @@ struct gx_holds;
 struct gx_gang;
 struct gx_pdbs;
 struct gx_kube_watch;
+struct gx_leader;
+struct forward_op;
 
 /* sync.c: where the snapshot comes from. */
 struct gx_sync {
@@ -139,6 +143,11 @@ struct gx_app {
     struct gx_gang *gang;
     /* gang_bind.c: a barrier per gang whose binds are in flight */
     LIST_HEAD(gx_gang_bind_list, gx_gang_bind) gang_binds;
+
+    /* leader.c: which replica answers (replicas.forward), NULL when off */
+    struct gx_leader *leader;
+    /* forward.c: calls waiting for the leader's answer */
+    LIST_HEAD(forward_list, forward_op) forwards;
 };
 
 #endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * forward.h - replicas.forward: a replica that does not lead answers
+ * kube-scheduler's filter, prioritize, bind and preempt calls with the
+ * leader's answers (leader.h), so one replica decides and each decision
+ * sees every bind in flight, as with one replica, whatever the Service in
+ * front of them does (round-robin included). A call the leader cannot take
+ * (no connection) is answered here; a bind sent to the leader that got no
+ * answer fails, for kube-scheduler to retry (answered here too, it could
+ * race the leader's).
+ */
+#ifndef GX_FORWARD_H
+#define GX_FORWARD_H
+
+#include <stdbool.h>
+
+#include "http.h"
+#include "metrics.h"
+
+/* Set on a forwarded call: its receiver answers it, never forwards it again. */
+#define GX_FORWARDED_HEADER "X-Gpu-Extender-Forwarded"
+
+struct gx_app;
+
+/** How this replica answers a call itself. */
+typedef void (*gx_forward_local_cb)(struct gx_app *app, struct gx_http_req *r);
+
+/**
+ * Forward @r (a scheduling call of @verb) to the leader: true when it went
+ * (it is answered later, by the leader or by @local), false when this
+ * replica answers it now.
+ */
+bool gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb,
+                gx_forward_local_cb local);
+
+/** Drop every forwarded call without answering (shutdown). */
+void gx_forward_cancel(struct gx_app *app);
+
+#endif

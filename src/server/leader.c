@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* leader.c - the leader Lease's reads and writes (see leader.h). */
+#include "leader.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elect.h"
+#include "kobj.h"
+#include "kube.h"
+#include "kwrite.h"
+#include "log.h"
+#include "service.h"
+
+#define LEASE_NAME "gpu-extender-leader"
+#define LEADER_ANN "gpu-extender.io/leader"
+#define RENEWED_ANN "gpu-extender.io/renewed-ms" /* wall ms of the write, for people */
+
+struct gx_leader {
+    struct gx_app *app;
+    struct event *timer;
+    struct gx_httpc_xfer *xfer;
+    struct gx_elect e;
+    char self[GX_ELECT_ID_MAX];
+    bool led; /* leading at the last write or read, for the log of a change */
+};
+
+static int64_t
+lease_ms(const struct gx_leader *ld)
+{
+    return (int64_t)ld->app->cfg->replicas_lease_s * 1000;
+}
+
+static void
+arm(struct gx_leader *ld)
+{
+    int64_t ms = lease_ms(ld) / 4;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    (void)evtimer_add(ld->timer, &tv);
+}
+
+static void
+lease_path(const struct gx_leader *ld, bool item, char *out, size_t n)
+{
+    (void)snprintf(out, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
+                   ld->app->cfg->kube_namespace, item ? "/" LEASE_NAME : "");
+}
+
+/* Log a change of who leads, once. */
+static void
+note_change(struct gx_leader *ld)
+{
+    bool now = gx_elect_leading(&ld->e, ld->self, gx_mono_ms(), lease_ms(ld));
+
+    if (now != ld->led) {
+        gx_info(now ? "leading: the other replicas forward to this one"
+                    : "no longer leading: forwarding to the leader",
+                "self=%s leader=%s", ld->self, ld->e.holder[0] ? ld->e.holder : "-");
+    }
+    ld->led = now;
+}
+
+static void
+write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_leader *ld = ctx;
+    struct gx_arena a;
+    struct gx_lease l;
+
+    ld->xfer = NULL;
+    gx_arena_init(&a, 0);
+    if (rc == GX_OK && (status == 200 || status == 201) &&
+        gx_kobj_decode_lease(body, len, ld->app->cfg->max_json_depth, &a, &l, NULL) == GX_OK) {
+        const char *holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
+        if (holder != NULL && strcmp(holder, ld->self) == 0) {
+            gx_elect_written(&ld->e, ld->self, l.resource_version, gx_mono_ms());
+        }
+    } else if (status != 409) {
+        gx_debug("leader lease not written", "rc=%s status=%ld", gx_strerror(rc), status);
+    }
+    gx_arena_release(&a);
+    note_change(ld);
+    arm(ld);
+}
+
+/* PUT the Lease at @rv naming @holder ("" hands it back), or POST it when @rv is "". */
+static bool
+write_lease(struct gx_leader *ld, const char *rv, const char *holder)
+{
+    char stamp[32];
+    /* the API server keeps a write that changes nothing as it was, resourceVersion included */
+    struct gx_kv ann[2] = {{LEADER_ANN, holder}, {RENEWED_ANN, stamp}};
+    struct gx_kmeta m = {.name = LEASE_NAME,
+                         .namespace = ld->app->cfg->kube_namespace,
+                         .resource_version = rv[0] ? rv : NULL,
+                         .annotations = ann,
+                         .n_annotations = 2};
+    char path[512];
+    struct gx_buf b;
+
+    (void)snprintf(stamp, sizeof(stamp), "%lld", (long long)gx_wall_ms());
+
+    lease_path(ld, rv[0] != '\0', path, sizeof(path));
+    gx_buf_init(&b, 8192);
+    if (gx_kwrite_lease(&b, &m, holder) == GX_OK) {
+        ld->xfer = gx_kube_request(ld->app->sync.kube, rv[0] ? "PUT" : "POST", path, b.data,
+                                   b.len, "application/json", lease_ms(ld) / 4, write_done, ld);
+    }
+    gx_buf_release(&b);
+    return ld->xfer != NULL;
+}
+
+static void
+read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
+{
+    struct gx_leader *ld = ctx;
+    struct gx_arena a;
+    struct gx_lease l = {.resource_version = "", .annotations = NULL};
+    const char *holder = NULL;
+    enum gx_elect_act act;
+
+    ld->xfer = NULL;
+    gx_arena_init(&a, 0);
+    if (rc != GX_OK || (status != 200 && status != 404) ||
+        (status == 200 &&
+         gx_kobj_decode_lease(body, len, ld->app->cfg->max_json_depth, &a, &l, NULL) != GX_OK)) {
+        gx_debug("leader lease not read", "rc=%s status=%ld", gx_strerror(rc), status);
+        gx_arena_release(&a);
+        arm(ld);
+        return;
+    }
+    holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
+    act = gx_elect_observe(&ld->e, ld->self, l.resource_version, holder ? holder : "",
+                           gx_mono_ms(), lease_ms(ld));
+    if (act == GX_ELECT_TAKE) {
+        gx_info("taking the leader lease", "holder=%s resource_version=%s unchanged_ms=%lld",
+                ld->e.holder[0] ? ld->e.holder : "-", ld->e.rv[0] ? ld->e.rv : "-",
+                (long long)(gx_mono_ms() - ld->e.changed_ms));
+    }
+    if (act == GX_ELECT_FOLLOW || !write_lease(ld, l.resource_version, ld->self)) {
+        note_change(ld);
+        arm(ld);
+    }
+    gx_arena_release(&a);
+}
+
+static void
+tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct gx_leader *ld = arg;
+    char path[512];
+
+    (void)fd;
+    (void)what;
+    if (ld->xfer != NULL || ld->app->draining) {
+        return;
+    }
+    lease_path(ld, true, path, sizeof(path));
+    ld->xfer = gx_kube_request(ld->app->sync.kube, "GET", path, NULL, 0, NULL, lease_ms(ld) / 4,
+                               read_done, ld);
+    if (ld->xfer == NULL) {
+        arm(ld);
+    }
+}
+
+/* This replica's URL: replicas.advertise_url, or http://$POD_IP:<port>. */
+static bool
+self_url(const struct gx_app *app, char *out, size_t n)
+{
+    const char *ip = getenv("POD_IP");
+    int w;
+
+    if (app->cfg->replicas_advertise_url != NULL) {
+        w = snprintf(out, n, "%s", app->cfg->replicas_advertise_url);
+    } else if (ip != NULL && ip[0] != '\0') {
+        w = snprintf(out, n, strchr(ip, ':') ? "http://[%s]:%d" : "http://%s:%d", ip,
+                     gx_http_port(app->http));
+    } else {
+        return false;
+    }
+    return w > 0 && (size_t)w < n;
+}
+
+enum gx_err
+gx_leader_start(struct gx_app *app, struct gx_why *why)
+{
+    struct gx_leader *ld;
+
+    if (!app->cfg->replicas_forward || app->sync.kube == NULL) {
+        return GX_OK;
+    }
+    if ((ld = calloc(1, sizeof(*ld))) == NULL) {
+        return GX_ENOMEM;
+    }
+    ld->app = app;
+    gx_elect_init(&ld->e);
+    if (!self_url(app, ld->self, sizeof(ld->self))) {
+        free(ld);
+        gx_why_set(why, "replicas.forward: set replicas.advertise_url, or the POD_IP environment "
+                        "variable (the downward API's status.podIP), so the other replicas can "
+                        "reach this one");
+        return GX_EINVAL;
+    }
+    if ((ld->timer = evtimer_new(app->base, tick, ld)) == NULL) {
+        free(ld);
+        return GX_ENOMEM;
+    }
+    app->leader = ld;
+    gx_info("replicas forward to one leader", "self=%s lease_s=%d", ld->self,
+            app->cfg->replicas_lease_s);
+    tick(-1, 0, ld);
+    return GX_OK;
+}
+
+const char *
+gx_leader_url(const struct gx_app *app)
+{
+    const struct gx_leader *ld = app->leader;
+
+    return ld != NULL ? gx_elect_leader(&ld->e, ld->self, gx_mono_ms(), lease_ms(ld)) : NULL;
+}
+
+bool
+gx_leader_leading(const struct gx_app *app)
+{
+    const struct gx_leader *ld = app->leader;
+
+    return ld != NULL && gx_elect_leading(&ld->e, ld->self, gx_mono_ms(), lease_ms(ld));
+}
+
+void
+gx_leader_release(struct gx_app *app)
+{
+    struct gx_leader *ld = app->leader;
+
+    if (ld == NULL || !gx_leader_leading(app)) {
+        return;
+    }
+    gx_kube_cancel(app->sync.kube, ld->xfer);
+    ld->xfer = NULL;
+    (void)evtimer_del(ld->timer);
+    if (write_lease(ld, ld->e.rv, "")) {
+        gx_info("handing the leader lease back", "self=%s", ld->self);
+    }
+}
+
+void
+gx_leader_free(struct gx_app *app)
+{
+    struct gx_leader *ld = app->leader;
+
+    if (ld == NULL) {
+        return;
+    }
+    gx_kube_cancel(app->sync.kube, ld->xfer);
+    event_free(ld->timer);
+    free(ld);
+    app->leader = NULL;
+}

@@ -1,0 +1,131 @@
+"""Issue 19, replicas behind a round-robin Service: with replicas.forward one replica holds the
+leader Lease and answers kube-scheduler's calls; the others forward theirs to it, so every
+decision sees every bind in flight. Checked on the fake API server with two real replicas:
+who leads, that a follower's filter and bind are the leader's, that a forwarded call is never
+forwarded again, that a follower answers itself when the leader is gone and takes the Lease a
+lease period later, that a restarted replica follows, that a leader stopping hands the Lease
+back at once, and that a replica that cannot name its own address refuses to start."""
+import os
+import subprocess
+import sys
+import time
+
+from gxtest import (Checks, Extender, FakeApiServer, bind_args, free_port, live_overrides,
+                    shared_pod, stop_all)
+
+NODE = "gpu-node-a"
+LEASE_S = 2
+c = Checks("forward_live")
+api = FakeApiServer()
+exts = []
+
+
+def metric(ext, name, labels=""):
+    want = name + labels
+    for ln in ext.request("GET", "/metrics")[1].decode().splitlines():
+        if ln.startswith(want + " "):
+            return float(ln.split()[-1])
+    return None
+
+
+def replica(port=None):
+    ext = Extender(sys.argv[1], overrides=live_overrides(
+        api, **{"replicas.forward": True, "replicas.lease_s": LEASE_S}))
+    if port is not None:
+        ext.port = ext.cfg["server"]["port"] = port
+    ext.cfg["replicas"]["advertise_url"] = ext.url("")
+    ext.write_config(ext.cfg)
+    exts.append(ext)
+    return ext.start()
+
+
+def wait(pred, timeout, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def lease_holder():
+    for key, obj in (api.control("GET", "/control/state")[1].get("leases") or {}).items():
+        if key.endswith("gpu-extender-leader"):
+            return (obj["metadata"].get("annotations") or {}).get("gpu-extender.io/leader")
+    return None
+
+
+def filter_call(ext, pod, headers=None):
+    st, body, _ = ext.request("POST", ext.verb("filter"),
+                              {"Pod": pod, "Nodes": None, "NodeNames": [NODE]}, headers=headers)
+    return st, body
+
+
+try:
+    a = replica()
+    c.ok(wait(lambda: metric(a, "gpu_extender_leader") == 1, 5),
+         "the first replica takes the leader Lease")
+    c.eq(lease_holder(), a.url(""), "the Lease names it by its URL")
+    b = replica()
+    time.sleep(LEASE_S / 2)
+    c.eq(metric(b, "gpu_extender_leader"), 0, "the second follows")
+    c.eq(lease_holder(), a.url(""), "and leaves the Lease alone")
+
+    pods = [shared_pod(f"p{i}", f"uid-p{i}") for i in range(3)]
+    for p in pods:
+        api.control("POST", "/control/pods", p)
+    a_filters = metric(a, "gpu_extender_requests_total", '{verb="filter",code="2xx"}') or 0
+    st, via_b = filter_call(b, pods[0])
+    st_a, direct = filter_call(a, pods[0])
+    c.ok(st == 200 and via_b == direct, "a filter sent to the follower is the leader's answer")
+    c.eq(metric(a, "gpu_extender_requests_total", '{verb="filter",code="2xx"}'), a_filters + 2,
+         "the leader answered both")
+    c.eq(metric(b, "gpu_extender_forwarded_total"), 1, "the follower counts one forwarded call")
+    st, res = b.post_json(b.verb("bind"), bind_args(pods[0], NODE))
+    c.eq((st, res), (200, {"Error": ""}), "a bind sent to the follower lands")
+    c.eq(metric(a, "gpu_extender_binds_total", '{outcome="bound"}'), 1, "the leader made it")
+    c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), 0, "the follower did not")
+
+    st, _ = filter_call(b, pods[1], headers={"X-Gpu-Extender-Forwarded": "1"})
+    c.eq(st, 200, "a call already forwarded is answered where it arrives")
+    c.eq(metric(b, "gpu_extender_forwarded_total"), 2, "and is not forwarded again (the filter and the bind before)")
+
+    a.stop(sig=9)
+    st, _ = filter_call(b, pods[1])
+    c.eq(st, 200, "the leader killed: the follower answers itself")
+    c.eq(metric(b, "gpu_extender_forward_fallbacks_total"), 1, "and counts the fallback")
+    t0 = time.time()
+    took = wait(lambda: metric(b, "gpu_extender_leader") == 1 and time.time() - t0, LEASE_S * 3)
+    c.ok(took and took <= LEASE_S * 1.5 + 0.5,
+         f"it takes the Lease a lease period after the last renewal ({took} s)")
+    c.eq(lease_holder(), b.url(""), "the Lease names the follower now")
+
+    a2 = replica(port=a.port)
+    time.sleep(LEASE_S / 2)
+    c.eq(metric(a2, "gpu_extender_leader"), 0, "the killed replica, restarted, follows")
+    st, res = a2.post_json(a2.verb("bind"), bind_args(pods[1], NODE))
+    c.eq((st, res), (200, {"Error": ""}), "and forwards its binds to the new leader")
+    c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), 1, "which made that one")
+
+    t0 = time.time()
+    b.stop()
+    took = wait(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0, LEASE_S * 3)
+    c.ok(took and took < LEASE_S, f"a leader stopping hands the Lease back: taken in {took} s")
+
+    cfg = dict(a2.cfg)
+    cfg["replicas"] = {"forward": True}
+    cfg["server"] = dict(cfg["server"], port=free_port())
+    bad = os.path.join(a2.dir, "no-address.json")
+    a2.config_path, saved = bad, a2.config_path
+    a2.write_config(cfg)
+    a2.config_path = saved
+    env = {k: v for k, v in os.environ.items() if k != "POD_IP"}
+    r = subprocess.run([sys.argv[1], "--config", bad], env=env, capture_output=True, text=True,
+                       timeout=30)
+    c.ok(r.returncode != 0 and "replicas.advertise_url" in r.stderr,
+         f"without its own address a replica refuses to start: exit {r.returncode}, "
+         f"{r.stderr.strip().splitlines()[-1:]}")
+finally:
+    stop_all(c, exts, api)
+c.done()
