@@ -19,7 +19,8 @@ for the failed-attempt and pods/s figures of docs/performance.md. GX_BURST_BUDGE
 measures another time budget: the scheduler's httpTimeout and the extender's
 ledger.bind_deadline_ms (the shipped ones by default). GX_BURST_BURNERS (2) sets how many
 CPU-bound processes run beside the control plane: more of them stand in for a slower machine.
-GX_BURST_BINDS sets ledger.binds_in_flight (100000: binds unlimited, as before it existed)."""
+GX_BURST_BINDS sets ledger.binds_in_flight (100000: binds unlimited, as before it existed).
+GX_BURST_FORWARD=0 turns replicas.forward off: the two replicas decide each for itself."""
 import os
 import random
 import ssl
@@ -78,6 +79,8 @@ def bound(c):
 
 chk = Checks(f"e2e_burst_faults_{MODE}")
 OVERRIDES = {"ledger.bind_deadline_ms": int(BUDGET[1])} if BUDGET else {}
+if os.environ.get("GX_BURST_FORWARD") == "0":  # replicas that decide each for itself
+    OVERRIDES["replicas.forward"] = False
 if os.environ.get("GX_BURST_BINDS"):  # ledger.binds_in_flight; 100000: no limit, as before it
     OVERRIDES["ledger.binds_in_flight"] = int(os.environ["GX_BURST_BINDS"])
 extenders = [{"name": "a", "via_faults": True, "overrides": OVERRIDES}]
@@ -146,6 +149,15 @@ try:
     failed = a.get("unschedulable", 0) + a.get("error", 0)
     log(f"scheduler attempts: {a}; failed/scheduled = {failed / max(scheduled, 1):.3f}; "
         f"{n / took:.1f} pods/s")
+    if MODE == "two" and OVERRIDES.get("replicas.forward", True):
+        # one leader for the whole burst: its renewals land through the faults (a renewal that
+        # changed nothing kept its resourceVersion, and the other replica took over every 10 s)
+        takes = sum(c.logs(f"extender-{e['name']}", tail=1 << 30).count("taking the leader lease")
+                    for e in extenders)
+        chk.eq(takes, 1, "one replica took the leader Lease, once")
+        fwd = sum(v for e in extenders for (m, _), v in c.extender_metrics(e["name"]).items()
+                  if m == "gpu_extender_forwarded_total")
+        chk.ok(fwd > 0, f"the follower forwarded the calls it got ({fwd:g})")
 finally:
     for b in burners:
         b.kill()

@@ -26,9 +26,10 @@ race: concurrent gangs racing for the same cards. Four gangs, each two cards' wo
   card, nvidia.com/gpu, and two half-card shares of 2 slices), are queued before the scheduler
   starts; the scheduler calls the extender through cmd/faultproxy, which delays every bind by
   100-400 ms so that a gang's binds are still in flight while the next gang is filtered. By
-  default through one replica: the shipped Service's sessionAffinity: ClientIP sends one
-  scheduler's calls to one replica. GX_GANG_RACE_REPLICAS=a,b calls two replicas round-robin (a
-  Service without the affinity): that fails, partially bound gangs (docs/sharing.md, 7). The pool's four cards hold exactly two of the gangs
+  default through two replicas round-robin, each call to the next (a Service without the
+  affinity): the follower forwards to the leader (replicas.forward, as shipped); without
+  forwarding that failed, partially bound gangs (docs/sharing.md, 7). GX_GANG_RACE_REPLICAS=a
+  calls one replica. The pool's four cards hold exactly two of the gangs
   however the shares are placed (half cards never fragment a card, and two of any gang's three
   members leave a card free for the next whole one). Checked: every gang bound whole or not at
   all, exactly two gangs bound, no member's bind refused, every replica filtered and bound
@@ -72,7 +73,7 @@ POOL = {POOL_KEY: "gang"}
 NODES = ("gpu-node-f", "gpu-node-g")
 HOLD_MS = 3000
 # race: the replicas behind the round-robin proxy ("a": the control run, one replica)
-RACE_REPLICAS = os.environ.get("GX_GANG_RACE_REPLICAS", "a").split(",")
+RACE_REPLICAS = os.environ.get("GX_GANG_RACE_REPLICAS", "a,b").split(",")
 
 
 def inpool(p, host=None):
@@ -417,7 +418,10 @@ def reason_count(c, reason):
                if m == "gpu_extender_filter_rejections_total" and ("reason", reason) in labels)
 
 
-EXTENDERS = [{"name": r, "overrides": {"gang.hold_ms": HOLD_MS}}
+# replicas: replicas that decide each for itself (replicas.forward off), the hard case; the
+# others as shipped (GX_GANG_RACE_REPLICAS=a,b: two replicas round-robin, one leads)
+EXTENDERS = [{"name": r, "overrides": {"gang.hold_ms": HOLD_MS,
+                                       "replicas.forward": MODE != "replicas"}}
              for r in (RACE_REPLICAS if MODE == "race" else ("a", "b") if MODE == "replicas"
                        else ("a",))]
 # race, replicas and restart start the schedulers themselves, calling the extender through a proxy

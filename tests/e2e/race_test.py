@@ -10,7 +10,9 @@ from e2e import (Checks, finish, check_assignment, check_ledger, check_no_403, c
 
 chk = Checks("e2e_race")
 c = rig(sys.argv[1],
-        extenders=[{"name": "a"}, {"name": "b", "tls": True}],
+        # each replica decides for its own scheduler: the ledger alone keeps them apart
+        extenders=[{"name": "a", "overrides": {"replicas.forward": False}},
+                   {"name": "b", "tls": True}],
         schedulers=[{"name": "gpu-scheduler", "extender": "a"},
                     {"name": "gpu-scheduler-b", "extender": "b",
                      "config": "kube-scheduler-config-https.yaml",

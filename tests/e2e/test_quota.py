@@ -54,8 +54,11 @@ def set_quota(c, milli):
     os.replace(path + ".tmp", path)
 
 
-c = rig(sys.argv[1], extenders=[{"name": "a", "overrides": {"quotas.milli_gpus": {NS: LIMIT}}},
+# replicas that decide each for itself (replicas.forward off): b sees a's bookings only in the ledger
+c = rig(sys.argv[1], extenders=[{"name": "a", "overrides": {"quotas.milli_gpus": {NS: LIMIT},
+                                                            "replicas.forward": False}},
                                 {"name": "b", "overrides": {"quotas.milli_gpus": {NS: LIMIT},
+                                                            "replicas.forward": False,
                                                             "ledger.sync_interval_s": 3600}}])
 try:
     # 1. Replica a books, replica b's filter reflects it. Pods of a scheduler that does not exist,

@@ -715,6 +715,11 @@ def chk_extender_deployment(docs, cfg):
     fp = (((env.get("POD_NAMESPACE") or {}).get("valueFrom") or {}).get("fieldRef") or {})
     if fp.get("fieldPath") != "metadata.namespace":
         problems.append("env POD_NAMESPACE must come from fieldRef metadata.namespace")
+    ip = (((env.get("POD_IP") or {}).get("valueFrom") or {}).get("fieldRef") or {})
+    if cfg_get(cfg, "replicas.forward", False) and not cfg_get(cfg, "replicas.advertise_url", None) \
+            and ip.get("fieldPath") != "status.podIP":
+        problems.append("replicas.forward: env POD_IP must come from fieldRef status.podIP "
+                        "(or set replicas.advertise_url)")
     if spec.get("serviceAccountName") != "gpu-extender":
         problems.append("serviceAccountName")
     if not find(docs, "ServiceAccount", spec.get("serviceAccountName")):
