@@ -5,9 +5,9 @@
  * leader's answers (leader.h), so one replica decides and each decision
  * sees every bind in flight, as with one replica, whatever the Service in
  * front of them does (round-robin included). A call the leader cannot take
- * (no connection) is answered here; a bind sent to the leader that got no
- * answer fails, for kube-scheduler to retry (answered here too, it could
- * race the leader's).
+ * (no connection, or one broken mid-call: it died) is answered here, a
+ * bind as a retry of the same bind; a bind that timed out at the leader
+ * fails, for kube-scheduler to retry (the leader may still be binding it).
  */
 #ifndef GX_FORWARD_H
 #define GX_FORWARD_H

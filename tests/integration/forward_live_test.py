@@ -3,11 +3,14 @@ leader Lease and answers kube-scheduler's calls; the others forward theirs to it
 decision sees every bind in flight. Checked on the fake API server with two real replicas:
 who leads, that a follower's filter and bind are the leader's, that a forwarded call is never
 forwarded again, that a follower answers itself when the leader is gone and takes the Lease a
-lease period later, that a restarted replica follows, that a leader stopping hands the Lease
+lease period later, that a bind in flight when the leader died is finished by the follower
+(bound and booked once), that a restarted replica follows, that a leader stopping hands the Lease
 back at once, and that a replica that cannot name its own address refuses to start."""
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from gxtest import (Checks, Extender, FakeApiServer, bind_args, free_port, live_overrides,
@@ -91,10 +94,28 @@ try:
     c.eq(st, 200, "a call already forwarded is answered where it arrives")
     c.eq(metric(b, "gpu_extender_forwarded_total"), 2, "and is not forwarded again (the filter and the bind before)")
 
+    # the leader dies while its Binding's answer is held: the follower finishes that bind itself
+    api.control("POST", "/control/fault", {
+        "kind": "slow", "delay_s": 3, "count": 1,
+        "path_prefix": "/api/v1/namespaces/team-a/pods/p1/binding"})
+    answer = {}
+    t = threading.Thread(target=lambda: answer.update(
+        bind=b.post_json(b.verb("bind"), bind_args(pods[1], NODE))))
+    t.start()
+    wait(lambda: any(r["path"].startswith("/api/v1/namespaces/team-a/pods/p1/binding")
+                     for r in api.state()["request_log"]), 5)
     a.stop(sig=9)
-    st, _ = filter_call(b, pods[1])
+    t.join(15)
+    c.eq(answer.get("bind"), (200, {"Error": ""}),
+         "a bind in flight when the leader died is finished by the follower")
+    c.eq(metric(b, "gpu_extender_forward_fallbacks_total"), 1, "and counted as a fallback")
+    p1 = [r for r in api.state()["bindings"] if "p1" in json.dumps(r)]
+    c.eq([r.get("code") for r in p1].count(201), 1, f"bound once ({p1})")
+    booked = [t2.get("uid") for t2 in api.lease_tenants(NODE)]
+    c.eq(booked.count("uid-p1"), 1, f"and booked once ({booked})")
+    st, _ = filter_call(b, pods[2])
     c.eq(st, 200, "the leader killed: the follower answers itself")
-    c.eq(metric(b, "gpu_extender_forward_fallbacks_total"), 1, "and counts the fallback")
+    c.eq(metric(b, "gpu_extender_forward_fallbacks_total"), 2, "and counts the fallback")
     t0 = time.time()
     took = wait(lambda: metric(b, "gpu_extender_leader") == 1 and time.time() - t0, LEASE_S * 3)
     c.ok(took and took <= LEASE_S * 1.5 + 0.5,
@@ -104,9 +125,11 @@ try:
     a2 = replica(port=a.port)
     time.sleep(LEASE_S / 2)
     c.eq(metric(a2, "gpu_extender_leader"), 0, "the killed replica, restarted, follows")
-    st, res = a2.post_json(a2.verb("bind"), bind_args(pods[1], NODE))
+    made = metric(b, "gpu_extender_binds_total", '{outcome="bound"}')
+    st, res = a2.post_json(a2.verb("bind"), bind_args(pods[2], NODE))
     c.eq((st, res), (200, {"Error": ""}), "and forwards its binds to the new leader")
-    c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), 1, "which made that one")
+    c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), made + 1,
+         "which made that one")
 
     t0 = time.time()
     b.stop()
