@@ -52,8 +52,7 @@ gx_elect_written(struct gx_elect *e, const char *self, const char *rv, int64_t n
 bool
 gx_elect_leading(const struct gx_elect *e, const char *self, int64_t now_ms, int64_t lease_ms)
 {
-    return e->written_ms > 0 && strcmp(e->holder, self) == 0 &&
-           now_ms - e->written_ms < lease_ms;
+    return e->written_ms > 0 && strcmp(e->holder, self) == 0 && now_ms - e->written_ms < lease_ms;
 }
 
 const char *

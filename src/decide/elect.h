@@ -45,8 +45,7 @@ enum gx_elect_act gx_elect_observe(struct gx_elect *e, const char *self, const c
 void gx_elect_written(struct gx_elect *e, const char *self, const char *rv, int64_t now_ms);
 
 /** True while @self holds the Lease and wrote it within the last lease period. */
-bool gx_elect_leading(const struct gx_elect *e, const char *self, int64_t now_ms,
-                      int64_t lease_ms);
+bool gx_elect_leading(const struct gx_elect *e, const char *self, int64_t now_ms, int64_t lease_ms);
 
 /**
  * The leader @self forwards to: NULL when @self leads, when nobody does,

@@ -38,8 +38,7 @@ forward_done(void *ctx, const struct gx_httpc_result *res)
         gx_buf_init(&b, res->body_len + 1);
         if (gx_buf_add(&b, res->body, res->body_len) == GX_OK) {
             app->metrics.forwarded++;
-            gx_reply_body(&app->metrics, op->r, op->verb, (int)res->status, "application/json",
-                          &b);
+            gx_reply_body(&app->metrics, op->r, op->verb, (int)res->status, "application/json", &b);
         } else {
             gx_buf_release(&b);
             gx_reply_error(&app->metrics, op->r, op->verb, 500, "out of memory");

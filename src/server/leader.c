@@ -106,8 +106,8 @@ write_lease(struct gx_leader *ld, const char *rv, const char *holder)
     lease_path(ld, rv[0] != '\0', path, sizeof(path));
     gx_buf_init(&b, 8192);
     if (gx_kwrite_lease(&b, &m, holder) == GX_OK) {
-        ld->xfer = gx_kube_request(ld->app->sync.kube, rv[0] ? "PUT" : "POST", path, b.data,
-                                   b.len, "application/json", lease_ms(ld) / 4, write_done, ld);
+        ld->xfer = gx_kube_request(ld->app->sync.kube, rv[0] ? "PUT" : "POST", path, b.data, b.len,
+                                   "application/json", lease_ms(ld) / 4, write_done, ld);
     }
     gx_buf_release(&b);
     return ld->xfer != NULL;
@@ -133,8 +133,8 @@ read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
-    act = gx_elect_observe(&ld->e, ld->self, l.resource_version, holder ? holder : "",
-                           gx_mono_ms(), lease_ms(ld));
+    act = gx_elect_observe(&ld->e, ld->self, l.resource_version, holder ? holder : "", gx_mono_ms(),
+                           lease_ms(ld));
     if (act == GX_ELECT_TAKE) {
         gx_info("taking the leader lease", "holder=%s resource_version=%s unchanged_ms=%lld",
                 ld->e.holder[0] ? ld->e.holder : "-", ld->e.rv[0] ? ld->e.rv : "-",
