@@ -93,23 +93,26 @@ gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forw
                                 .connect_timeout_ms = CONNECT_TIMEOUT_MS,
                                 .header = GX_FORWARDED_HEADER ": 1"};
     *op = (struct forward_op){.app = app, .r = r, .verb = verb, .local = local};
+    /* listed first: a transfer that ends at once calls forward_done, which unlists it */
+    LIST_INSERT_HEAD(&app->forwards, op, link);
     op->xfer = gx_httpc_start(app->sync.httpc, &req, forward_done, NULL, op);
     if (op->xfer == NULL) {
+        LIST_REMOVE(op, link);
         free(op);
         return false;
     }
-    LIST_INSERT_HEAD(&app->forwards, op, link);
     return true;
 }
 
 void
 gx_forward_cancel(struct gx_app *app)
 {
-    struct forward_op *op;
+    struct forward_op *op, *next;
 
-    while ((op = LIST_FIRST(&app->forwards)) != NULL) {
+    for (op = LIST_FIRST(&app->forwards); op != NULL; op = next) {
+        next = LIST_NEXT(op, link);
         gx_httpc_cancel(op->xfer);
-        LIST_REMOVE(op, link);
         free(op);
     }
+    LIST_INIT(&app->forwards);
 }
