@@ -44,7 +44,7 @@ JOB = "gpu-extender"
 REQUIRED_ALERTS = [
     "GpuExtenderDown", "GpuExtenderFilterErrors", "GpuExtenderSlowFilter",
     "GpuExtenderMetricsStale", "GpuExtenderNodesStale", "GpuExtenderLedgerNearFull",
-    "GpuExtenderCasConflictStorm", "GpuExtenderConfigReloadFailed",
+    "GpuExtenderCasConflictStorm", "GpuExtenderLeaderUnreachable", "GpuExtenderConfigReloadFailed",
 ]
 SEVERITIES = {"critical", "warning", "info"}
 # Series Prometheus makes itself for every target.
@@ -640,6 +640,11 @@ def alert_unit_tests():
                                            {"job": JOB, **warn})]})
     tests.append({"interval": "1m", "input_series": [s(cas, A, "0+60x20")],
                   "alert_rule_test": [fire("GpuExtenderCasConflictStorm", "15m")]})
+    # A answers itself all along (the leader unreachable); B fell back once, at a failover.
+    fb = "gpu_extender_forward_fallbacks_total"
+    tests.append({"interval": "1m", "input_series": [s(fb, A, "0+3x20"), s(fb, B, "0 5x20")],
+                  "alert_rule_test": [fire("GpuExtenderLeaderUnreachable", "15m",
+                                           dict(A, **warn))]})
     # Config reload rejected on A only.
     tests.append({"interval": "1m", "input_series": [
         s("gpu_extender_config_last_reload_success", A, "1 1 0x10"),
