@@ -5,7 +5,10 @@
  * neither needs the other.
  */
 #include "tls.h"
+#include <gnutls/abstract.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -63,4 +66,53 @@ gx_tls_check_pair(const char *cert, size_t cert_len, const char *key, size_t key
         return GX_EINVAL;
     }
     return GX_OK;
+}
+
+/* The SHA-256 of @crt's SubjectPublicKeyInfo, base64, into @b64 (gnutls_free it). */
+static int
+spki_sha256_b64(gnutls_x509_crt_t crt, gnutls_datum_t *b64)
+{
+    gnutls_pubkey_t pub = NULL;
+    gnutls_datum_t der = {NULL, 0};
+    unsigned char digest[32];
+    gnutls_datum_t d = {digest, sizeof(digest)};
+    int ret = gnutls_pubkey_init(&pub);
+
+    if (ret >= 0) {
+        ret = gnutls_pubkey_import_x509(pub, crt, 0);
+    }
+    if (ret >= 0) {
+        ret = gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &der);
+    }
+    if (ret >= 0) {
+        ret = gnutls_hash_fast(GNUTLS_DIG_SHA256, der.data, der.size, digest);
+    }
+    if (ret >= 0) {
+        ret = gnutls_base64_encode2(&d, b64);
+    }
+    gnutls_free(der.data);
+    gnutls_pubkey_deinit(pub);
+    return ret;
+}
+
+enum gx_err
+gx_tls_pubkey_pin(const char *cert, size_t cert_len, char *out, size_t n)
+{
+    gnutls_x509_crt_t crt = NULL;
+    gnutls_datum_t in = {(unsigned char *)(uintptr_t)cert, (unsigned int)cert_len};
+    gnutls_datum_t b64 = {NULL, 0};
+    enum gx_err rc = GX_EINVAL;
+    int w;
+
+    if (cert_len > UINT32_MAX || gnutls_x509_crt_init(&crt) < 0) {
+        return GX_ENOMEM;
+    }
+    if (gnutls_x509_crt_import(crt, &in, GNUTLS_X509_FMT_PEM) >= 0 &&
+        spki_sha256_b64(crt, &b64) >= 0) {
+        w = snprintf(out, n, "sha256//%.*s", (int)b64.size, (const char *)b64.data);
+        rc = w > 0 && (size_t)w < n ? GX_OK : GX_EINVAL;
+    }
+    gnutls_free(b64.data);
+    gnutls_x509_crt_deinit(crt);
+    return rc;
 }

@@ -28,4 +28,12 @@ enum gx_err gx_tls_check_priorities(const char *prio, struct gx_why *why) GX_WUR
 enum gx_err gx_tls_check_pair(const char *cert, size_t cert_len, const char *key, size_t key_len,
                               struct gx_why *why) GX_WUR;
 
+/**
+ * The curl public-key pin ("sha256//<base64>") of the first certificate in
+ * PEM @cert: the SHA-256 of its SubjectPublicKeyInfo. The replicas share one
+ * serving key, so each trusts the other by it (forward.c). GX_EINVAL when
+ * @cert holds no certificate or @out (@n bytes) is too small.
+ */
+enum gx_err gx_tls_pubkey_pin(const char *cert, size_t cert_len, char *out, size_t n) GX_WUR;
+
 #endif

@@ -92,6 +92,7 @@ classify(CURLcode cc)
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
         return GX_UPERR_CONNECT;
     case CURLE_OPERATION_TIMEDOUT:
         return GX_UPERR_TIMEOUT;
@@ -339,9 +340,12 @@ apply_auth(struct gx_httpc_xfer *x, const struct gx_httpc_auth *a)
     if (a->ca_file != NULL) {
         (void)curl_easy_setopt(x->easy, CURLOPT_CAINFO, a->ca_file);
     }
-    if (a->insecure) {
+    if (a->insecure || a->pinned_key != NULL) {
         (void)curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, 0L);
         (void)curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (a->pinned_key != NULL) {
+        (void)curl_easy_setopt(x->easy, CURLOPT_PINNEDPUBLICKEY, a->pinned_key);
     }
     return ok;
 }

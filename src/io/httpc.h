@@ -54,6 +54,8 @@ struct gx_httpc_auth {
     const char *basic_password;
     const char *ca_file; /* verify the server against this CA bundle */
     bool insecure;       /* skip TLS verification (logged at start by the owner) */
+    /* trust the server by its public key alone ("sha256//<base64>"), not by a CA or name */
+    const char *pinned_key;
 };
 
 struct gx_httpc_req {
