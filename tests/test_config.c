@@ -850,21 +850,18 @@ Test(config, node_selector_must_parse_as_a_label_selector)
     }
 }
 
-Test(config, replicas_forward_needs_plain_http_and_an_http_address)
+Test(config, replicas_take_an_http_or_https_address)
 {
     struct gx_config *cfg;
 
-    expect_error("{\"replicas\":{\"forward\":true},\"server\":{\"tls_cert_file\":\"c.pem\","
-                 "\"tls_key_file\":\"k.pem\"}}",
-                 GX_EINVAL, "replicas.forward: replicas forward over plain HTTP only");
-    expect_error("{\"replicas\":{\"advertise_url\":\"https://10.0.0.1:8443\"}}", GX_EINVAL,
-                 "replicas.advertise_url: must be an http:// URL with a host");
+    expect_error("{\"replicas\":{\"advertise_url\":\"ftp://10.0.0.1:8443\"}}", GX_EINVAL,
+                 "replicas.advertise_url: must be an http:// or https:// URL with a host");
     expect_error("{\"replicas\":{\"advertise_url\":\"http://\"}}", GX_EINVAL,
-                 "replicas.advertise_url: must be an http:// URL with a host");
+                 "replicas.advertise_url: must be an http:// or https:// URL with a host");
     expect_error("{\"replicas\":{\"lease_s\":1}}", GX_EINVAL, "replicas.lease_s");
-    cfg = parse_ok("{\"replicas\":{\"forward\":true,\"advertise_url\":\"http://10.0.0.1:8888\"}}");
+    cfg = parse_ok("{\"replicas\":{\"forward\":true,\"advertise_url\":\"https://10.0.0.1:8443\"}}");
     cr_assert(cfg->replicas_forward);
     cr_assert_eq(cfg->replicas_lease_s, 10);
-    cr_assert_str_eq(cfg->replicas_advertise_url, "http://10.0.0.1:8888");
+    cr_assert_str_eq(cfg->replicas_advertise_url, "https://10.0.0.1:8443");
     gx_config_free(cfg);
 }

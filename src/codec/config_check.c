@@ -67,16 +67,11 @@ gx_config_check(const struct gx_config *cfg, struct gx_why *why)
         GX_OK) {
         return GX_EINVAL;
     }
-    if (cfg->replicas_advertise_url != NULL &&
-        (strncasecmp(cfg->replicas_advertise_url, "http://", 7) != 0 ||
-         !url_scheme_ok(cfg->replicas_advertise_url))) {
-        gx_why_set(why, "replicas.advertise_url: must be an http:// URL with a host, not '%s'",
+    if (cfg->replicas_advertise_url != NULL && !url_scheme_ok(cfg->replicas_advertise_url)) {
+        gx_why_set(why,
+                   "replicas.advertise_url: must be an http:// or https:// URL with a host, "
+                   "not '%s'",
                    cfg->replicas_advertise_url);
-        return GX_EINVAL;
-    }
-    if (cfg->replicas_forward && cfg->tls_cert_file != NULL) {
-        gx_why_set(why, "replicas.forward: replicas forward over plain HTTP only; with "
-                        "server.tls_cert_file set, keep the Service's sessionAffinity instead");
         return GX_EINVAL;
     }
     if (cfg->prom_url != NULL && !url_scheme_ok(cfg->prom_url)) {

@@ -199,6 +199,7 @@ tls_rotate(struct gx_app *app)
     gx_http_quiesce(app->http);
     app->http_old = app->http;
     app->http = fresh;
+    gx_leader_tls_changed(app);
     gx_info("TLS certificate reloaded", "cert=%s", app->cfg->tls_cert_file);
 }
 

@@ -69,6 +69,7 @@ gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forw
     const char *leader = gx_leader_url(app);
     struct forward_op *op;
     struct gx_httpc_req req;
+    struct gx_httpc_auth auth = {0};
     char url[1024];
     size_t len = 0;
     const char *body;
@@ -82,6 +83,7 @@ gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forw
     if (w <= 0 || (size_t)w >= sizeof(url) || (op = calloc(1, sizeof(*op))) == NULL) {
         return false;
     }
+    auth.pinned_key = gx_leader_pin(app);
     body = gx_http_body(r, &len);
     req = (struct gx_httpc_req){.method = "POST",
                                 .url = url,
@@ -90,6 +92,7 @@ gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forw
                                 .content_type = "application/json",
                                 .timeout_ms = app->cfg->bind_deadline_ms + 1000L,
                                 .max_body = app->cfg->max_body_bytes,
+                                .auth = &auth,
                                 .connect_timeout_ms = CONNECT_TIMEOUT_MS,
                                 .header = GX_FORWARDED_HEADER ": 1"};
     *op = (struct forward_op){.app = app, .r = r, .verb = verb, .local = local};

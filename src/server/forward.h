@@ -4,7 +4,8 @@
  * kube-scheduler's filter, prioritize, bind and preempt calls with the
  * leader's answers (leader.h), so one replica decides and each decision
  * sees every bind in flight, as with one replica, whatever the Service in
- * front of them does (round-robin included). A call the leader cannot take
+ * front of them does (round-robin included). With TLS the leader is trusted
+ * by the serving key the replicas share (gx_leader_pin). A call the leader cannot take
  * (no connection, or one broken mid-call: it died) is answered here, a
  * bind as a retry of the same bind; a bind that timed out at the leader
  * fails, for kube-scheduler to retry (the leader may still be binding it).

@@ -13,6 +13,7 @@
 #include "kwrite.h"
 #include "log.h"
 #include "service.h"
+#include "tls.h"
 
 #define LEASE_NAME "gpu-extender-leader"
 #define LEADER_ANN "gpu-extender.io/leader"
@@ -24,7 +25,8 @@ struct gx_leader {
     struct gx_httpc_xfer *xfer;
     struct gx_elect e;
     char self[GX_ELECT_ID_MAX];
-    bool led; /* leading at the last write or read, for the log of a change */
+    char pin[128]; /* with TLS: the serving key's pin, which every replica shares; else "" */
+    bool led;      /* leading at the last write or read, for the log of a change */
 };
 
 static int64_t
@@ -176,12 +178,64 @@ self_url(const struct gx_app *app, char *out, size_t n)
     if (app->cfg->replicas_advertise_url != NULL) {
         w = snprintf(out, n, "%s", app->cfg->replicas_advertise_url);
     } else if (ip != NULL && ip[0] != '\0') {
-        w = snprintf(out, n, strchr(ip, ':') ? "http://[%s]:%d" : "http://%s:%d", ip,
+        w = snprintf(out, n, strchr(ip, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+                     app->cfg->tls_cert_file != NULL ? "https" : "http", ip,
                      gx_http_port(app->http));
     } else {
         return false;
     }
     return w > 0 && (size_t)w < n;
+}
+
+/*
+ * The pin of the serving certificate (TLS only): the replicas share one
+ * Secret, so a replica trusts another that holds the same key, whatever
+ * name or CA its certificate carries.
+ */
+static enum gx_err
+read_pin(const struct gx_app *app, char *out, size_t n, struct gx_why *why)
+{
+    char *cert = NULL;
+    size_t len = 0;
+    enum gx_err rc;
+
+    out[0] = '\0';
+    if (app->cfg->tls_cert_file == NULL) {
+        return GX_OK;
+    }
+    rc = gx_read_file(app->cfg->tls_cert_file, (size_t)1 << 20, &cert, &len);
+    if (rc == GX_OK) {
+        rc = gx_tls_pubkey_pin(cert, len, out, n);
+    }
+    free(cert);
+    if (rc != GX_OK) {
+        gx_why_set(why, "replicas.forward: cannot read the public key of %s",
+                   app->cfg->tls_cert_file);
+    }
+    return rc;
+}
+
+void
+gx_leader_tls_changed(struct gx_app *app)
+{
+    struct gx_leader *ld = app->leader;
+    struct gx_why why = {{0}};
+    char pin[sizeof(ld->pin)];
+
+    if (ld == NULL) {
+        return;
+    }
+    if (read_pin(app, pin, sizeof(pin), &why) != GX_OK) {
+        gx_warn("keeping the replicas' key pin", "error=%s", why.text);
+        return;
+    }
+    memcpy(ld->pin, pin, sizeof(pin));
+}
+
+const char *
+gx_leader_pin(const struct gx_app *app)
+{
+    return app->leader != NULL && app->leader->pin[0] ? app->leader->pin : NULL;
 }
 
 enum gx_err
@@ -202,6 +256,10 @@ gx_leader_start(struct gx_app *app, struct gx_why *why)
         gx_why_set(why, "replicas.forward: set replicas.advertise_url, or the POD_IP environment "
                         "variable (the downward API's status.podIP), so the other replicas can "
                         "reach this one");
+        return GX_EINVAL;
+    }
+    if (read_pin(app, ld->pin, sizeof(ld->pin), why) != GX_OK) {
+        free(ld);
         return GX_EINVAL;
     }
     if ((ld->timer = evtimer_new(app->base, tick, ld)) == NULL) {

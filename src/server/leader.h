@@ -5,7 +5,8 @@
  * reads it and renews or takes it by compare-and-swap as decide/elect.c
  * says; the Lease names the leader by the URL the others reach it at
  * (annotation gpu-extender.io/leader). forward.c asks gx_leader_url where
- * to send kube-scheduler's calls.
+ * to send kube-scheduler's calls, and, with TLS, gx_leader_pin how to trust
+ * the leader: by the serving key every replica mounts from one Secret.
  */
 #ifndef GX_LEADER_H
 #define GX_LEADER_H
@@ -23,6 +24,12 @@ enum gx_err gx_leader_start(struct gx_app *app, struct gx_why *why);
 
 /** The leader's URL to forward to, or NULL: this replica answers itself. */
 const char *gx_leader_url(const struct gx_app *app);
+
+/** With TLS, the pin of the serving key the replicas share ("sha256//..."), else NULL. */
+const char *gx_leader_pin(const struct gx_app *app);
+
+/** The serving certificate was reloaded: pin its key from now on (kept when unreadable). */
+void gx_leader_tls_changed(struct gx_app *app);
 
 /** True while this replica leads. */
 bool gx_leader_leading(const struct gx_app *app);

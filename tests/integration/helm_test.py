@@ -531,7 +531,6 @@ def chk_non_default(helm, kz):
             "data.config.json.<parsed json>.server.port": 8443,
             "data.config.json.<parsed json>.server.tls_cert_file": "/etc/gpu-extender-tls/tls.crt",
             "data.config.json.<parsed json>.server.tls_key_file": "/etc/gpu-extender-tls/tls.key",
-            "data.config.json.<parsed json>.replicas.forward": False,  # plain HTTP only
         },
         ("Deployment", "kube-system", "gpu-scheduler"): {
             "spec.template.spec.volumes[0].configMap.name": "gpu-scheduler-config-https",

@@ -460,11 +460,10 @@ class Cluster:
              "prometheus.url": getattr(self, "prom_url", "http://127.0.0.1:9"),
              "prometheus.interval_s": 1}
         # replicas.forward as shipped: the replicas of a rig reach each other on loopback
-        o["replicas.advertise_url"] = f"http://127.0.0.1:{spec['port']}"
+        o["replicas.advertise_url"] = f"{'https' if spec.get('tls') else 'http'}://127.0.0.1:{spec['port']}"
         if spec.get("tls"):
             o["server.tls_cert_file"] = self.path("extender.crt")
             o["server.tls_key_file"] = self.path("extender.key")
-            o["replicas.forward"] = False  # plain HTTP only (docs/configuration.md)
         if os.environ.get("GX_E2E_LOG_LEVEL"):  # e.g. debug, to follow one failing run
             o["log.level"] = os.environ["GX_E2E_LOG_LEVEL"]
         o.update(spec.get("overrides", {}))

@@ -171,10 +171,6 @@ securityContext:
 {{- $_ := set $server "tls_cert_file" "/etc/gpu-extender-tls/tls.crt" -}}
 {{- $_ := set $server "tls_key_file" "/etc/gpu-extender-tls/tls.key" -}}
 {{- $_ := set $cfg "server" $server -}}
-{{- /* replicas forward over plain HTTP only: with TLS the Service's sessionAffinity keeps them apart */ -}}
-{{- $replicas := default dict (get $cfg "replicas") -}}
-{{- $_ := set $replicas "forward" false -}}
-{{- $_ := set $cfg "replicas" $replicas -}}
 {{- end -}}
 {{- if and .Values.scheduler.enabled .Values.scheduler.allPods -}}
 {{- $score := default dict (get $cfg "score") -}}
