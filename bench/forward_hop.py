@@ -18,7 +18,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from gxtest import Extender, FakeApiServer, live_overrides  # noqa: E402
+from gxtest import Extender, FakeApiServer, live_overrides, metric_value  # noqa: E402
 
 
 def p50_ms(load, ext, verb, body, n):
@@ -28,10 +28,7 @@ def p50_ms(load, ext, verb, body, n):
 
 
 def metric(ext, name):
-    for ln in ext.request("GET", "/metrics")[1].decode().splitlines():
-        if ln.startswith(name + " "):
-            return float(ln.split()[-1])
-    return None
+    return metric_value(ext.request("GET", "/metrics")[1].decode(), name)
 
 
 def main():
@@ -49,8 +46,8 @@ def main():
     exts = []
     try:
         for _ in range(2):
-            e = Extender(os.path.join(a.build, "gpu-extender"), config=os.path.join(d, "config.json"),
-                         overrides=live_overrides(api, **{
+            e = Extender(os.path.join(a.build, "gpu-extender"),
+                         config=os.path.join(d, "config.json"), overrides=live_overrides(api, **{
                              "replicas.forward": True, "log.level": "warn",
                              "sources.files.metrics": [os.path.join(d, "dcgm.prom")]}))
             e.cfg["replicas"]["advertise_url"] = e.url("")

@@ -14,7 +14,7 @@ import threading
 import time
 
 from gxtest import (Checks, Extender, FakeApiServer, bind_args, free_port, live_overrides,
-                    shared_pod, stop_all)
+                    metric_value, shared_pod, stop_all, wait_for)
 
 NODE = "gpu-node-a"
 LEASE_S = 2
@@ -24,11 +24,7 @@ exts = []
 
 
 def metric(ext, name, labels=""):
-    want = name + labels
-    for ln in ext.request("GET", "/metrics")[1].decode().splitlines():
-        if ln.startswith(want + " "):
-            return float(ln.split()[-1])
-    return None
+    return metric_value(ext.request("GET", "/metrics")[1].decode(), name + labels)
 
 
 def replica(port=None):
@@ -40,16 +36,6 @@ def replica(port=None):
     ext.write_config(ext.cfg)
     exts.append(ext)
     return ext.start()
-
-
-def wait(pred, timeout, step=0.1):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
 
 
 def lease_holder():
@@ -67,7 +53,7 @@ def filter_call(ext, pod, headers=None):
 
 try:
     a = replica()
-    c.ok(wait(lambda: metric(a, "gpu_extender_leader") == 1, 5),
+    c.ok(wait_for(lambda: metric(a, "gpu_extender_leader") == 1, 5),
          "the first replica takes the leader Lease")
     c.eq(lease_holder(), a.url(""), "the Lease names it by its URL")
     b = replica()
@@ -92,7 +78,8 @@ try:
 
     st, _ = filter_call(b, pods[1], headers={"X-Gpu-Extender-Forwarded": "1"})
     c.eq(st, 200, "a call already forwarded is answered where it arrives")
-    c.eq(metric(b, "gpu_extender_forwarded_total"), 2, "and is not forwarded again (the filter and the bind before)")
+    c.eq(metric(b, "gpu_extender_forwarded_total"), 2,
+         "and is not forwarded again (the filter and the bind before)")
 
     # the leader dies while its Binding's answer is held: the follower finishes that bind itself
     api.control("POST", "/control/fault", {
@@ -102,7 +89,7 @@ try:
     t = threading.Thread(target=lambda: answer.update(
         bind=b.post_json(b.verb("bind"), bind_args(pods[1], NODE))))
     t.start()
-    wait(lambda: any(r["path"].startswith("/api/v1/namespaces/team-a/pods/p1/binding")
+    wait_for(lambda: any(r["path"].startswith("/api/v1/namespaces/team-a/pods/p1/binding")
                      for r in api.state()["request_log"]), 5)
     a.stop(sig=9)
     t.join(15)
@@ -117,7 +104,8 @@ try:
     c.eq(st, 200, "the leader killed: the follower answers itself")
     c.eq(metric(b, "gpu_extender_forward_fallbacks_total"), 2, "and counts the fallback")
     t0 = time.time()
-    took = wait(lambda: metric(b, "gpu_extender_leader") == 1 and time.time() - t0, LEASE_S * 3)
+    took = wait_for(lambda: metric(b, "gpu_extender_leader") == 1 and time.time() - t0,
+                    LEASE_S * 3)
     c.ok(took and took <= LEASE_S * 1.5 + 0.5,
          f"it takes the Lease a lease period after the last renewal ({took} s)")
     c.eq(lease_holder(), b.url(""), "the Lease names the follower now")
@@ -133,7 +121,8 @@ try:
 
     t0 = time.time()
     b.stop()
-    took = wait(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0, LEASE_S * 3)
+    took = wait_for(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0,
+                    LEASE_S * 3)
     c.ok(took and took < LEASE_S, f"a leader stopping hands the Lease back: taken in {took} s")
 
     cfg = dict(a2.cfg)

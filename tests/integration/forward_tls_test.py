@@ -10,10 +10,10 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
-from gxtest import Checks, Extender, FakeApiServer, live_overrides, shared_pod
+from gxtest import (Checks, Extender, FakeApiServer, live_overrides, metric_value, shared_pod,
+                    wait_for)
 
 NODE = "gpu-node-a"
 c = Checks("forward_tls")
@@ -40,22 +40,7 @@ def https(ext, method, path, body=None):
 
 
 def metric(ext, name):
-    for ln in https(ext, "GET", "/metrics")[1].decode().splitlines():
-        if ln.startswith(name + " "):
-            return float(ln.split()[-1])
-    return None
-
-
-def wait(pred, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if pred():
-                return True
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return False
+    return metric_value(https(ext, "GET", "/metrics")[1].decode(), name)
 
 
 def replica(pair):
@@ -68,7 +53,7 @@ def replica(pair):
     ext.log = open(ext.log_path, "ab")
     ext.proc = subprocess.Popen([sys.argv[1], "--config", ext.config_path], stdout=ext.log,
                                 stderr=ext.log)
-    if not wait(lambda: https(ext, "GET", "/readyz")[0] == 200, 20):
+    if not wait_for(lambda: https(ext, "GET", "/readyz")[0] == 200, 20):
         raise RuntimeError("replica not ready: " + ext.logs())
     return ext
 
@@ -83,7 +68,7 @@ def lease_holder():
 try:
     shared = self_signed("shared")
     a = replica(shared)
-    c.ok(wait(lambda: metric(a, "gpu_extender_leader") == 1, 5), "the first replica leads")
+    c.ok(wait_for(lambda: metric(a, "gpu_extender_leader") == 1, 5), "the first replica leads")
     c.eq(lease_holder(), f"https://127.0.0.1:{a.port}", "the Lease names its https:// URL")
     b = replica(shared)
     pod = shared_pod("p0", "uid-p0")

@@ -65,6 +65,15 @@ def wait_for(cond, timeout, what=None, interval=0.1, must=False):
     return None
 
 
+def metric_value(text, series):
+    """The value of @series (a metric name with its labels as rendered, e.g.
+    'gpu_extender_binds_total{outcome="bound"}') in the /metrics @text, or None."""
+    for ln in text.splitlines():
+        if ln.startswith(series + " "):
+            return float(ln.split()[-1])
+    return None
+
+
 def read_port(path):
     """The port a process wrote to @path once it listens; None before that."""
     try:
