@@ -187,6 +187,25 @@ Test(gang_two, entries_count_for_outsiders_and_other_groups_but_not_for_their_ow
                  "its own entry is what its bind takes");
 }
 
+Test(gang_two, a_node_is_seen_as_held_from_the_entry_made_after_the_last_call)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    struct gx_pod outsider = member("x", "");
+    struct gx_vshort v;
+
+    one_share_left();
+    cr_assert_str_eq(member_filter("m1", "trainer", one, T0), "gpu-a");
+    cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-b", T0, &v), GX_GANG_NONE,
+                 "no entry on gpu-b yet");
+    cr_assert_str_eq(member_filter("m2", "trainer", one, T0 + 1), "gpu-b");
+    cr_assert_neq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-b", T0 + 1, &v),
+                  GX_GANG_NONE, "m2's entry on gpu-b counts at once");
+    cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0 + TTL + 1, &v),
+                 GX_GANG_NONE, "m1's expired entry is dropped");
+    cr_assert_neq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-b", T0 + TTL + 1, &v),
+                  GX_GANG_NONE, "m2's, made later, still counts after the drop");
+}
+
 Test(gang_two, a_gang_that_fits_only_packed_is_packed)
 {
     struct gx_podreq two = req_shared(2, 0, -1);
