@@ -605,3 +605,26 @@ Test(gang_four, same_numa_keeps_a_nodes_members_on_the_numa_node_of_the_first)
     cr_assert(v.keep);
     cr_assert_eq(v.cards[0], 0, "without the option: NUMA node 0's cards");
 }
+
+Test(gang_big, with_many_entries_a_node_is_seen_as_held_from_the_entry_made_after_the_last_call)
+{
+    struct gx_podreq one = req_shared(1, 0, -1);
+    struct gx_pod p, outsider = member("x", "");
+    struct gx_why why = {{0}};
+    struct gx_vshort v;
+    char uid[16];
+
+    for (int i = 0; i < 12; i++) { /* more than are walked: the nodes' bits answer */
+        (void)snprintf(uid, sizeof(uid), "m%d", i);
+        p = member(uid, "big");
+        cr_assert_eq(gx_gang_put(t.g, &t.a.ctx, "ml/big", &p, &one, "gpu-a", TTL, T0, &why), GX_OK,
+                     "%s", why.text);
+    }
+    cr_assert_neq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-a", T0, &v), GX_GANG_NONE);
+    cr_assert_eq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-b", T0, &v), GX_GANG_NONE,
+                 "no entry on gpu-b");
+    p = member("m12", "big");
+    cr_assert_eq(gx_gang_put(t.g, &t.a.ctx, "ml/big", &p, &one, "gpu-b", TTL, T0, &why), GX_OK);
+    cr_assert_neq(gx_gang_verdict(t.g, &t.a.ctx, &outsider, &one, "gpu-b", T0, &v), GX_GANG_NONE,
+                  "the new entry on gpu-b counts at once");
+}
