@@ -125,3 +125,14 @@ Test(kwrite, pod_path_names_the_subresource_and_says_when_it_did_not_fit)
     cr_assert_str_eq(path, "/api/v1/namespaces/ml/pods/p/binding");
     cr_assert_geq(gx_kwrite_pod_path(path, 16, "ml", "p", ""), 16);
 }
+
+Test(kwrite, lease_path_names_one_lease_or_the_collection)
+{
+    char p[256];
+
+    gx_kwrite_lease_path(p, sizeof(p), "gpu-extender", "gpu-extender-leader");
+    cr_assert_str_eq(p, "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases/"
+                        "gpu-extender-leader");
+    gx_kwrite_lease_path(p, sizeof(p), "gpu-extender", "");
+    cr_assert_str_eq(p, "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases");
+}

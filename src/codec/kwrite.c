@@ -96,6 +96,13 @@ gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m)
     return rc;
 }
 
+void
+gx_kwrite_lease_path(char *out, size_t n, const char *ns, const char *name)
+{
+    (void)snprintf(out, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", ns,
+                   name[0] ? "/" : "", name);
+}
+
 size_t
 gx_kwrite_pod_path(char *out, size_t n, const char *ns, const char *name, const char *sub)
 {

@@ -37,6 +37,12 @@ enum gx_err gx_kwrite_lease(struct gx_buf *out, const struct gx_kmeta *m,
  */
 size_t gx_kwrite_pod_path(char *out, size_t n, const char *ns, const char *name, const char *sub);
 
+/**
+ * The API path of Lease @name in namespace @ns ("" @name: the namespace's
+ * Lease collection, where a new one is POSTed) into @out (@n bytes).
+ */
+void gx_kwrite_lease_path(char *out, size_t n, const char *ns, const char *name);
+
 /** A merge patch that sets the labels and annotations of @m (and nothing else). */
 enum gx_err gx_kwrite_meta_patch(struct gx_buf *out, const struct gx_kmeta *m) GX_WUR;
 

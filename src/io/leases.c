@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kwrite.h"
 #include "log.h"
 #include "strmap.h"
 
@@ -158,8 +159,7 @@ gx_leases_new(struct event_base *base, struct gx_kube *kube, const struct gx_con
     ls->ledger = ledger;
     ls->st = st;
     ls->rng = (uint64_t)gx_mono_ms() * 2654435761u | 1;
-    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
-                   cfg->kube_namespace);
+    gx_kwrite_lease_path(path, sizeof(path), cfg->kube_namespace, "");
     (void)snprintf(sel, sizeof(sel), "%s=true", GX_LEASE_LABEL);
     ls->sync_timer = evtimer_new(base, sync_cb, ls);
     if (ls->sync_timer != NULL) {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "kwrite.h"
 #include "log.h"
 
 struct lease_op {
@@ -377,8 +378,7 @@ q_write(struct gx_lease_q *q)
         q_end(q, GX_ETOOBIG, "the ledger lease would be too large");
         return;
     }
-    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s",
-                   ls->cfg->kube_namespace, q->exists ? "/" : "", q->exists ? q->name : "");
+    gx_kwrite_lease_path(path, sizeof(path), ls->cfg->kube_namespace, q->exists ? q->name : "");
     ls->st->requests++;
     q->xfer = gx_kube_request(ls->kube, q->exists ? "PUT" : "POST", path, body.data, body.len,
                               "application/json", q_timeout(q), put_done, q);
@@ -455,8 +455,7 @@ q_get(struct gx_lease_q *q)
 
     q->attempts++;
     q->missed = false; /* this read is newer than anything the watch showed so far */
-    (void)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
-                   q->ls->cfg->kube_namespace, q->name);
+    gx_kwrite_lease_path(path, sizeof(path), q->ls->cfg->kube_namespace, q->name);
     q->ls->st->requests++;
     q->xfer = gx_kube_request(q->ls->kube, "GET", path, NULL, 0, NULL, q_timeout(q), get_done, q);
     if (q->xfer == NULL) {

@@ -47,8 +47,23 @@ arm(struct gx_leader *ld)
 static void
 lease_path(const struct gx_leader *ld, bool item, char *out, size_t n)
 {
-    (void)snprintf(out, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
-                   ld->app->cfg->kube_namespace, item ? "/" LEASE_NAME : "");
+    gx_kwrite_lease_path(out, n, ld->app->cfg->kube_namespace, item ? LEASE_NAME : "");
+}
+
+/* The leader Lease in @body: its resourceVersion and holder ("" none) into *rv, *holder. */
+static bool
+decode(const struct gx_leader *ld, const char *body, size_t len, struct gx_arena *a,
+       const char **rv, const char **holder)
+{
+    struct gx_lease l;
+
+    if (gx_kobj_decode_lease(body, len, ld->app->cfg->max_json_depth, a, &l, NULL) != GX_OK) {
+        return false;
+    }
+    *rv = l.resource_version;
+    *holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
+    *holder = *holder != NULL ? *holder : "";
+    return true;
 }
 
 /* Log a change of who leads, once. */
@@ -70,15 +85,14 @@ write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct gx_leader *ld = ctx;
     struct gx_arena a;
-    struct gx_lease l;
+    const char *rv, *holder;
 
     ld->xfer = NULL;
     gx_arena_init(&a, 0);
     if (rc == GX_OK && (status == 200 || status == 201) &&
-        gx_kobj_decode_lease(body, len, ld->app->cfg->max_json_depth, &a, &l, NULL) == GX_OK) {
-        const char *holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
-        if (holder != NULL && strcmp(holder, ld->self) == 0) {
-            gx_elect_written(&ld->e, ld->self, l.resource_version, gx_mono_ms());
+        decode(ld, body, len, &a, &rv, &holder)) {
+        if (strcmp(holder, ld->self) == 0) {
+            gx_elect_written(&ld->e, ld->self, rv, gx_mono_ms());
         }
     } else if (status != 409) {
         gx_debug("leader lease not written", "rc=%s status=%ld", gx_strerror(rc), status);
@@ -120,29 +134,25 @@ read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct gx_leader *ld = ctx;
     struct gx_arena a;
-    struct gx_lease l = {.resource_version = "", .annotations = NULL};
-    const char *holder = NULL;
+    const char *rv = "", *holder = ""; /* 404: no Lease */
     enum gx_elect_act act;
 
     ld->xfer = NULL;
     gx_arena_init(&a, 0);
     if (rc != GX_OK || (status != 200 && status != 404) ||
-        (status == 200 &&
-         gx_kobj_decode_lease(body, len, ld->app->cfg->max_json_depth, &a, &l, NULL) != GX_OK)) {
+        (status == 200 && !decode(ld, body, len, &a, &rv, &holder))) {
         gx_debug("leader lease not read", "rc=%s status=%ld", gx_strerror(rc), status);
         gx_arena_release(&a);
         arm(ld);
         return;
     }
-    holder = gx_kv_get(l.annotations, l.n_annotations, LEADER_ANN);
-    act = gx_elect_observe(&ld->e, ld->self, l.resource_version, holder ? holder : "", gx_mono_ms(),
-                           lease_ms(ld));
+    act = gx_elect_observe(&ld->e, ld->self, rv, holder, gx_mono_ms(), lease_ms(ld));
     if (act == GX_ELECT_TAKE) {
         gx_info("taking the leader lease", "holder=%s resource_version=%s unchanged_ms=%lld",
                 ld->e.holder[0] ? ld->e.holder : "-", ld->e.rv[0] ? ld->e.rv : "-",
                 (long long)(gx_mono_ms() - ld->e.changed_ms));
     }
-    if (act == GX_ELECT_FOLLOW || !write_lease(ld, l.resource_version, ld->self)) {
+    if (act == GX_ELECT_FOLLOW || !write_lease(ld, rv, ld->self)) {
         note_change(ld);
         arm(ld);
     }
