@@ -405,3 +405,27 @@ Test(holds, no_store_and_unknown_nodes_hold_nothing, .init = world_init, .fini =
     cr_assert(mark("v", T0, NULL));
     cr_assert_eq(verdict("q", &shared2, "gpu-z", T0, NULL), GX_HOLD_NONE);
 }
+
+Test(holds, ending_one_active_hold_keeps_the_others, .init = world_init, .fini = world_free)
+{
+    struct gx_pod p1 = pod("p1");
+    struct gx_hold_info info;
+
+    put("p1", &shared4, "gpu-a", "v1", T0);
+    put("p2", &shared4, "gpu-b", "v2", T0);
+    put("p3", &shared2, "gpu-a", "v3", T0);
+    cr_assert(mark("v1", T0, NULL));
+    cr_assert(mark("v3", T0, NULL));
+    cr_assert(mark("v2", T0 + 1000, NULL));
+    cr_assert_not(gx_holds_pod_event(w.hs, &p1, true, TTL, T0, &info)); /* p1 gone */
+    cr_assert_not(gx_holds_under_way(w.hs, "p1", "gpu-a", T0));
+    cr_assert(gx_holds_under_way(w.hs, "p3", "gpu-a", T0));
+    cr_assert(gx_holds_under_way(w.hs, "p2", "gpu-b", T0));
+    cr_assert_eq(verdict("q", &shared2, "gpu-b", T0, NULL), GX_HOLD_DECIDED);
+    cr_assert_eq(verdict("q", &shared2, "gpu-a", T0, NULL), GX_HOLD_DECIDED);
+    /* p3's hold expires first and goes while gpu-a is asked about; p2's stays */
+    cr_assert_eq(verdict("q", &shared2, "gpu-a", T0 + TTL + 1, NULL), GX_HOLD_NONE);
+    cr_assert_not(gx_holds_under_way(w.hs, "p3", "gpu-a", T0));
+    cr_assert(gx_holds_under_way(w.hs, "p2", "gpu-b", T0 + TTL + 1));
+    cr_assert(gx_holds_any(w.hs));
+}

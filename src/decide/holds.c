@@ -30,7 +30,9 @@ struct hold {
 
 struct gx_holds {
     struct hold h[GX_HOLDS_MAX];
-    size_t n_active; /* lets a store with no active hold answer filter at once */
+    /* the active ones: a filter asks about every node, and the table is ~250 KB */
+    struct hold *active[GX_HOLDS_MAX];
+    size_t n_active;
     uint64_t seq;
 };
 
@@ -49,8 +51,11 @@ gx_holds_free(struct gx_holds *hs)
 static void
 hold_clear(struct gx_holds *hs, struct hold *h)
 {
-    if (h->active && hs->n_active > 0) {
-        hs->n_active--;
+    for (size_t i = 0; h->active && i < hs->n_active; i++) {
+        if (hs->active[i] == h) {
+            hs->active[i] = hs->active[--hs->n_active];
+            break;
+        }
     }
     memset(h, 0, sizeof(*h));
 }
@@ -149,7 +154,7 @@ gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int
         return false;
     }
     h->active = true;
-    hs->n_active++;
+    hs->active[hs->n_active++] = h;
     h->expires_ms = now_ms + ttl_ms;
     /*
      * The scheduler chose this node: the preemptor's other candidates are
@@ -171,10 +176,9 @@ gx_holds_pod_event(struct gx_holds *hs, const struct gx_pod *pod, bool gone, int
 bool
 gx_holds_under_way(const struct gx_holds *hs, const char *uid, const char *node, int64_t now_ms)
 {
-    for (size_t i = 0; hs != NULL && hs->n_active > 0 && i < GX_HOLDS_MAX; i++) {
-        const struct hold *h = &hs->h[i];
-        if (h->used && h->active && h->expires_ms >= now_ms && strcmp(h->uid, uid) == 0 &&
-            strcmp(h->node, node) == 0) {
+    for (size_t i = 0; hs != NULL && i < hs->n_active; i++) {
+        const struct hold *h = hs->active[i];
+        if (h->expires_ms >= now_ms && strcmp(h->uid, uid) == 0 && strcmp(h->node, node) == 0) {
             return true;
         }
     }
@@ -198,24 +202,21 @@ gx_holds_verdict(struct gx_holds *hs, const struct gx_decide_ctx *ctx, const str
     const struct gx_node *node;
     bool turned;
 
-    if (hs == NULL || hs->n_active == 0 ||
-        (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL) {
-        return GX_HOLD_NONE;
-    }
-    for (size_t i = 0; i < GX_HOLDS_MAX; i++) {
-        struct hold *h = &hs->h[i];
-        if (!h->used || !h->active || strcmp(h->node, node->name) != 0) {
-            continue;
-        }
-        if (h->expires_ms < now_ms || gx_ledger_find_pod(ctx->ledger, h->uid) != NULL) {
-            hold_clear(hs, h); /* expired, or the preemptor's own bind booked it */
-            continue;
-        }
-        if (strcmp(h->uid, pod->uid) != 0) {
-            apply[n++] = h;
+    for (size_t i = 0; hs != NULL && i < hs->n_active;) {
+        struct hold *h = hs->active[i];
+        if (strcmp(h->node, node_name) != 0) {
+            i++;
+        } else if (h->expires_ms < now_ms || gx_ledger_find_pod(ctx->ledger, h->uid) != NULL) {
+            hold_clear(hs, h); /* expired, or the preemptor's own bind booked it; i is the next */
+        } else {
+            if (strcmp(h->uid, pod->uid) != 0) {
+                apply[n++] = h;
+            }
+            i++;
         }
     }
-    if (n == 0 || (scratch = gx_ledger_scratch(ctx->ledger, node->name)) == NULL) {
+    if (n == 0 || (node = gx_snapshot_find(ctx->snap, node_name, strlen(node_name))) == NULL ||
+        (scratch = gx_ledger_scratch(ctx->ledger, node->name)) == NULL) {
         return GX_HOLD_NONE;
     }
     for (size_t i = 0; i < n; i++) {
