@@ -957,3 +957,40 @@ Test(ledger, lease_codec_keeps_the_gang_id)
     cr_assert_eq(gx_ledger_node_decode(bad, strlen(bad), &back, &n, &why), GX_EPARSE);
     cr_assert(strstr(why.text, "gang") != NULL, "%s", why.text);
 }
+
+/* Appends each changed node's name to the string @arg (gx_ledger_changed_since). */
+static void
+collect(void *arg, const char *node)
+{
+    char *out = arg;
+
+    (void)strncat(out, node, 255 - strlen(out));
+    (void)strncat(out, " ", 255 - strlen(out));
+}
+
+Test(ledger, changed_since_names_each_change_until_it_forgets)
+{
+    struct gx_ledger *l = gx_ledger_new();
+    char got[256] = "";
+    uint64_t v0;
+
+    cr_assert_eq(add1(l, "n1", mk("a", 0, false, 1, 0, 1000)), GX_OK);
+    v0 = gx_ledger_version(l);
+    cr_assert_eq(add1(l, "n2", mk("b", 0, false, 1, 0, 1000)), GX_OK); /* created, then added */
+    cr_assert_eq(gx_ledger_release(l, "a"), 1);
+    cr_assert(gx_ledger_changed_since(l, v0, collect, got));
+    cr_assert_str_eq(got, "n2 n2 n1 ");
+    got[0] = '\0';
+    cr_assert(gx_ledger_changed_since(l, gx_ledger_version(l), collect, got));
+    cr_assert_str_eq(got, "");
+    /* more changes than it remembers: the caller must take everything as changed */
+    for (int i = 0; i < GX_LEDGER_CHANGES; i++) {
+        cr_assert_eq(add1(l, "n3", mk("c", 0, false, 1, 0, 1000)), GX_OK);
+        cr_assert_eq(gx_ledger_release(l, "c"), 1);
+    }
+    cr_assert_not(gx_ledger_changed_since(l, v0, collect, got));
+    cr_assert_str_eq(got, "");
+    cr_assert(gx_ledger_changed_since(l, gx_ledger_version(l) - GX_LEDGER_CHANGES, collect, got));
+    cr_assert_not(gx_ledger_changed_since(l, gx_ledger_version(l) + 1, collect, got));
+    gx_ledger_free(l);
+}

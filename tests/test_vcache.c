@@ -512,3 +512,51 @@ Test(vcache, unknown_or_foreign_nodes_and_null_cache_are_computed)
     cr_assert_eq(hits(&w) + misses(&w), 0);
     world_free(&w);
 }
+
+Test(vcache, a_shape_asked_again_sees_the_bookings_made_meanwhile)
+{
+    static const int slots[N_CARDS] = {4, 4, 4, 4};
+    struct world w;
+    struct gx_tenant t = tenant("pod-a", 0, true, 0, NOW);
+    uint64_t m;
+
+    world_init(&w);
+    for (int n = 0; n < N_NODES; n++) {
+        cr_assert(decide(&w, req_excl(4), n).keep);
+    }
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-3", &t, 1, slots, N_CARDS), GX_OK);
+    for (int n = 0; n < N_NODES; n++) {
+        (void)decide(&w, req_excl(1), n); /* another shape's column syncs, this one waits */
+    }
+    m = misses(&w);
+    cr_assert_not(decide(&w, req_excl(4), 3).keep);
+    cr_assert_eq(misses(&w), m + 1);
+    cr_assert(decide(&w, req_excl(4), 1).keep);
+    cr_assert_eq(misses(&w), m + 1, "a node that did not change is still answered from the cache");
+    world_free(&w);
+}
+
+Test(vcache, more_changes_than_the_ledger_remembers_decide_every_node_again)
+{
+    static const int slots[N_CARDS] = {4, 4, 4, 4};
+    struct world w;
+    struct gx_tenant t = tenant("pod-a", 0, true, 0, NOW);
+    uint64_t m;
+
+    world_init(&w);
+    for (int n = 0; n < N_NODES; n++) {
+        cr_assert(decide(&w, req_excl(4), n).keep);
+    }
+    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-4", &t, 1, slots, N_CARDS), GX_OK);
+    for (int i = 0; i < GX_LEDGER_CHANGES; i++) {
+        struct gx_tenant u = tenant("pod-b", 1, true, 0, NOW);
+        cr_assert_eq(gx_ledger_add(w.ledger, "gpu-0", &u, 1, slots, N_CARDS), GX_OK);
+        cr_assert_eq(gx_ledger_release(w.ledger, "pod-b"), 1);
+    }
+    m = misses(&w);
+    for (int n = 0; n < N_NODES; n++) {
+        cr_assert_eq(decide(&w, req_excl(4), n).keep, n != 4, "node %d", n);
+    }
+    cr_assert_eq(misses(&w), m + N_NODES);
+    world_free(&w);
+}

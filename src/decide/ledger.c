@@ -34,6 +34,8 @@ struct gx_ledger {
     struct gx_strmap nodes; /* name -> struct gx_ledger_node * (owned) */
     struct gx_strmap uids;  /* pod UID -> struct uid_link * (owned) */
     uint64_t version;       /* last value handed to an entry (gx_ledger_version) */
+    /* changed[v % GX_LEDGER_CHANGES]: the entry given version v (entries live as long as @l) */
+    const struct gx_ledger_node *changed[GX_LEDGER_CHANGES];
 };
 
 /* Length of @uid if it is a valid NUL-terminated uid, else 0. */
@@ -153,6 +155,7 @@ static void
 entry_touch(struct gx_ledger *l, struct gx_ledger_node *e)
 {
     e->version = ++l->version;
+    l->changed[l->version % GX_LEDGER_CHANGES] = e;
 }
 
 /* The entry of @node, created empty when missing. NULL on ENOMEM. */
@@ -243,6 +246,21 @@ uint64_t
 gx_ledger_version(const struct gx_ledger *l)
 {
     return l != NULL ? l->version : 0;
+}
+
+bool
+gx_ledger_changed_since(const struct gx_ledger *l, uint64_t since,
+                        void (*fn)(void *arg, const char *node), void *arg)
+{
+    uint64_t now = gx_ledger_version(l);
+
+    if (since > now || now - since > GX_LEDGER_CHANGES) {
+        return false;
+    }
+    for (uint64_t v = since + 1; v <= now; v++) {
+        fn(arg, l->changed[v % GX_LEDGER_CHANGES]->node);
+    }
+    return true;
 }
 
 const struct gx_ledger_node *

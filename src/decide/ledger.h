@@ -71,6 +71,19 @@ const struct gx_ledger_node *gx_ledger_node(const struct gx_ledger *l, const cha
  */
 uint64_t gx_ledger_version(const struct gx_ledger *l);
 
+/** Changes of @l that gx_ledger_changed_since remembers. */
+#define GX_LEDGER_CHANGES 256
+
+/**
+ * Call @fn with the name of the entry of each change after version @since
+ * (an entry changed twice comes twice) and return true; false, calling
+ * nothing, when more than GX_LEDGER_CHANGES changes came since (the caller
+ * must take every entry as changed). Lets a cache of every node find the few
+ * that changed without looking each one up. Cannot fail.
+ */
+bool gx_ledger_changed_since(const struct gx_ledger *l, uint64_t since,
+                             void (*fn)(void *arg, const char *node), void *arg);
+
 /** Usage of one card: slices held, memory booked, tenant count, exclusive holder. */
 struct gx_card_usage {
     int slices; /* slots of slice-sized tenants */
