@@ -273,7 +273,7 @@ INSTALLS = {
 }
 
 
-def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-pods-only"):
+def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-pods-only", qps=0):
     name = "bench-bare" if mode == "bare" else "gpu-scheduler"
     prefix = f"{mode}"
     t0 = time.time()
@@ -287,6 +287,8 @@ def run_mode(c, mode, npods, profile=None, profile_s=20, gang=0, install="gpu-po
                      "/debug/pprof/*"] + ([GATES] if gang else [])}
     if INSTALLS[install]["scheduler"] != "kube-scheduler-config.yaml":
         spec["config"] = INSTALLS[install]["scheduler"]
+    if qps:
+        spec["client_qps"] = qps
     if mode == "bare":
         spec.update(no_extender=True, scheduler_name=name)
     else:
@@ -373,6 +375,9 @@ def main():
                          "manifests/config.json) or the GPU-pods-only overlay's (until 2026-12-04)")
     ap.add_argument("--profile", help="directory for the scheduler's CPU profiles")
     ap.add_argument("--profile-s", type=int, default=20)
+    ap.add_argument("--scheduler-qps", type=int, default=0,
+                    help="kube-scheduler's clientConnection qps (burst twice that) in both modes; "
+                         "0: the shipped config's (Kubernetes' default, 50)")
     ap.add_argument("--gang", type=int, default=0,
                     help="PodGroups of this many pods (a multiple of it: --pods)")
     a = ap.parse_args()
@@ -393,7 +398,7 @@ def main():
         print(f"{n} nodes: cluster up in {time.time() - t0:.0f} s", flush=True)
         try:
             for mode in a.modes.split(","):
-                r = run_mode(c, mode, a.pods, a.profile, a.profile_s, a.gang, a.install)
+                r = run_mode(c, mode, a.pods, a.profile, a.profile_s, a.gang, a.install, a.scheduler_qps)
                 r["install"] = a.install
                 r["nodes"] = len(c.node_names)  # generated + demo nodes
                 r["generated_nodes"] = n

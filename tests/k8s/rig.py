@@ -562,6 +562,8 @@ class Cluster:
             cfg["profiles"][0]["schedulerName"] = spec["scheduler_name"]
         if spec.get("leader_elect") is not None:
             cfg["leaderElection"]["leaderElect"] = spec["leader_elect"]
+        if spec.get("client_qps"):  # a measurement without kube-scheduler's client rate limit
+            cfg["clientConnection"].update(qps=spec["client_qps"], burst=2 * spec["client_qps"])
         # Benchmark baseline: the same configuration without the extenders entry.
         if spec.get("no_extender"):
             del cfg["extenders"]
