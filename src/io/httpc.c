@@ -126,6 +126,7 @@ check_done(struct gx_httpc *c)
         res.seconds = (double)(gx_mono_us() - x->start_us) / 1e6;
         res.body = x->resp.data ? x->resp.data : "";
         res.body_len = x->resp.len;
+        (void)curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &res.content_type);
         if (x->abort_rc != GX_OK) {
             res.rc = x->abort_rc;
             res.error = x->abort_rc == GX_ETOOBIG ? "response too large" : "stream aborted";

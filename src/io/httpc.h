@@ -81,6 +81,7 @@ struct gx_httpc_result {
                             or 3xx: "HTTP <status>"; NULL otherwise */
     enum gx_upkind kind; /* classification of the failure for metrics */
     double seconds;
+    const char *content_type; /* of the response, NULL if none */
 };
 
 /** Called once when a transfer ends (not after gx_httpc_cancel). */

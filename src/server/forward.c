@@ -38,7 +38,8 @@ forward_done(void *ctx, const struct gx_httpc_result *res)
         gx_buf_init(&b, res->body_len + 1);
         if (gx_buf_add(&b, res->body, res->body_len) == GX_OK) {
             app->metrics.forwarded++;
-            gx_reply_body(&app->metrics, op->r, op->verb, (int)res->status, "application/json", &b);
+            gx_reply_body(&app->metrics, op->r, op->verb, (int)res->status,
+                          res->content_type != NULL ? res->content_type : "application/json", &b);
         } else {
             gx_buf_release(&b);
             gx_reply_error(&app->metrics, op->r, op->verb, 500, "out of memory");
@@ -56,13 +57,6 @@ forward_done(void *ctx, const struct gx_httpc_result *res)
     free(op);
 }
 
-static bool
-scheduling_verb(enum gx_verb v)
-{
-    return v == GX_VERB_FILTER || v == GX_VERB_PRIORITIZE || v == GX_VERB_BIND ||
-           v == GX_VERB_PREEMPT;
-}
-
 bool
 gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forward_local_cb local)
 {
@@ -72,14 +66,15 @@ gx_forward(struct gx_app *app, struct gx_http_req *r, enum gx_verb verb, gx_forw
     struct gx_httpc_auth auth = {0};
     char url[1024];
     size_t len = 0;
-    const char *body;
+    const char *body, *fmt = gx_http_query(r, "format");
     int w;
 
-    if (leader == NULL || !scheduling_verb(verb) ||
-        gx_http_header(r, GX_FORWARDED_HEADER) != NULL) {
+    if (leader == NULL || gx_http_header(r, GX_FORWARDED_HEADER) != NULL) {
         return false;
     }
-    w = snprintf(url, sizeof(url), "%s%s", leader, gx_http_path(r));
+    /* the only query any forwarded route reads (the debug explains' text form) */
+    w = snprintf(url, sizeof(url), "%s%s%s", leader, gx_http_path(r),
+                 fmt != NULL && strcmp(fmt, "text") == 0 ? "?format=text" : "");
     if (w <= 0 || (size_t)w >= sizeof(url) || (op = calloc(1, sizeof(*op))) == NULL) {
         return false;
     }

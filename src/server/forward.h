@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * forward.h - replicas.forward: a replica that does not lead answers
- * kube-scheduler's filter, prioritize, bind and preempt calls with the
- * leader's answers (leader.h), so one replica decides and each decision
+ * kube-scheduler's filter, prioritize, bind and preempt calls (and the
+ * debug explains of filter and preempt) with the leader's answers
+ * (leader.h), so one replica decides and each decision
  * sees every bind in flight, as with one replica, whatever the Service in
  * front of them does (round-robin included). With TLS the leader is trusted
  * by the serving key the replicas share (gx_leader_pin). A call the leader cannot take
@@ -27,7 +28,7 @@ struct gx_app;
 typedef void (*gx_forward_local_cb)(struct gx_app *app, struct gx_http_req *r);
 
 /**
- * Forward @r (a scheduling call of @verb) to the leader: true when it went
+ * Forward @r (a call of @verb the leader answers) to the leader: true when it went
  * (it is answered later, by the leader or by @local), false when this
  * replica answers it now.
  */

@@ -143,8 +143,8 @@ render_preempt(const struct gx_metrics *m, struct gx_buf *b)
          "ledger.binds_in_flight (at most half a bind deadline later).",
          m->filters_paced},
         {"gpu_extender_forwarded_total",
-         "Scheduling calls (filter, prioritize, bind, preempt) this replica forwarded to the "
-         "leader replica and answered with its answer (replicas.forward).",
+         "Calls (filter, prioritize, bind, preempt, the debug explains) this replica forwarded "
+         "to the leader replica and answered with its answer (replicas.forward).",
          m->forwarded},
         {"gpu_extender_forward_fallbacks_total",
          "Scheduling calls this replica answered itself because the leader replica could not "

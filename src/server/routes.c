@@ -582,24 +582,26 @@ enum where { AT_ROOT, UNDER_PREFIX };
 struct route {
     enum where where;
     const char *path;
-    bool post;  /* POST; else GET or HEAD */
-    bool debug; /* only with server.debug_endpoints */
+    bool post;   /* POST; else GET or HEAD */
+    bool debug;  /* only with server.debug_endpoints */
+    bool leader; /* answered by the leader replica (replicas.forward, forward.h) */
     enum gx_verb verb;
     void (*handler)(struct gx_app *app, struct gx_http_req *r);
 };
 
 static const struct route routes[] = {
-    {UNDER_PREFIX, "/filter", true, false, GX_VERB_FILTER, handle_filter},
-    {UNDER_PREFIX, "/prioritize", true, false, GX_VERB_PRIORITIZE, handle_prioritize},
-    {UNDER_PREFIX, "/bind", true, false, GX_VERB_BIND, handle_bind},
-    {UNDER_PREFIX, "/preempt", true, false, GX_VERB_PREEMPT, handle_preempt},
-    {AT_ROOT, "/healthz", false, false, GX_VERB_OTHER, handle_healthz},
-    {AT_ROOT, "/readyz", false, false, GX_VERB_OTHER, handle_readyz},
-    {AT_ROOT, "/version", false, false, GX_VERB_OTHER, handle_version},
-    {AT_ROOT, "/metrics", false, false, GX_VERB_OTHER, handle_metrics},
-    {AT_ROOT, "/debug/explain", true, true, GX_VERB_OTHER, handle_explain},
-    {AT_ROOT, "/debug/preempt", true, true, GX_VERB_OTHER, handle_preempt_explain},
-    {AT_ROOT, "/debug/cards", false, true, GX_VERB_OTHER, handle_cards},
+    {UNDER_PREFIX, "/filter", true, false, true, GX_VERB_FILTER, handle_filter},
+    {UNDER_PREFIX, "/prioritize", true, false, true, GX_VERB_PRIORITIZE, handle_prioritize},
+    {UNDER_PREFIX, "/bind", true, false, true, GX_VERB_BIND, handle_bind},
+    {UNDER_PREFIX, "/preempt", true, false, true, GX_VERB_PREEMPT, handle_preempt},
+    {AT_ROOT, "/healthz", false, false, false, GX_VERB_OTHER, handle_healthz},
+    {AT_ROOT, "/readyz", false, false, false, GX_VERB_OTHER, handle_readyz},
+    {AT_ROOT, "/version", false, false, false, GX_VERB_OTHER, handle_version},
+    {AT_ROOT, "/metrics", false, false, false, GX_VERB_OTHER, handle_metrics},
+    /* what filter and preempt would answer: the leader's, which sees every bind in flight */
+    {AT_ROOT, "/debug/explain", true, true, true, GX_VERB_OTHER, handle_explain},
+    {AT_ROOT, "/debug/preempt", true, true, true, GX_VERB_OTHER, handle_preempt_explain},
+    {AT_ROOT, "/debug/cards", false, true, false, GX_VERB_OTHER, handle_cards},
 };
 
 /* True when @path is route @rt's under @prefix. */
@@ -638,7 +640,7 @@ gx_routes_handle(void *ctx, struct gx_http_req *r)
         } else if (rt->post && gx_http_too_big(r)) {
             gx_reply_error(&app->metrics, r, rt->verb, 413,
                            "request body exceeds server.max_body_bytes");
-        } else if (!gx_forward(app, r, rt->verb, rt->handler)) {
+        } else if (!rt->leader || !gx_forward(app, r, rt->verb, rt->handler)) {
             rt->handler(app, r);
         }
         return;

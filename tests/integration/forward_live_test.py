@@ -1,7 +1,7 @@
 """Issue 19, replicas behind a round-robin Service: with replicas.forward one replica holds the
 leader Lease and answers kube-scheduler's calls; the others forward theirs to it, so every
 decision sees every bind in flight. Checked on the fake API server with two real replicas:
-who leads, that a follower's filter and bind are the leader's, that a forwarded call is never
+who leads, that a follower's filter, bind and debug explains are the leader's, that a forwarded call is never
 forwarded again, that a follower answers itself when the leader is gone and takes the Lease a
 lease period later, that a bind in flight when the leader died is finished by the follower
 (bound and booked once), that a restarted replica follows, that a leader stopping hands the Lease
@@ -29,7 +29,8 @@ def metric(ext, name, labels=""):
 
 def replica(port=None):
     ext = Extender(sys.argv[1], overrides=live_overrides(
-        api, **{"replicas.forward": True, "replicas.lease_s": LEASE_S}))
+        api, **{"replicas.forward": True, "replicas.lease_s": LEASE_S,
+                "server.debug_endpoints": True}))
     if port is not None:
         ext.port = ext.cfg["server"]["port"] = port
     ext.cfg["replicas"]["advertise_url"] = ext.url("")
@@ -80,6 +81,17 @@ try:
     c.eq(st, 200, "a call already forwarded is answered where it arrives")
     c.eq(metric(b, "gpu_extender_forwarded_total"), 2,
          "and is not forwarded again (the filter and the bind before)")
+
+    # an operator's explain is the leader's too: what its filter and preempt would answer
+    fwd = metric(b, "gpu_extender_forwarded_total")
+    for query, kind in (("", "application/json"), ("?format=text", "text/plain")):
+        st_b, via_b, hdr = b.request("POST", "/debug/explain" + query, pods[2])
+        st_a, direct, _ = a.request("POST", "/debug/explain" + query, pods[2])
+        c.ok(st_b == 200 and via_b == direct and hdr.get("Content-Type", "").startswith(kind),
+             f"an explain{query} sent to the follower is the leader's answer, as {kind}")
+    st_b, via_b, _ = b.request("POST", "/debug/preempt", pods[2])
+    c.eq(st_b, a.request("POST", "/debug/preempt", pods[2])[0], "so is a preempt explain")
+    c.eq(metric(b, "gpu_extender_forwarded_total"), fwd + 3, "all three forwarded")
 
     # the leader dies while its Binding's answer is held: the follower finishes that bind itself
     api.control("POST", "/control/fault", {
