@@ -513,18 +513,26 @@ Test(vcache, unknown_or_foreign_nodes_and_null_cache_are_computed)
     world_free(&w);
 }
 
-Test(vcache, a_shape_asked_again_sees_the_bookings_made_meanwhile)
+/* Every node's verdict for 4 whole GPUs cached, then one card of @node booked whole. */
+static void
+cache_all_then_book(struct world *w, const char *node)
 {
     static const int slots[N_CARDS] = {4, 4, 4, 4};
-    struct world w;
     struct gx_tenant t = tenant("pod-a", 0, true, 0, NOW);
+
+    world_init(w);
+    for (int n = 0; n < N_NODES; n++) {
+        cr_assert(decide(w, req_excl(4), n).keep);
+    }
+    cr_assert_eq(gx_ledger_add(w->ledger, node, &t, 1, slots, N_CARDS), GX_OK);
+}
+
+Test(vcache, a_shape_asked_again_sees_the_bookings_made_meanwhile)
+{
+    struct world w;
     uint64_t m;
 
-    world_init(&w);
-    for (int n = 0; n < N_NODES; n++) {
-        cr_assert(decide(&w, req_excl(4), n).keep);
-    }
-    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-3", &t, 1, slots, N_CARDS), GX_OK);
+    cache_all_then_book(&w, "gpu-3");
     for (int n = 0; n < N_NODES; n++) {
         (void)decide(&w, req_excl(1), n); /* another shape's column syncs, this one waits */
     }
@@ -540,14 +548,9 @@ Test(vcache, more_changes_than_the_ledger_remembers_decide_every_node_again)
 {
     static const int slots[N_CARDS] = {4, 4, 4, 4};
     struct world w;
-    struct gx_tenant t = tenant("pod-a", 0, true, 0, NOW);
     uint64_t m;
 
-    world_init(&w);
-    for (int n = 0; n < N_NODES; n++) {
-        cr_assert(decide(&w, req_excl(4), n).keep);
-    }
-    cr_assert_eq(gx_ledger_add(w.ledger, "gpu-4", &t, 1, slots, N_CARDS), GX_OK);
+    cache_all_then_book(&w, "gpu-4");
     for (int i = 0; i < GX_LEDGER_CHANGES; i++) {
         struct gx_tenant u = tenant("pod-b", 1, true, 0, NOW);
         cr_assert_eq(gx_ledger_add(w.ledger, "gpu-0", &u, 1, slots, N_CARDS), GX_OK);
