@@ -495,6 +495,9 @@ Test(ledger, lease_decode_accepts_empty_and_rejects_bad_input)
         "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"uid\":\"v\",\"pod\":\"p\",\"card\":0,"
         "\"exclusive\":false,\"slices\":1,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\","
         "\"since_ms\":1}]}",
+        /* an exclusive tenant on no card (found by fuzz_ledger: read, but never written) */
+        "{\"v\":1,\"tenants\":[{\"uid\":\"u\",\"pod\":\"p\",\"card\":-1,\"exclusive\":true,"
+        "\"slices\":0,\"memory_mib\":0,\"util_pct\":-1,\"state\":\"bound\",\"since_ms\":1}]}",
     };
     const char *empty = "{\"v\":1,\"tenants\":[]}";
     struct gx_tenant *t = NULL;

@@ -271,6 +271,15 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         gx_why_set(why, "milli: an exclusive tenant holds the whole card");
         return GX_EPARSE;
     }
+    if (t->exclusive && t->card == GX_CARD_ANY) {
+        gx_why_set(why, "card: an exclusive tenant holds one card");
+        return GX_EPARSE;
+    }
+    /* the ledger's own rule last: what it would not write is never read (fuzz_ledger) */
+    if (!gx_ledger_tenant_valid(t)) {
+        gx_why_set(why, "tenant: out of range");
+        return GX_EPARSE;
+    }
     return GX_OK;
 }
 
