@@ -290,37 +290,49 @@ gx_ledger_find_pod(const struct gx_ledger *l, const char *uid)
     return k != NULL ? k->node : NULL;
 }
 
-bool
-gx_ledger_tenant_valid(const struct gx_tenant *t)
+const char *
+gx_ledger_tenant_problem(const struct gx_tenant *t)
 {
-    if (uid_len(t->uid) == 0 || memchr(t->pod, '\0', sizeof(t->pod)) == NULL) {
-        return false;
+    if (uid_len(t->uid) == 0) {
+        return "uid: empty or too long";
+    }
+    if (memchr(t->pod, '\0', sizeof(t->pod)) == NULL) {
+        return "pod: too long";
     }
     if (t->card < GX_CARD_ANY || t->card > GX_LEDGER_MAX_CARD) {
-        return false;
+        return "card: out of range";
     }
     if (t->card == GX_CARD_ANY && t->exclusive) {
-        return false;
+        return "card: an exclusive tenant holds one card";
     }
     if (t->slices < 0 || t->slices > GX_LEDGER_MAX_SLICES || t->milli < 0 ||
-        t->milli > GX_CARD_MILLI || (t->exclusive && t->milli > 0)) {
-        return false;
+        t->milli > GX_CARD_MILLI) {
+        return "slices, milli: out of range";
+    }
+    if (t->exclusive && t->milli > 0) {
+        return "milli: an exclusive tenant holds the whole card";
     }
     if (!t->exclusive && t->slices < 1 && t->milli < 1) {
-        return false;
+        return "slices: a shared tenant holds at least one slice or milli";
     }
     if (t->memory_mib < 0 || t->memory_mib > GX_LEDGER_MAX_MIB || t->host_mem_mib < 0 ||
         t->host_mem_mib > GX_LEDGER_MAX_MIB || t->cpu_milli < 0 ||
         t->cpu_milli > GX_LEDGER_MAX_CPU) {
-        return false;
+        return "memory_mib, host_mem_mib, cpu_milli: out of range";
     }
     if (!(t->util_pct == -1.0 || (t->util_pct >= 0.0 && t->util_pct <= 100.0))) {
-        return false;
+        return "util_pct: out of range";
     }
     if (t->state != GX_TENANT_RESERVED && t->state != GX_TENANT_BOUND) {
-        return false;
+        return "state: unknown";
     }
-    return t->since_ms >= 0;
+    return t->since_ms < 0 ? "since_ms: negative" : NULL;
+}
+
+bool
+gx_ledger_tenant_valid(const struct gx_tenant *t)
+{
+    return gx_ledger_tenant_problem(t) == NULL;
 }
 
 /* True when @e already holds exactly the tenants @t[0..n) of their uid. */

@@ -163,6 +163,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
         "uid",   "pod",      "card",  "exclusive", "slices",       "memory_mib", "util_pct",
         "state", "since_ms", "milli", "cpu_milli", "host_mem_mib", "gang"};
     bool seen[F_N] = {false};
+    const char *problem;
     const cJSON *c;
     int64_t v = 0;
 
@@ -263,21 +264,9 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             return GX_EPARSE;
         }
     }
-    if (!t->exclusive && t->slices < 1 && t->milli < 1) {
-        gx_why_set(why, "slices: a shared tenant holds at least one slice or milli");
-        return GX_EPARSE;
-    }
-    if (t->exclusive && t->milli > 0) {
-        gx_why_set(why, "milli: an exclusive tenant holds the whole card");
-        return GX_EPARSE;
-    }
-    if (t->exclusive && t->card == GX_CARD_ANY) {
-        gx_why_set(why, "card: an exclusive tenant holds one card");
-        return GX_EPARSE;
-    }
-    /* the ledger's own rule last: what it would not write is never read (fuzz_ledger) */
-    if (!gx_ledger_tenant_valid(t)) {
-        gx_why_set(why, "tenant: out of range");
+    /* the ledger's own rule: what it would not write is never read (fuzz_ledger) */
+    if ((problem = gx_ledger_tenant_problem(t)) != NULL) {
+        gx_why_set(why, "%s", problem);
         return GX_EPARSE;
     }
     return GX_OK;

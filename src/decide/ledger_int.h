@@ -29,4 +29,7 @@
  */
 bool gx_ledger_tenant_valid(const struct gx_tenant *t);
 
+/** What is wrong with @t ("field: why", static), or NULL when gx_ledger_tenant_valid. */
+const char *gx_ledger_tenant_problem(const struct gx_tenant *t);
+
 #endif
