@@ -6,6 +6,8 @@
 #include "gx_test.h"
 
 #include "admit.h"
+#include "kobj.h"
+#include "podreq.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -232,7 +234,7 @@ Test(admit, notes_name_uuids_and_fall_back_to_the_index)
     gx_admit_notes(&w.nodes[0], &whole2, &p, &n);
     cr_assert_str_eq(n.uuids, "GPU-0000,1");
     cr_assert_str_eq(n.index, "0,1");
-    cr_assert_str_eq(n.slices, "0");
+    cr_assert_str_eq(n.slices, ""); /* not a share: the pod asked for no time slices */
     p.n_cards = 1;
     p.cards[0] = 1;
     gx_admit_notes(&w.nodes[0], &shared1, &p, &n);
@@ -277,6 +279,101 @@ Test(admit, binding_carries_node_and_annotations_in_one_object)
     cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "annotations"));
     cJSON_Delete(doc);
     gx_buf_release(&b);
+    world_free(&w);
+}
+
+/* @json_sq with single quotes for double ones, on the heap. */
+static char *
+dq(const char *json_sq)
+{
+    char *s = strdup(json_sq);
+
+    cr_assert_not_null(s);
+    for (char *p = s; *p != '\0'; p++) {
+        *p = *p == '\'' ? '"' : *p;
+    }
+    return s;
+}
+
+/* Classify the pod of JSON @json; cr_assert that it is a valid request. */
+static struct gx_podreq
+classify(const struct gx_config *cfg, const char *json)
+{
+    struct gx_arena a;
+    struct gx_pod pod;
+    struct gx_podreq r;
+    struct gx_why why = {{0}};
+
+    gx_arena_init(&a, 0);
+    cr_assert_eq(gx_kobj_decode_pod(json, strlen(json), 64, &a, &pod, &why), GX_OK, "%s", json);
+    cr_assert_eq(gx_podreq_parse(cfg, &pod, &r, &why), GX_OK, "%s: %s", json, why.text);
+    gx_arena_release(&a);
+    return r;
+}
+
+/*
+ * The Binding's annotations land on the pod (the API server copies them):
+ * read again, the bound pod asks for what it asked. A whole-GPU pod once
+ * got time-slices "0" and every later read (a retried bind, explain)
+ * refused it as time slices combined with whole GPUs.
+ */
+Test(admit, a_bound_pod_asks_for_what_it_asked)
+{
+    static const char *const pods[] = {
+        "{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}}",
+        "{'metadata':{'annotations':{'gpu-extender.io/time-slices':'2'}},'spec':{'containers':"
+        "[{'name':'a','resources':{'limits':{'gpu-extender.io/time-slice':'1'}}}]}}",
+        "{'metadata':{'annotations':{'gpu-extender.io/gpu-milli':'300'}},'spec':{'containers':"
+        "[{'name':'a','resources':{'limits':{'gpu-extender.io/time-slice':'1'}}}]}}",
+        "{'spec':{'containers':[{'name':'a','resources':{'limits':{'gpu-extender.io/time-slice':"
+        "'3'}}}]}}",
+        "{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu.shared':'2'}}}"
+        "]}}",
+    };
+    struct world w;
+
+    world_init(&w);
+    for (size_t i = 0; i < GX_ARRAY_LEN(pods); i++) {
+        char *json = dq(pods[i]), *bound;
+        struct gx_podreq before = classify(&w.cfg, json), after;
+        struct gx_admit_plan p = {.changed = true, .cards = {0, 1}};
+        struct gx_admit_notes n;
+        struct gx_buf b;
+        cJSON *pod = cJSON_Parse(json), *binding, *md, *ann;
+
+        /* the device plugin picks a share's card: the plan names none */
+        p.n_cards = before.kind == GX_REQ_EXCLUSIVE ? (int)before.gpus : !before.device_plugin;
+        gx_admit_notes(&w.nodes[0], &before, &p, &n);
+        gx_buf_init(&b, 1 << 20);
+        cr_assert_eq(gx_admit_binding(&w.cfg, "ml", "p", "uid-1", "gpu-a", &n, &b), GX_OK);
+        binding = cJSON_ParseWithLength(b.data, b.len);
+        cr_assert_not_null(binding, "%s", b.data);
+        md = cJSON_GetObjectItem(pod, "metadata");
+        if (md == NULL) {
+            md = cJSON_AddObjectToObject(pod, "metadata");
+        }
+        if (cJSON_GetObjectItem(md, "annotations") == NULL) {
+            cJSON_AddObjectToObject(md, "annotations");
+        }
+        ann = cJSON_GetObjectItem(cJSON_GetObjectItem(binding, "metadata"), "annotations");
+        for (cJSON *a = ann != NULL ? ann->child : NULL; a != NULL; a = a->next) {
+            cJSON *to = cJSON_GetObjectItem(md, "annotations");
+            cJSON_DeleteItemFromObject(to, a->string);
+            cJSON_AddStringToObject(to, a->string, a->valuestring);
+        }
+        bound = cJSON_PrintUnformatted(pod);
+        after = classify(&w.cfg, bound);
+        cr_assert_eq(after.kind, before.kind, "%s", bound);
+        cr_assert_eq(after.gpus, before.gpus, "%s", bound);
+        cr_assert_eq(after.slices, before.slices, "%s", bound);
+        cr_assert_eq(after.milli, before.milli, "%s", bound);
+        cr_assert_eq(after.device_plugin, before.device_plugin, "%s", bound);
+        free(bound);
+        cJSON_Delete(binding);
+        cJSON_Delete(pod);
+        gx_buf_release(&b);
+        free(json);
+    }
     world_free(&w);
 }
 

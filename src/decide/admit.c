@@ -252,8 +252,15 @@ gx_admit_notes(const struct gx_node *node, const struct gx_podreq *req,
         join(out->uuids, sizeof(out->uuids), &ou, i == 0, uuid != NULL ? uuid : num);
         join(out->index, sizeof(out->index), &oi, i == 0, num);
     }
-    (void)snprintf(out->slices, sizeof(out->slices), "%d",
-                   req->kind == GX_REQ_SHARED ? req->slices : 0);
+    /*
+     * The pod's own request annotation: written where it says what the pod
+     * asked already. On a whole-GPU pod ("0") or a device-plugin share it
+     * made the bound pod an invalid request that every later read refused.
+     */
+    out->slices[0] = '\0';
+    if (req->kind == GX_REQ_SHARED && !req->device_plugin) {
+        (void)snprintf(out->slices, sizeof(out->slices), "%d", req->slices);
+    }
 }
 
 enum gx_err
@@ -267,7 +274,7 @@ gx_admit_binding(const struct gx_config *cfg, const char *ns, const char *name, 
         ann[m.n_annotations++] = (struct gx_kv){cfg->ann_uuids, notes->uuids};
         ann[m.n_annotations++] = (struct gx_kv){cfg->ann_index, notes->index};
     }
-    if (notes != NULL) {
+    if (notes != NULL && notes->slices[0] != '\0') {
         ann[m.n_annotations++] = (struct gx_kv){cfg->ann_slices, notes->slices};
     }
     return gx_kwrite_binding(out, &m, node);

@@ -60,7 +60,7 @@ size_t gx_admit_slots(const struct gx_config *cfg, const struct gx_node *sn, int
 struct gx_admit_notes {
     char uuids[2048]; /* a card's index where no dcgm-exporter series named its UUID */
     char index[256];
-    char slices[16]; /* time slices held, "0" for whole cards */
+    char slices[16]; /* time slices of an annotation-driven share, "" for any other pod */
 };
 
 /** Fill @out for @plan of a pod asking @req on snapshot node @node (may be NULL). */
