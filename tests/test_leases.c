@@ -653,6 +653,8 @@ Test(leases, endless_conflicts_give_up_after_the_retry_bound)
     cr_assert(run_until(&e, is_synced), "first list");
     book(&e);
     cr_assert_eq(e.rc, GX_ECONFLICT, "%s", e.why);
+    cr_assert_str_eq(e.why,
+                     "the ledger lease of " NODE " kept changing (compare-and-swap conflicts)");
     cr_assert_eq(e.calls, e.cfg->ledger_cas_retries, "one mutate per allowed attempt");
     cr_assert_null(gx_ledger_find_pod(e.l, "uid-mine"), "the cache shows nothing unwritten");
     env_fini(&e);
@@ -904,6 +906,10 @@ Test(leases, a_write_that_keeps_failing_gives_up_as_upstream_error)
     book_faulty(&e, 0, 1000);
     cr_assert_neq(e.rc, GX_OK);
     cr_assert_neq(e.rc, GX_ECONFLICT, "bind answers a rejection for a conflict only");
+    /* the reconcile's log line has no node of its own: the reason names it */
+#define W "cannot write the ledger lease of " NODE ": "
+    cr_assert(strncmp(e.why, W, sizeof(W) - 1) == 0, "%s", e.why);
+#undef W
     cr_assert_geq(e.calls, 2, "tried again");
     cr_assert_leq(e.calls, e.cfg->ledger_cas_retries, "within the retry bound");
     cr_assert_null(gx_ledger_find_pod(e.l, "uid-mine"), "the cache shows nothing unwritten");

@@ -299,14 +299,18 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     if (rc == GX_OK && status == 409) {
         ls->st->cas_conflicts++;
         ls->st->errors[GX_UPERR_CONFLICT]++;
-        q_retry(q, GX_ECONFLICT, "the ledger lease kept changing (compare-and-swap conflicts)");
+        (void)snprintf(msg, sizeof(msg),
+                       "the ledger lease of %.100s kept changing (compare-and-swap conflicts)",
+                       q->node);
+        q_retry(q, GX_ECONFLICT, msg);
         return;
     }
     ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
     /* a write that timed out or failed with a 5xx may have landed: the Lease tells, not a guess */
     q->missed = true;
     gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
-    (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease: %s", what);
+    (void)snprintf(msg, sizeof(msg), "cannot write the ledger lease of %.100s: %.160s", q->node,
+                   what);
     if (gx_kobj_retryable(rc, status)) {
         /*
          * Read it again and let the updates decide on what it holds: a
@@ -428,7 +432,8 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     if (rc != GX_OK || status != 200) {
         q->ls->st->errors[rc == GX_ETIMEDOUT ? GX_UPERR_TIMEOUT : GX_UPERR_HTTP]++;
         gx_kobj_failure_text(rc, status, body, len, what, sizeof(what));
-        (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease: %s", what);
+        (void)snprintf(msg, sizeof(msg), "cannot read the ledger lease of %.100s: %.160s", q->node,
+                       what);
         if (gx_kobj_retryable(rc, status)) {
             q_retry(q, rc == GX_OK ? GX_EUPSTREAM : rc, msg);
         } else {
@@ -439,7 +444,7 @@ get_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     if (gx_leases_decode_json(q->ls, body, len, q->rv, sizeof(q->rv), &q->orig, &q->n_orig, &why) !=
         GX_OK) {
         q->ls->st->errors[GX_UPERR_PARSE]++;
-        (void)snprintf(msg, sizeof(msg), "unreadable ledger lease: %s",
+        (void)snprintf(msg, sizeof(msg), "unreadable ledger lease of %.100s: %.160s", q->node,
                        why.text[0] ? why.text : "not JSON");
         q_end(q, GX_EPARSE, msg);
         return;
