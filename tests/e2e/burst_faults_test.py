@@ -8,6 +8,8 @@ the control plane. Modes (argv[2]):
   one      one replica
   two      two replicas behind a round-robin proxy (the Service)
   kill     one replica, killed -9 mid-burst and started again
+  kill-leader  two replicas behind a round-robin proxy (the shipped install), the leader
+           killed -9 mid-burst and started again
   restart  one replica, kube-scheduler restarted mid-burst
 
 Every pod must end bound, and the invariants of every e2e test hold (tests/e2e/e2e.py: each
@@ -29,7 +31,7 @@ import sys
 import time
 import urllib.request
 
-from e2e import ANN, Checks, create, finish, get_pods, log, pod, rig, wait_for
+from e2e import ANN, Checks, create, finish, get_pods, histo, log, pod, rig, wait_for
 from gxtest import read_port
 
 MODE = sys.argv[2] if len(sys.argv) > 2 else "one"
@@ -84,7 +86,7 @@ if os.environ.get("GX_BURST_FORWARD") == "0":  # replicas that decide each for i
 if os.environ.get("GX_BURST_BINDS"):  # ledger.binds_in_flight; 100000: no limit, as before it
     OVERRIDES["ledger.binds_in_flight"] = int(os.environ["GX_BURST_BINDS"])
 extenders = [{"name": "a", "via_faults": True, "overrides": OVERRIDES}]
-if MODE == "two":
+if MODE in ("two", "kill-leader"):
     extenders.append({"name": "b", "via_faults": True, "overrides": OVERRIDES})
 c = rig(sys.argv[1], generate=NODES, schedulers=[], extenders=extenders, faults=True)
 burners = []
@@ -96,7 +98,7 @@ try:
     # the extender's writes, not kube-scheduler's own lock.
     sched = {"name": "gpu-scheduler", "extender": "a", "via_faults": True, "args": SCHED_ARGS,
              "leader_elect": False, "http_timeout": BUDGET[0] if BUDGET else None}
-    if MODE == "two":
+    if len(extenders) == 2:
         pf = c.path("rr.port")
         ports = [c.extender_spec(n)["port"] for n in ("a", "b")]
         c.start("roundrobin", [os.path.join(c.bin, "faultproxy"), "--port-file", pf,
@@ -112,13 +114,17 @@ try:
     c.set_faults(**FAULTS)
     t0 = time.time()
     c.start_scheduler("gpu-scheduler")
-    if MODE in ("kill", "restart"):
+    if MODE in ("kill", "kill-leader", "restart"):
         wait_for(lambda: bound(c) >= len(pods) // 3, 300, interval=1)
         log(f"{bound(c)} bound at {time.time() - t0:.0f} s: {MODE}")
-        if MODE == "kill":
-            c.kill_extender("a")
+        if MODE.startswith("kill"):
+            victim = next((e["name"] for e in extenders if MODE == "kill" or
+                           c.extender_metrics(e["name"]).get(("gpu_extender_leader", frozenset()))),
+                          "a")
+            log(f"killing extender {victim}")
+            c.kill_extender(victim)
             time.sleep(2)
-            c.start_extender("a")
+            c.start_extender(victim)
         else:
             sched_totals = attempts(c)
             c.stop_scheduler("gpu-scheduler")
@@ -149,6 +155,13 @@ try:
     failed = a.get("unschedulable", 0) + a.get("error", 0)
     log(f"scheduler attempts: {a}; failed/scheduled = {failed / max(scheduled, 1):.3f}; "
         f"{n / took:.1f} pods/s")
+    for e in extenders:
+        m = c.extender_metrics(e["name"])
+        b = histo(m, "gpu_extender_request_duration_seconds", verb="bind")
+        k = histo(m, "gpu_extender_upstream_duration_seconds", upstream="kubernetes")
+        log(f"extender {e['name']} (since its start): {b[0]:g} binds, mean {b[1]:.2f} s, p50 <= "
+            f"{b[2]:g} s, p90 <= {b[3]:g} s; {k[0]:g} API calls, mean {k[1]:.3f} s, "
+            f"p90 <= {k[3]:g} s")
     if MODE == "two" and OVERRIDES.get("replicas.forward", True):
         # one leader for the whole burst: its renewals land through the faults (a renewal that
         # changed nothing kept its resourceVersion, and the other replica took over every 10 s)

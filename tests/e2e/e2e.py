@@ -250,6 +250,28 @@ def pool_node(name, pool):
     return n
 
 
+def histo(metrics, name, **labels):
+    """(count, mean s, p50 s, p90 s) of histogram @name in parsed /metrics, its series of @labels;
+    the quantiles are the upper bounds of the buckets they fall in."""
+    want = set(labels.items())
+    buckets, total, count = [], 0.0, 0.0
+    for (m, ls), v in metrics.items():
+        if not want <= set(ls):
+            continue
+        if m == name + "_bucket":
+            le = dict(ls)["le"]
+            buckets.append((float("inf") if le == "+Inf" else float(le), v))
+        elif m == name + "_sum":
+            total = v
+        elif m == name + "_count":
+            count = v
+    buckets.sort()
+
+    def q(f):
+        return next((le for le, n in buckets if n >= f * count), float("nan"))
+    return count, total / max(count, 1), q(0.5), q(0.9)
+
+
 def rig(extender_bin, **kw):
     kw.setdefault("extender_bin", extender_bin)
     return Cluster(**kw).up()
