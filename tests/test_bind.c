@@ -617,25 +617,38 @@ Test(bind, a_lost_lease_race_retries_the_reservation)
 }
 
 /* The label fails after the Lease write: the release is a round of its own. */
-Test(bind, a_label_patch_failing_twice_releases_the_reservation)
+Test(bind, a_label_patch_failing_thrice_releases_the_reservation)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    e.f.patch_ms = 300; /* the Lease write ends first */
+    e.f.patch_ms = 100; /* the Lease write ends first */
+    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
+           RESERVE "PATCH pod,PATCH pod,PATCH pod," RELEASE, "");
+}
+
+/* Tried again only while half the bind's deadline (1 s here) is left for it and the Binding. */
+Test(bind, a_slow_failing_label_patch_is_tried_while_half_the_deadline_is_left)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.patch_status = 500;
+    e.f.patch_ms = 300; /* the second answer comes with 400 ms left */
     expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
            RESERVE "PATCH pod,PATCH pod," RELEASE, "");
 }
 
-Test(bind, a_label_patch_failing_once_is_sent_again)
+Test(bind, a_label_patch_failing_twice_is_sent_again)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 503;
-    e.f.patch_failures = 1;
-    expect(&e, GX_BIND_OK, "", RESERVE "PATCH pod,PATCH pod,POST binding," MARK_BOUND, "bound");
+    e.f.patch_failures = 2;
+    expect(&e, GX_BIND_OK, "", RESERVE "PATCH pod,PATCH pod,PATCH pod,POST binding," MARK_BOUND,
+           "bound");
 }
 
 static int g_patches_seen; /* label PATCHes the next held_with_patches waits for */
@@ -744,10 +757,10 @@ Test(bind, a_label_failing_during_the_lease_write_releases_after_it)
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    bind_with_lease_write_held(&e, 2); /* the PATCH and its one retry */
+    bind_with_lease_write_held(&e, 3); /* the PATCH and its two retries */
     cr_assert_eq(e.app.metrics.binds[GX_BIND_ERROR], 1, "%s", e.error);
     cr_assert_str_eq(e.error, "cannot label the pod: HTTP 500: boom");
-    assert_trace(&e, RESERVE "PATCH pod,PATCH pod," RELEASE);
+    assert_trace(&e, RESERVE "PATCH pod,PATCH pod,PATCH pod," RELEASE);
     assert_booking(&e, "");
     env_fini(&e);
 }
@@ -953,7 +966,7 @@ late_release(int hold_call)
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    e.f.patch_failures = 2; /* the PATCH and its one retry */
+    e.f.patch_failures = 3; /* the PATCH and its two retries */
     e.f.hold_call = hold_call;
     e.f.hold = true;
     bind_post(&e);
