@@ -616,28 +616,28 @@ Test(bind, a_lost_lease_race_retries_the_reservation)
            "GET lease,PUT lease,GET lease,PUT lease,PATCH pod,POST binding," MARK_BOUND, "bound");
 }
 
-/* The label fails after the Lease write: the release is a round of its own. */
-Test(bind, a_label_patch_failing_thrice_releases_the_reservation)
+/* Every label PATCH fails, each answered @patch_ms late: the bind fails after @trace. */
+static void
+label_fails(int patch_ms, const char *trace)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.patch_status = 500;
-    e.f.patch_ms = 100; /* the Lease write ends first */
-    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
-           RESERVE "PATCH pod,PATCH pod,PATCH pod," RELEASE, "");
+    e.f.patch_ms = patch_ms;
+    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom", trace, "");
+}
+
+/* The label fails after the Lease write: the release is a round of its own. */
+Test(bind, a_label_patch_failing_thrice_releases_the_reservation)
+{
+    label_fails(100, RESERVE "PATCH pod,PATCH pod,PATCH pod," RELEASE);
 }
 
 /* Tried again only while half the bind's deadline (1 s here) is left for it and the Binding. */
 Test(bind, a_slow_failing_label_patch_is_tried_while_half_the_deadline_is_left)
 {
-    struct env e;
-
-    env_init(&e, true);
-    e.f.patch_status = 500;
-    e.f.patch_ms = 300; /* the second answer comes with 400 ms left */
-    expect(&e, GX_BIND_ERROR, "cannot label the pod: HTTP 500: boom",
-           RESERVE "PATCH pod,PATCH pod," RELEASE, "");
+    label_fails(300, RESERVE "PATCH pod,PATCH pod," RELEASE); /* 2nd answer: 400 ms left */
 }
 
 Test(bind, a_label_patch_failing_twice_is_sent_again)
