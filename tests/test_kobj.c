@@ -773,6 +773,11 @@ Test(kobj, failure_text_says_what_the_server_said)
     gx_kobj_failure_text(GX_ETIMEDOUT, 0, NULL, 0, out, sizeof(out));
     cr_assert_str_eq(out, gx_strerror(GX_ETIMEDOUT));
     cr_assert_null(strstr(out, "ok"));
+    /* no answer: what the transport said (gx_kube_request passes it as the body) */
+    gx_kobj_failure_text(GX_EUPSTREAM, 0, "Empty reply from server", 23, out, sizeof(out));
+    cr_assert_str_eq(out, "upstream error: Empty reply from server");
+    gx_kobj_failure_text(GX_ETIMEDOUT, 0, "Operation timed out after 9 ms", 30, out, sizeof(out));
+    cr_assert_str_eq(out, gx_strerror(GX_ETIMEDOUT), "a timeout says all");
 }
 
 /* Worth sending again at once: a broken connection, a 5xx, a 429; not a timeout, not a 4xx. */

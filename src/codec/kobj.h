@@ -172,7 +172,9 @@ enum gx_err gx_kobj_decode_pod_list(const char *json, size_t len, int max_depth,
 /**
  * What a failed API call says: "HTTP 409: <Status.message>" from the
  * Status body the API server sends with an error, "HTTP 500" without one,
- * or the transfer error (@rc not GX_OK: "timeout", ...). Into @out (@n).
+ * or the transfer error (@rc not GX_OK: "timed out", or e.g. "upstream
+ * error: Empty reply from server" with the transport's text in @body).
+ * Into @out (@n).
  */
 void gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, char *out,
                           size_t n);

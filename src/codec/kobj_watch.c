@@ -20,7 +20,12 @@ gx_kobj_failure_text(enum gx_err rc, long status, const char *body, size_t len, 
     const cJSON *msg = NULL;
 
     if (rc != GX_OK) {
-        (void)snprintf(out, n, "%s", gx_strerror(rc));
+        /* a timeout says all; any other failure keeps the transport's words (gx_kube_request) */
+        if (rc != GX_ETIMEDOUT && body != NULL && len > 0) {
+            (void)snprintf(out, n, "%s: %.*s", gx_strerror(rc), (int)(len < 200 ? len : 200), body);
+        } else {
+            (void)snprintf(out, n, "%s", gx_strerror(rc));
+        }
         return;
     }
     if (kobj_doc_parse(&doc, body, len, 8, 0, NULL) == GX_OK) {

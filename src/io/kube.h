@@ -107,7 +107,11 @@ void gx_kube_watch_free(struct gx_kube_watch *w);
  */
 void gx_kube_watch_relist(struct gx_kube_watch *w);
 
-/** Result of gx_kube_request. @body is borrowed for the call. */
+/**
+ * Result of gx_kube_request. @body is borrowed for the call; with no answer
+ * (@rc not GX_OK) it is the transport's error text, e.g. "Empty reply from
+ * server", and @status is 0.
+ */
 typedef void (*gx_kube_done_cb)(void *ctx, enum gx_err rc, long status, const char *body,
                                 size_t len);
 

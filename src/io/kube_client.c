@@ -282,7 +282,11 @@ request_done_cb(void *ctx, const struct gx_httpc_result *res)
     } else {
         gx_kube_mark_success(k);
     }
-    if (done != NULL) {
+    if (done != NULL && res->rc != GX_OK) {
+        /* no answer: the transport's words stand in for the body (gx_kobj_failure_text) */
+        const char *why = res->error != NULL ? res->error : "";
+        done(dctx, res->rc, 0, why, strlen(why));
+    } else if (done != NULL) {
         done(dctx, res->rc, res->status, res->body, res->body_len);
     }
 }
