@@ -1071,6 +1071,17 @@ Test(bind, a_binding_conflict_with_an_unreadable_pod_keeps_the_booking)
            BIND "GET pod", "reserved");
 }
 
+/* A 409 and then no pod at all: it was deleted, so its booking goes at once. */
+Test(bind, a_binding_conflict_with_a_deleted_pod_releases_the_booking)
+{
+    struct env e;
+
+    env_init(&e, true);
+    e.f.binding_status = 409;
+    e.f.get_status = 404;
+    expect(&e, GX_BIND_ERROR, "the pod was deleted", BIND "GET pod," RELEASE, "");
+}
+
 /* An old booking elsewhere moves only when the pod shows it is still pending. */
 Test(bind, an_old_booking_of_a_pod_bound_there_is_not_moved)
 {

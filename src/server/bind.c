@@ -423,8 +423,8 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
     }
 }
 
-/* Where CHECK found the pod: unknown (the read failed), pending, here, or gone elsewhere. */
-enum pod_where { PW_UNKNOWN, PW_PENDING, PW_HERE, PW_ELSEWHERE };
+/* Where CHECK found the pod: unknown (the read failed), pending, here, elsewhere, or deleted. */
+enum pod_where { PW_UNKNOWN, PW_PENDING, PW_HERE, PW_ELSEWHERE, PW_DELETED };
 
 static enum pod_where
 pod_where(const struct bind_op *op, enum gx_err rc, long status, const char *body, size_t len)
@@ -433,6 +433,9 @@ pod_where(const struct bind_op *op, enum gx_err rc, long status, const char *bod
     struct gx_pod pod;
     enum pod_where w = PW_UNKNOWN;
 
+    if (rc == GX_OK && status == 404) {
+        return PW_DELETED; /* no pod of that name: no Binding of ours can land any more */
+    }
     gx_arena_init(&a, 0);
     if (rc == GX_OK && status == 200 &&
         gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK) {
@@ -468,6 +471,8 @@ check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         op_enter(op, BS_BINDING);
     } else if (w == PW_ELSEWHERE) {
         op_fail(op, GX_BIND_ERROR, "the pod is already bound to another node", "");
+    } else if (w == PW_DELETED) {
+        op_fail(op, GX_BIND_ERROR, "the pod was deleted", "");
     } else {
         /*
          * Only a pod seen elsewhere frees the booking: one whose read failed
