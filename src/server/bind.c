@@ -475,7 +475,7 @@ check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         op_fail(op, GX_BIND_ERROR, "the pod was deleted", "");
     } else {
         /*
-         * Only a pod seen elsewhere frees the booking: one whose read failed
+         * Only a pod seen elsewhere or deleted frees the booking: one whose read failed
          * may be bound here already (a 409 after an earlier attempt's late
          * Binding). The reconciler marks it bound or releases it.
          */
