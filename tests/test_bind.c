@@ -1059,27 +1059,29 @@ Test(bind, a_renewed_booking_outlives_a_failed_retry)
     env_fini(&e);
 }
 
-/* A 409 whose follow-up read fails: the pod may be bound here already, so the booking stays. */
-Test(bind, a_binding_conflict_with_an_unreadable_pod_keeps_the_booking)
+/* The Binding conflicts and the read that follows answers @get_status. */
+static void
+conflict_then_read(int get_status, const char *error, const char *trace, const char *booking)
 {
     struct env e;
 
     env_init(&e, true);
     e.f.binding_status = 409;
-    e.f.get_status = 500;
-    expect(&e, GX_BIND_ERROR, "the binding conflicted and the pod could not be read",
-           BIND "GET pod", "reserved");
+    e.f.get_status = get_status;
+    expect(&e, GX_BIND_ERROR, error, trace, booking);
+}
+
+/* A 409 whose follow-up read fails: the pod may be bound here already, so the booking stays. */
+Test(bind, a_binding_conflict_with_an_unreadable_pod_keeps_the_booking)
+{
+    conflict_then_read(500, "the binding conflicted and the pod could not be read", BIND "GET pod",
+                       "reserved");
 }
 
 /* A 409 and then no pod at all: it was deleted, so its booking goes at once. */
 Test(bind, a_binding_conflict_with_a_deleted_pod_releases_the_booking)
 {
-    struct env e;
-
-    env_init(&e, true);
-    e.f.binding_status = 409;
-    e.f.get_status = 404;
-    expect(&e, GX_BIND_ERROR, "the pod was deleted", BIND "GET pod," RELEASE, "");
+    conflict_then_read(404, "the pod was deleted", BIND "GET pod," RELEASE, "");
 }
 
 /* An old booking elsewhere moves only when the pod shows it is still pending. */
