@@ -44,6 +44,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 
 from rig import Cluster, wait_for  # noqa: E402
+from rig import histogram_quantile as quantile  # noqa: E402
 
 NS = "e2e"
 GATES = "--feature-gates=GenericWorkload=true"
@@ -182,23 +183,6 @@ def watch_binds(c, prefix, npods):
                 time.sleep(0.2)
     threading.Thread(target=run, daemon=True).start()
     return bound
-
-
-def quantile(buckets, q):
-    """Linear interpolation inside the bucket, as histogram_quantile does."""
-    items = sorted(buckets.items())
-    if not items or items[-1][1] == 0:
-        return None
-    total = items[-1][1]
-    rank = q * total
-    prev_le, prev_n = 0.0, 0.0
-    for le, n in items:
-        if n >= rank:
-            if le == float("inf"):
-                return prev_le
-            return prev_le + (le - prev_le) * (rank - prev_n) / max(n - prev_n, 1e-9)
-        prev_le, prev_n = le, n
-    return items[-1][0]
 
 
 def cpu_seconds(pid):

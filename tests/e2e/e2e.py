@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 from gxtest import Checks  # noqa: E402
-from rig import DEMO_NODES, Cluster, wait_for  # noqa: E402
+from rig import DEMO_NODES, Cluster, histogram_quantile, wait_for  # noqa: E402
 
 NS = "e2e"
 ANN = "gpu-extender.io/"
@@ -251,25 +251,23 @@ def pool_node(name, pool):
 
 
 def histo(metrics, name, **labels):
-    """(count, mean s, p50 s, p90 s) of histogram @name in parsed /metrics, its series of @labels;
-    the quantiles are the upper bounds of the buckets they fall in."""
+    """(count, mean s, p50 s, p90 s) of histogram @name in parsed /metrics, its series of
+    @labels (the quantiles as PromQL's histogram_quantile gives them)."""
     want = set(labels.items())
-    buckets, total, count = [], 0.0, 0.0
+    buckets, total, count = {}, 0.0, 0.0
     for (m, ls), v in metrics.items():
         if not want <= set(ls):
             continue
         if m == name + "_bucket":
-            le = dict(ls)["le"]
-            buckets.append((float("inf") if le == "+Inf" else float(le), v))
+            buckets[float(dict(ls)["le"])] = v  # float("+Inf") is inf
         elif m == name + "_sum":
             total = v
         elif m == name + "_count":
             count = v
-    buckets.sort()
-
-    def q(f):
-        return next((le for le, n in buckets if n >= f * count), float("nan"))
-    return count, total / max(count, 1), q(0.5), q(0.9)
+    nan = float("nan")
+    p50, p90 = histogram_quantile(buckets, 0.5), histogram_quantile(buckets, 0.9)
+    return (count, total / max(count, 1), nan if p50 is None else p50,
+            nan if p90 is None else p90)
 
 
 def rig(extender_bin, **kw):

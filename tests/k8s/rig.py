@@ -635,6 +635,24 @@ class Cluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def histogram_quantile(buckets, q):
+    """Quantile @q of a Prometheus histogram's cumulative {le: count} (le float, inf last),
+    interpolated inside its bucket as PromQL's histogram_quantile does; None when empty."""
+    items = sorted(buckets.items())
+    if not items or items[-1][1] == 0:
+        return None
+    total = items[-1][1]
+    rank = q * total
+    prev_le, prev_n = 0.0, 0.0
+    for le, n in items:
+        if n >= rank:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_n) / max(n - prev_n, 1e-9)
+        prev_le, prev_n = le, n
+    return items[-1][0]
+
+
 def _die_with_parent():
     import ctypes
 
