@@ -423,7 +423,8 @@ binding_done(void *ctx, enum gx_err rc, long status, const char *body, size_t le
     }
 }
 
-/* Where CHECK found the pod: unknown (the read failed), pending, here, elsewhere, or deleted. */
+/* Where CHECK (or MOVE_CHECK) found the pod: unknown (the read failed), pending, here, elsewhere,
+ * deleted. */
 enum pod_where { PW_UNKNOWN, PW_PENDING, PW_HERE, PW_ELSEWHERE, PW_DELETED };
 
 static enum pod_where
@@ -493,19 +494,10 @@ static void
 move_check_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct bind_op *op = ctx;
-    struct gx_arena a;
-    struct gx_pod pod;
-    bool pending = false;
 
     op->xfer = NULL;
-    gx_arena_init(&a, 0);
-    if (rc == GX_OK && status == 200 &&
-        gx_kobj_decode_pod(body, len, op->app->cfg->max_json_depth, &a, &pod, NULL) == GX_OK) {
-        pending = strcmp(pod.uid, op->uid) == 0 && pod.node_name == NULL;
-    }
-    gx_arena_release(&a);
-    if (!pending) {
-        /* bound (there, most likely), replaced or unknown: the booking stays where it is */
+    if (pod_where(op, rc, status, body, len) != PW_PENDING) {
+        /* bound (there, most likely), replaced, deleted or unknown: the booking stays */
         op_fail(op, GX_BIND_ERROR, "the pod holds GPUs on another node and is not pending",
                 op->other);
         return;
