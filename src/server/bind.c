@@ -46,6 +46,7 @@ struct bind_op {
     struct gx_podreq req;
     enum bind_state state;
     int64_t deadline_ms;
+    int64_t begun_ms, reserved_ms; /* the gate let it in, the Lease had it (0: not yet) */
     struct gx_httpc_xfer *xfer;
     struct gx_admit_plan plan;
     struct gx_tenant gang[GX_MAX_PICK]; /* the cards a gang member's entry planned here */
@@ -170,27 +171,42 @@ op_timeout(const struct bind_op *op)
     return left < floor ? (long)floor : (long)left;
 }
 
+/* Where @op's time went, for its log line: waiting at the gate, the Lease round, the rest. */
+static const char *
+op_times(const struct bind_op *op, char *buf, size_t size)
+{
+    int64_t start = gx_http_start_ms(op->r), now = gx_mono_ms();
+    int64_t begun = op->begun_ms ? op->begun_ms : now;
+    int64_t reserved = op->reserved_ms ? op->reserved_ms : begun;
+
+    (void)snprintf(buf, size, "ms=%lld gate_ms=%lld lease_ms=%lld", (long long)(now - start),
+                   (long long)(begun - start), (long long)(reserved - begun));
+    return buf;
+}
+
 /* Answer with outcome @o, then free @op. */
 static void
 op_finish(struct bind_op *op, enum gx_bind_outcome o)
 {
     bool ok = o == GX_BIND_OK || o == GX_BIND_REPEAT;
-    char q[600], qp[700], qn[300];
+    char q[600], qp[700], qn[300], t[96];
 
     if (ok) {
         gx_info(o == GX_BIND_OK ? "pod bound" : "pod already bound here (retried bind)",
-                "req=%llu pod=%s node=%s cards=%d", (unsigned long long)gx_http_id(op->r),
+                "req=%llu pod=%s node=%s cards=%d %s", (unsigned long long)gx_http_id(op->r),
                 gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
-                gx_log_quote(qn, sizeof(qn), op->node), op->plan.n_cards);
+                gx_log_quote(qn, sizeof(qn), op->node), op->plan.n_cards,
+                op_times(op, t, sizeof(t)));
         if (op->req.kind != GX_REQ_NONE) {
             gx_bg_write(op->app, GX_BG_BOUND, op->node, op->uid);
         }
         gx_requeue_done(op->app, op->uid);
     } else {
-        gx_warn("bind failed", "req=%llu pod=%s node=%s error=%s",
+        gx_warn("bind failed", "req=%llu pod=%s node=%s error=%s %s",
                 (unsigned long long)gx_http_id(op->r),
                 gx_log_quote_pod(qp, sizeof(qp), op->ns, op->name),
-                gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error));
+                gx_log_quote(qn, sizeof(qn), op->node), gx_log_quote(q, sizeof(q), op->error),
+                op_times(op, t, sizeof(t)));
         gx_gang_bind_failed(&op->gw); /* before any Binding: its gang fails whole */
     }
     if (op->gate.state == GX_GATE_RUNNING) {
@@ -322,6 +338,7 @@ reserve_done(void *ctx, enum gx_err rc, const char *why)
 
     op_unhold(op, rc == GX_OK); /* the Lease has the booking now, or the bind fails */
     if (rc == GX_OK) {
+        op->reserved_ms = gx_mono_ms();
         gx_gang_booked(op->app, op->uid); /* its own booking holds the cards from now on */
     }
     if (rc != GX_OK) {
@@ -680,6 +697,7 @@ op_begin(void *ctx)
 {
     struct bind_op *op = ctx;
 
+    op->begun_ms = gx_mono_ms();
     if (!op->req_known) {
         /* filter ran on another replica: the pod itself tells what it asks for */
         op_enter(op, BS_READ_POD);

@@ -46,7 +46,7 @@ def crash_during(pod, fault, reached):
 
 try:
     ext = Extender(sys.argv[1], overrides=OVR).start()
-    pods = [shared_pod(f"crash-{i}", f"uid-crash-{i}") for i in range(4)]
+    pods = [shared_pod(f"crash-{i}", f"uid-crash-{i}") for i in range(5)]
     for p in pods:
         api.control("POST", "/control/pods", p)
 
@@ -90,12 +90,24 @@ try:
     api.control("DELETE", "/control/pods/team-a/crash-3")
     c.ok(wait(lambda: not tenants_of("uid-crash-3"), 20), "orphan reservation released by the reconciler")
 
+    # 5. A slow Lease write shows in the bind's log line: where the bind's time went.
+    api.control("POST", "/control/fault", {"kind": "slow", "method": "PUT", "delay_s": 0.4, "count": 1,
+                                           "path_prefix": "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases"})
+    st, res = ext.post_json(ext.verb("bind"), bind_args(pods[4], NODE))
+    c.eq(res, {"Error": ""}, "bind through a slow Lease write succeeds")
+    api.control("DELETE", "/control/fault")
+    line = next((ln for ln in ext.logs().splitlines() if '"pod bound"' in ln and "crash-4" in ln), "")
+    t = dict(kv.split("=", 1) for kv in line.split() if kv.split("=", 1)[0] in ("ms", "gate_ms", "lease_ms"))
+    c.ok(len(t) == 3 and 400 <= int(t["lease_ms"]) <= int(t["ms"]) and int(t["gate_ms"]) < 400,
+         f"the bound line says the Lease write took the time: {line}")
+
     # The ledger is consistent: one tenant per bound pod, slots respected.
     tenants = api.lease_tenants(NODE)
-    c.eq(sorted(t["uid"] for t in tenants), ["uid-crash-0", "uid-crash-1", "uid-crash-2"], "final tenants")
+    c.eq(sorted(t["uid"] for t in tenants), ["uid-crash-0", "uid-crash-1", "uid-crash-2", "uid-crash-4"],
+         "final tenants")
     c.ok(sum(t["slices"] for t in tenants if t["card"] == 1) <= 4, "card 1 within its slots")
     bound = {b["name"] for b in api.state()["bindings"] if b.get("code") == 201}
-    c.eq(bound, {"crash-0", "crash-1", "crash-2"}, "Bindings match the tenants")
+    c.eq(bound, {"crash-0", "crash-1", "crash-2", "crash-4"}, "Bindings match the tenants")
 finally:
     if ext is not None:
         if c.failed:
