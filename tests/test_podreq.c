@@ -299,6 +299,30 @@ Test(podreq, rejects_time_slices_with_whole_gpus, .init = setup, .fini = teardow
                "cannot be combined"));
 }
 
+Test(podreq, reads_bound_pods_through_the_old_bindings_note, .init = setup, .fini = teardown)
+{
+    /* earlier Bindings wrote time-slices "0" on whole GPUs, the replicas on device-plugin shares */
+    struct gx_podreq r = classify("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'0'}},"
+                                  "'spec':{'nodeName':'n1','containers':[" GPU(2) "]}}");
+
+    cr_assert_eq(r.kind, GX_REQ_EXCLUSIVE);
+    cr_assert_eq(r.gpus, 2);
+    r = classify("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'1'}},"
+                 "'spec':{'nodeName':'n1','containers':[{'resources':{'limits':{"
+                 "'nvidia.com/gpu.shared':'1'}}}]}}");
+    cr_assert_eq(r.kind, GX_REQ_SHARED);
+    cr_assert(r.device_plugin);
+    /* pending, or asking for a share of ours as well, it is still a request that cannot be met */
+    cr_assert_not_null(strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/time-slices':"
+                                     "'0'}},'spec':{'containers':[" GPU(2) "]}}"),
+                              "cannot be combined"));
+    cr_assert_not_null(
+        strstr(reject("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'1',"
+                      "'gpu-extender.io/gpu-milli':'300'}},'spec':{'nodeName':'n1',"
+                      "'containers':[" GPU(1) "]}}"),
+               "cannot be combined"));
+}
+
 Test(podreq, rejects_other_shared_combinations, .init = setup, .fini = teardown)
 {
     cr_assert_str_eq(reject("{'metadata':{'annotations':{'gpu-extender.io/time-slices':'1'}},"

@@ -347,6 +347,20 @@ host_requests(const struct gx_pod *pod, struct gx_podreq *r)
     r->mem_mib = gx_quantity_mib_of(bytes);
 }
 
+/*
+ * Bindings of earlier versions wrote the time-slices annotation on every pod
+ * they bound: "0" on whole GPUs, the replicas on device-plugin shares. On a
+ * bound pod that asks for either by its resources (and for no share of ours)
+ * it is that note, not a request.
+ */
+static bool
+legacy_slices_note(const struct gx_pod *pod, int64_t gpu, int64_t shared, int64_t slice,
+                   const char *ann_milli)
+{
+    return pod->node_name != NULL && pod->node_name[0] != '\0' && (gpu > 0 || shared > 0) &&
+           slice == 0 && ann_milli == NULL;
+}
+
 /* Classify @pod per podreq.h; GX_EINVAL with @why when it cannot be honoured. */
 enum gx_err
 gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx_podreq *out,
@@ -368,6 +382,9 @@ gx_podreq_parse(const struct gx_config *cfg, const struct gx_pod *pod, struct gx
     }
     ann_slices = annotation(pod, cfg->ann_slices);
     ann_milli = annotation(pod, cfg->ann_milli);
+    if (ann_slices != NULL && legacy_slices_note(pod, gpu, shared, slice, ann_milli)) {
+        ann_slices = NULL;
+    }
 
     if (ann_slices != NULL || ann_milli != NULL || slice > 0) {
         /* Annotation mode: the extender picks the card and books time slots on it. */
