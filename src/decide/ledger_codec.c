@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 
 /* Largest annotation decode accepts. */
 #define LEDGER_MAX_JSON (1u << 20)
+/* integers a double holds exactly; the ranges are the ledger's (gx_ledger_tenant_problem) */
+#define EXACT (INT64_C(1) << 53)
 
 /* Hex digits of a gang id in a Lease: the id names the group without its (long) name. */
 #define GANG_HEX 16
@@ -205,7 +208,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             }
             break;
         case F_CARD:
-            ok = json_int(c, GX_CARD_ANY, GX_LEDGER_MAX_CARD, &v);
+            ok = json_int(c, INT_MIN, INT_MAX, &v);
             t->card = (int)v;
             break;
         case F_EXCL:
@@ -213,16 +216,15 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             t->exclusive = cJSON_IsTrue(c);
             break;
         case F_SLICES:
-            ok = json_int(c, 0, GX_LEDGER_MAX_SLICES, &v);
+            ok = json_int(c, INT_MIN, INT_MAX, &v);
             t->slices = (int)v;
             break;
         case F_MEM:
-            ok = json_int(c, 0, GX_LEDGER_MAX_MIB, &v);
+            ok = json_int(c, -EXACT, EXACT, &v);
             t->memory_mib = v;
             break;
         case F_UTIL:
-            ok = cJSON_IsNumber(c) &&
-                 (c->valuedouble == -1.0 || (c->valuedouble >= 0.0 && c->valuedouble <= 100.0));
+            ok = cJSON_IsNumber(c);
             t->util_pct = c->valuedouble;
             break;
         case F_STATE:
@@ -231,19 +233,19 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             t->state = ok && c->valuestring[0] == 'b' ? GX_TENANT_BOUND : GX_TENANT_RESERVED;
             break;
         case F_SINCE:
-            ok = json_int(c, 0, INT64_C(1) << 53, &v);
+            ok = json_int(c, -EXACT, EXACT, &v);
             t->since_ms = v;
             break;
         case F_MILLI:
-            ok = json_int(c, 1, GX_CARD_MILLI, &v);
+            ok = json_int(c, INT_MIN, INT_MAX, &v);
             t->milli = (int)v;
             break;
         case F_CPU:
-            ok = json_int(c, 0, GX_LEDGER_MAX_CPU, &v);
+            ok = json_int(c, -EXACT, EXACT, &v);
             t->cpu_milli = v;
             break;
         case F_HMEM:
-            ok = json_int(c, 0, GX_LEDGER_MAX_MIB, &v);
+            ok = json_int(c, -EXACT, EXACT, &v);
             t->host_mem_mib = v;
             break;
         case F_GANG:
@@ -253,7 +255,7 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
             break;
         }
         if (!ok) {
-            gx_why_set(why, "%s: wrong type or out of range", names[f]);
+            gx_why_set(why, "%s: wrong type or value", names[f]);
             return GX_EPARSE;
         }
     }
