@@ -31,7 +31,8 @@ usage(FILE *f)
            "       gpu-extender --config-schema        print the config's JSON Schema\n"
            "       gpu-extender explain --config FILE --pod POD.yaml [--json]\n"
            "                                           explain decisions for a pod or a\n"
-           "                                           workload (JSON or YAML)\n"
+           "                                           workload (JSON or YAML; --pod -\n"
+           "                                           reads it from stdin)\n"
            "       gpu-extender explain --server URL --pod POD.yaml [--json]\n"
            "                                           ask a running instance (its\n"
            "                                           /debug/explain, server.debug_endpoints)\n"
@@ -218,6 +219,13 @@ explain_args(int argc, char **argv, struct explain_opts *o)
     return 0;
 }
 
+/* A file argument; "-" is stdin, as in most tools. */
+static const char *
+input_path(const char *arg)
+{
+    return arg != NULL && strcmp(arg, "-") == 0 ? "/dev/stdin" : arg;
+}
+
 static int
 explain(int argc, char **argv)
 {
@@ -236,7 +244,7 @@ explain(int argc, char **argv)
     }
     status = 1;
     gx_buf_init(&out, (size_t)64 << 20);
-    if ((rc = gx_read_file(o.pod, 16u << 20, &text, &len)) != GX_OK) {
+    if ((rc = gx_read_file(input_path(o.pod), 16u << 20, &text, &len)) != GX_OK) {
         (void)fprintf(stderr, "gpu-extender: explain: cannot read %s: %s\n", o.pod,
                       gx_strerror(rc));
         goto out;

@@ -48,6 +48,31 @@ Test(common, read_file_reports_missing_and_too_big)
     free(data);
 }
 
+/* A pipe has no size until its end: read to EOF, within the cap. */
+Test(common, read_file_reads_a_pipe)
+{
+    char *data = NULL;
+    size_t len = 0;
+    char path[64];
+    FILE *p = popen("head -c 200000 /dev/zero | tr '\\0' x", "r");
+
+    cr_assert_not_null(p);
+    (void)snprintf(path, sizeof(path), "/dev/fd/%d", fileno(p));
+    cr_assert_eq(gx_read_file(path, 1 << 20, &data, &len), GX_OK);
+    cr_assert_eq(len, 200000, "read %zu bytes", len);
+    cr_assert_eq(data[len - 1], 'x');
+    cr_assert_eq(data[len], '\0');
+    free(data);
+    (void)pclose(p);
+    p = popen("head -c 200000 /dev/zero", "r");
+    cr_assert_not_null(p);
+    (void)snprintf(path, sizeof(path), "/dev/fd/%d", fileno(p));
+    data = NULL;
+    cr_assert_eq(gx_read_file(path, 100000, &data, &len), GX_ETOOBIG);
+    cr_assert_null(data);
+    (void)pclose(p);
+}
+
 Test(common, arena_strings_and_big_blocks)
 {
     struct gx_arena a;

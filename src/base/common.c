@@ -238,6 +238,43 @@ gx_stamp_changed(const char *path, struct gx_stamp *st)
     return true;
 }
 
+/* Read @f to its end, at most @cap bytes: a pipe's size is known only at its end. */
+static enum gx_err
+read_stream(FILE *f, size_t cap, char **out, size_t *len)
+{
+    size_t n = 0, size = 0;
+    char *data = NULL;
+
+    for (;;) {
+        if (n == size) {
+            size_t want = size == 0 ? 65536 : size * 2;
+            char *p = size > cap ? NULL : realloc(data, want + 1);
+            if (p == NULL) {
+                free(data);
+                return size > cap ? GX_ETOOBIG : GX_ENOMEM;
+            }
+            data = p;
+            size = want;
+        }
+        n += fread(data + n, 1, size - n, f);
+        if (n > cap) {
+            free(data);
+            return GX_ETOOBIG;
+        }
+        if (feof(f) || ferror(f)) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        free(data);
+        return GX_EIO;
+    }
+    data[n] = '\0';
+    *out = data;
+    *len = n;
+    return GX_OK;
+}
+
 enum gx_err
 gx_read_file(const char *path, size_t cap, char **out, size_t *len)
 {
@@ -252,6 +289,10 @@ gx_read_file(const char *path, size_t cap, char **out, size_t *len)
         return errno == ENOENT ? GX_ENOTFOUND : GX_EIO;
     }
     if (fstat(fileno(f), &st) != 0) {
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = read_stream(f, cap, out, len); /* a pipe, /dev/stdin: no size to trust */
         goto out;
     }
     if ((uint64_t)st.st_size > cap) {

@@ -153,6 +153,13 @@ try:
          f"--server: source and warnings: {doc.get('source')!r} {doc.get('warnings')!r}")
     rc, out, err = run("explain", "--server", ext.url(""), "--pod", plain)
     c.ok(rc == 0 and out.count("warning: ") == 2, f"--server warns too: {rc} {out[:300]!r}")
+    # kubectl get pod -o yaml | gpu-extender explain --server URL --pod -
+    with open(cron) as f:
+        p = subprocess.run([binary, "explain", "--server", ext.url(""), "--pod", "-", "--json"],
+                           stdin=f, capture_output=True, text=True, timeout=60)
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    c.ok("CronJob ml/nightly" in (doc.get("source") or ""),
+         f"--pod - reads the manifest from stdin: {p.returncode} {p.stderr.strip()!r}")
 finally:
     ext.cleanup()
 
