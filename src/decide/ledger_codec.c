@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,33 +143,91 @@ json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
     return true;
 }
 
+/* A tenant's field in a Lease: its key, its JSON type, where it goes; the first ones must be there.
+ */
+enum field_kind { FK_STR, FK_INT, FK_I64, FK_BOOL, FK_DBL, FK_STATE, FK_GANG };
+struct tenant_field {
+    const char *name;
+    enum field_kind kind;
+    size_t off, size;
+    bool required; /* Leases written before milli, the host requests and gangs lack those */
+};
+
+#define FIELD(key, kind, member, required)                                                         \
+    {                                                                                              \
+        key, kind, offsetof(struct gx_tenant, member), sizeof(((struct gx_tenant *)0)->member),    \
+            required                                                                               \
+    }
+static const struct tenant_field FIELDS[] = {
+    FIELD("uid", FK_STR, uid, true),
+    FIELD("pod", FK_STR, pod, true),
+    FIELD("card", FK_INT, card, true),
+    FIELD("exclusive", FK_BOOL, exclusive, true),
+    FIELD("slices", FK_INT, slices, true),
+    FIELD("memory_mib", FK_I64, memory_mib, true),
+    FIELD("util_pct", FK_DBL, util_pct, true),
+    FIELD("state", FK_STATE, state, true),
+    FIELD("since_ms", FK_I64, since_ms, true),
+    FIELD("milli", FK_INT, milli, false),
+    FIELD("cpu_milli", FK_I64, cpu_milli, false),
+    FIELD("host_mem_mib", FK_I64, host_mem_mib, false),
+    FIELD("gang", FK_GANG, gang, false),
+};
+#undef FIELD
+#define N_FIELDS (sizeof(FIELDS) / sizeof(FIELDS[0]))
+
+/* Store @c into @t's field @f when its type fits; the ranges are the ledger's rule. */
+static bool
+decode_field(const struct tenant_field *f, const cJSON *c, struct gx_tenant *t)
+{
+    char *dst = (char *)t + f->off;
+    int64_t v = 0;
+
+    switch (f->kind) {
+    case FK_STR:
+        if (!cJSON_IsString(c) || strlen(c->valuestring) >= f->size) {
+            return false;
+        }
+        memcpy(dst, c->valuestring, strlen(c->valuestring) + 1);
+        return true;
+    case FK_INT:
+        if (!json_int(c, INT_MIN, INT_MAX, &v)) {
+            return false;
+        }
+        *(int *)(void *)dst = (int)v;
+        return true;
+    case FK_I64:
+        if (!json_int(c, -EXACT, EXACT, &v)) {
+            return false;
+        }
+        *(int64_t *)(void *)dst = v;
+        return true;
+    case FK_BOOL:
+        *(bool *)(void *)dst = cJSON_IsTrue(c);
+        return cJSON_IsBool(c);
+    case FK_DBL:
+        *(double *)(void *)dst = cJSON_IsNumber(c) ? c->valuedouble : 0.0;
+        return cJSON_IsNumber(c);
+    case FK_STATE:
+        if (!cJSON_IsString(c) ||
+            (strcmp(c->valuestring, "bound") != 0 && strcmp(c->valuestring, "reserved") != 0)) {
+            return false;
+        }
+        t->state = c->valuestring[0] == 'b' ? GX_TENANT_BOUND : GX_TENANT_RESERVED;
+        return true;
+    case FK_GANG:
+        return gang_parse(c, &t->gang);
+    }
+    return false;
+}
+
 /* Decode one tenant object into @t; fills @why on failure. */
 static enum gx_err
 decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
 {
-    enum {
-        F_UID,
-        F_POD,
-        F_CARD,
-        F_EXCL,
-        F_SLICES,
-        F_MEM,
-        F_UTIL,
-        F_STATE,
-        F_SINCE,
-        F_MILLI,
-        F_CPU,
-        F_HMEM,
-        F_GANG,
-        F_N
-    };
-    static const char *const names[F_N] = {
-        "uid",   "pod",      "card",  "exclusive", "slices",       "memory_mib", "util_pct",
-        "state", "since_ms", "milli", "cpu_milli", "host_mem_mib", "gang"};
-    bool seen[F_N] = {false};
+    bool seen[N_FIELDS] = {false};
     const char *problem;
     const cJSON *c;
-    int64_t v = 0;
 
     if (!cJSON_IsObject(o)) {
         gx_why_set(why, "must be an object");
@@ -177,92 +236,27 @@ decode_tenant(const cJSON *o, struct gx_tenant *t, struct gx_why *why)
     memset(t, 0, sizeof(*t));
     cJSON_ArrayForEach(c, o)
     {
-        int f;
-        bool ok = false;
+        size_t f = 0;
 
-        for (f = 0; f < F_N; f++) {
-            if (strcmp(c->string, names[f]) == 0) {
-                break;
-            }
+        while (f < N_FIELDS && strcmp(c->string, FIELDS[f].name) != 0) {
+            f++;
         }
-        if (f == F_N) {
+        if (f == N_FIELDS) {
             continue; /* newer writers may add fields */
         }
         if (seen[f]) {
-            gx_why_set(why, "%s: duplicate key", names[f]);
+            gx_why_set(why, "%s: duplicate key", FIELDS[f].name);
             return GX_EPARSE;
         }
         seen[f] = true;
-        switch (f) {
-        case F_UID:
-            ok = cJSON_IsString(c) && c->valuestring[0] != '\0' &&
-                 strlen(c->valuestring) < sizeof(t->uid);
-            if (ok) {
-                memcpy(t->uid, c->valuestring, strlen(c->valuestring) + 1);
-            }
-            break;
-        case F_POD:
-            ok = cJSON_IsString(c) && strlen(c->valuestring) < sizeof(t->pod);
-            if (ok) {
-                memcpy(t->pod, c->valuestring, strlen(c->valuestring) + 1);
-            }
-            break;
-        case F_CARD:
-            ok = json_int(c, INT_MIN, INT_MAX, &v);
-            t->card = (int)v;
-            break;
-        case F_EXCL:
-            ok = cJSON_IsBool(c);
-            t->exclusive = cJSON_IsTrue(c);
-            break;
-        case F_SLICES:
-            ok = json_int(c, INT_MIN, INT_MAX, &v);
-            t->slices = (int)v;
-            break;
-        case F_MEM:
-            ok = json_int(c, -EXACT, EXACT, &v);
-            t->memory_mib = v;
-            break;
-        case F_UTIL:
-            ok = cJSON_IsNumber(c);
-            t->util_pct = c->valuedouble;
-            break;
-        case F_STATE:
-            ok = cJSON_IsString(c) &&
-                 (strcmp(c->valuestring, "bound") == 0 || strcmp(c->valuestring, "reserved") == 0);
-            t->state = ok && c->valuestring[0] == 'b' ? GX_TENANT_BOUND : GX_TENANT_RESERVED;
-            break;
-        case F_SINCE:
-            ok = json_int(c, -EXACT, EXACT, &v);
-            t->since_ms = v;
-            break;
-        case F_MILLI:
-            ok = json_int(c, INT_MIN, INT_MAX, &v);
-            t->milli = (int)v;
-            break;
-        case F_CPU:
-            ok = json_int(c, -EXACT, EXACT, &v);
-            t->cpu_milli = v;
-            break;
-        case F_HMEM:
-            ok = json_int(c, -EXACT, EXACT, &v);
-            t->host_mem_mib = v;
-            break;
-        case F_GANG:
-            ok = gang_parse(c, &t->gang);
-            break;
-        default:
-            break;
-        }
-        if (!ok) {
-            gx_why_set(why, "%s: wrong type or value", names[f]);
+        if (!decode_field(&FIELDS[f], c, t)) {
+            gx_why_set(why, "%s: wrong type or value", FIELDS[f].name);
             return GX_EPARSE;
         }
     }
-    /* milli, the host requests and the gang are optional: older Leases lack them */
-    for (int f = 0; f < F_MILLI; f++) {
-        if (!seen[f]) {
-            gx_why_set(why, "%s: missing", names[f]);
+    for (size_t f = 0; f < N_FIELDS; f++) {
+        if (FIELDS[f].required && !seen[f]) {
+            gx_why_set(why, "%s: missing", FIELDS[f].name);
             return GX_EPARSE;
         }
     }
