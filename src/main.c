@@ -28,6 +28,7 @@ usage(FILE *f)
     (void)fprintf(
         f, "usage: gpu-extender --config FILE          serve the extender\n"
            "       gpu-extender --check-config FILE    validate a config, exit 0 if valid\n"
+           "                                           (FILE -: read it from stdin)\n"
            "       gpu-extender --config-schema        print the config's JSON Schema\n"
            "       gpu-extender explain --config FILE --pod POD.yaml [--json]\n"
            "                                           explain decisions for a pod or a\n"
@@ -311,6 +312,9 @@ main(int argc, char **argv)
         return check_config(argv[2]);
     }
     if (argc == 3 && strcmp(argv[1], "--config") == 0) {
+        if (strcmp(argv[2], "-") == 0) {
+            return gx_usage_error(HELP, "--config needs a file: the extender reloads it");
+        }
         return serve(argv[2]);
     }
     if (argc == 2 && strcmp(argv[1], "--config-schema") == 0) {

@@ -171,6 +171,7 @@ for args, first in [
     (["--config"], "gpu-extender: missing value for --config"),
     (["--check-config"], "gpu-extender: missing value for --check-config"),
     (["--version", "x"], "gpu-extender: unexpected argument 'x' after --version"),
+    (["--config", "-"], "gpu-extender: --config needs a file: the extender reloads it"),
     (["explain", "--config", DEMO], "gpu-extender: explain: --pod is required"),
     (["explain", "--pod"], "gpu-extender: explain: missing value for --pod"),
     (["explain", "--pod", "p.yaml", "--foo"], "gpu-extender: explain: unknown option '--foo'"),
@@ -193,6 +194,13 @@ for args, first in [
     hint = "see gpu-extender simulate --help" if args[0] == "simulate" else HINT
     c.ok(rc == 2 and len(lines) == 2 and lines[0].startswith(first) and lines[1] == hint
          and out == "", f"{' '.join(args)}: exit 2, {first!r} then the hint: {rc} {err!r}")
+# --check-config - reads the config from stdin (kubectl get cm ... | gpu-extender --check-config -)
+for text, want_rc, want in ((open(os.path.join(ROOT, "config", "config.json")).read(), 0, "-: config OK"),
+                            ('{"server":{"prot":1}}', 1, "unknown key 'server.prot'")):
+    p = subprocess.run([binary, "--check-config", "-"], input=text, capture_output=True, text=True,
+                       timeout=60)
+    c.ok(p.returncode == want_rc and want in p.stdout + p.stderr,
+         f"--check-config - from stdin: exit {want_rc}, {want!r}: {p.returncode} {p.stdout}{p.stderr}")
 for args in (["--help"], ["-h"], ["explain", "--help"], ["simulate", "--help"]):
     rc, out, err = run(*args)
     c.ok(rc == 0 and out.startswith("usage: gpu-extender") and err == "",
