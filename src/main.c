@@ -220,13 +220,6 @@ explain_args(int argc, char **argv, struct explain_opts *o)
     return 0;
 }
 
-/* A file argument; "-" is stdin, as in most tools. */
-static const char *
-input_path(const char *arg)
-{
-    return arg != NULL && strcmp(arg, "-") == 0 ? "/dev/stdin" : arg;
-}
-
 static int
 explain(int argc, char **argv)
 {
@@ -245,7 +238,7 @@ explain(int argc, char **argv)
     }
     status = 1;
     gx_buf_init(&out, (size_t)64 << 20);
-    if ((rc = gx_read_file(input_path(o.pod), 16u << 20, &text, &len)) != GX_OK) {
+    if ((rc = gx_read_file(o.pod, 16u << 20, &text, &len)) != GX_OK) {
         (void)fprintf(stderr, "gpu-extender: explain: cannot read %s: %s\n", o.pod,
                       gx_strerror(rc));
         goto out;

@@ -71,6 +71,11 @@ Test(common, read_file_reads_a_pipe)
     cr_assert_eq(gx_read_file(path, 100000, &data, &len), GX_ETOOBIG);
     cr_assert_null(data);
     (void)pclose(p);
+    /* "-" is stdin */
+    cr_assert_not_null(freopen(GX_FIXTURES "/prom-query-empty.json", "rb", stdin));
+    cr_assert_eq(gx_read_file("-", 1 << 20, &data, &len), GX_OK);
+    cr_assert_not_null(strstr(data, "\"status\""), "%s", data);
+    free(data);
 }
 
 Test(common, arena_strings_and_big_blocks)

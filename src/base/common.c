@@ -284,7 +284,7 @@ gx_read_file(const char *path, size_t cap, char **out, size_t *len)
     size_t n;
     enum gx_err rc = GX_EIO;
 
-    f = fopen(path, "rb");
+    f = fopen(strcmp(path, "-") == 0 ? "/dev/stdin" : path, "rb"); /* "-": stdin, as tools do */
     if (f == NULL) {
         return errno == ENOENT ? GX_ENOTFOUND : GX_EIO;
     }

@@ -65,7 +65,7 @@ int64_t gx_wall_ms(void);
 /** Duplicate @len bytes of @s as a NUL-terminated heap string; NULL on ENOMEM. */
 char *gx_strndup(const char *s, size_t len);
 
-/** Read a whole file (or a pipe) of at most @cap bytes; you own *out (NUL-terminated). */
+/** Read a whole file or pipe ("-": stdin) of at most @cap bytes; you own *out (NUL-terminated). */
 enum gx_err gx_read_file(const char *path, size_t cap, char **out, size_t *len) GX_WUR;
 
 /**

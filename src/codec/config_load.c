@@ -145,16 +145,14 @@ gx_config_load(const char *path, struct gx_config **out, struct gx_why *why)
     char *text = NULL, *dir = NULL;
     size_t len = 0;
     enum gx_err rc;
-    /* "-" is stdin (--check-config -), its relative paths from the working directory */
-    bool piped = strcmp(path, "-") == 0;
 
-    rc = gx_read_file(piped ? "/dev/stdin" : path, CONFIG_FILE_CAP, &text, &len);
+    rc = gx_read_file(path, CONFIG_FILE_CAP, &text, &len); /* "-" is stdin, its dir "." */
     if (rc != GX_OK) {
         gx_why_set(why, "cannot read config file '%s': %s", path,
                    rc == GX_ETOOBIG ? "larger than 4 MiB" : gx_strerror(rc));
         goto out;
     }
-    if ((dir = piped ? gx_config_dup_str(".") : dir_of(path)) == NULL) {
+    if ((dir = dir_of(path)) == NULL) {
         rc = GX_ENOMEM;
         goto out;
     }

@@ -143,8 +143,7 @@ json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *v)
     return true;
 }
 
-/* A tenant's field in a Lease: its key, its JSON type, where it goes; the first ones must be there.
- */
+/* A tenant's field in a Lease: its key, its JSON type, where it goes, whether it must be there. */
 enum field_kind { FK_STR, FK_INT, FK_I64, FK_BOOL, FK_DBL, FK_STATE, FK_GANG };
 struct tenant_field {
     const char *name;
