@@ -177,7 +177,8 @@ op_times(const struct bind_op *op, char *buf, size_t size)
 {
     int64_t start = gx_http_start_ms(op->r), now = gx_mono_ms();
     int64_t begun = op->begun_ms ? op->begun_ms : now;
-    int64_t reserved = op->reserved_ms ? op->reserved_ms : begun;
+    /* a bind that ended before the Lease had it spent its time there, unless it never went */
+    int64_t reserved = op->reserved_ms ? op->reserved_ms : op->state <= BS_RESERVE ? now : begun;
 
     (void)snprintf(buf, size, "ms=%lld gate_ms=%lld lease_ms=%lld", (long long)(now - start),
                    (long long)(begun - start), (long long)(reserved - begun));

@@ -46,7 +46,7 @@ def crash_during(pod, fault, reached):
 
 try:
     ext = Extender(sys.argv[1], overrides=OVR).start()
-    pods = [shared_pod(f"crash-{i}", f"uid-crash-{i}") for i in range(5)]
+    pods = [shared_pod(f"crash-{i}", f"uid-crash-{i}") for i in range(6)]
     for p in pods:
         api.control("POST", "/control/pods", p)
 
@@ -100,6 +100,21 @@ try:
     t = dict(kv.split("=", 1) for kv in line.split() if kv.split("=", 1)[0] in ("ms", "gate_ms", "lease_ms"))
     c.ok(len(t) == 3 and 400 <= int(t["lease_ms"]) <= int(t["ms"]) and int(t["gate_ms"]) < 400,
          f"the bound line says the Lease write took the time: {line}")
+
+    # 6. A Lease write slower than the bind's deadline: the failed bind's time is the Lease's too.
+    # gpu-node-b has no Lease yet: its first write is a POST
+    api.control("POST", "/control/fault", {"kind": "slow", "method": "POST", "delay_s": 1.5, "count": 1,
+                                           "path_prefix": "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases"})
+    st, res = ext.post_json(ext.verb("bind"), bind_args(pods[5], "gpu-node-b"))  # node-a is full
+    c.ok("ledger lease" in res.get("Error", ""), f"bind through a Lease write past its deadline fails: {res}")
+    api.control("DELETE", "/control/fault")
+    line = next((ln for ln in ext.logs().splitlines() if '"bind failed"' in ln and "crash-5" in ln), "")
+    t = dict(kv.split("=", 1) for kv in line.split() if kv.split("=", 1)[0] in ("ms", "lease_ms"))
+    c.ok(len(t) == 2 and 700 <= int(t["lease_ms"]) <= int(t["ms"]),
+         f"the failed line says the Lease write took the time: {line}")
+    api.control("DELETE", "/control/pods/team-a/crash-5")
+    c.ok(wait(lambda: not [t for t in api.lease_tenants("gpu-node-b") if t["uid"] == "uid-crash-5"], 20),
+         "its reservation goes with the pod")
 
     # The ledger is consistent: one tenant per bound pod, slots respected.
     tenants = api.lease_tenants(NODE)
