@@ -248,10 +248,10 @@ read_stream(FILE *f, size_t cap, char **out, size_t *len)
     for (;;) {
         if (n == size) {
             size_t want = size == 0 ? 65536 : size * 2;
-            char *p = size > cap ? NULL : realloc(data, want + 1);
+            char *p = realloc(data, want + 1); /* full and not past the cap: n == size <= cap */
             if (p == NULL) {
                 free(data);
-                return size > cap ? GX_ETOOBIG : GX_ENOMEM;
+                return GX_ENOMEM;
             }
             data = p;
             size = want;
