@@ -26,6 +26,7 @@
 
 #define LABEL_TRIES 3 /* the label PATCH and two more tries (label_done) */
 
+/* The states before the Lease has the booking come first (op_times counts them as its time). */
 enum bind_state {
     BS_READ_POD,
     BS_MOVE_CHECK, /* a booking on another node: where is the pod before it moves? */
