@@ -31,7 +31,7 @@ apply_lease(struct gx_leases *ls, const struct gx_lease *lease, bool deleted)
     size_t n = 0;
     char rv[64];
 
-    if (node == NULL || gx_leases_busy(ls, node)) {
+    if (node == NULL || gx_leases_busy(ls, node, lease->resource_version)) {
         return;
     }
     cached = gx_ledger_node(ls->ledger, node);
@@ -100,7 +100,7 @@ listed_cb(void *ctx, const void *items, size_t n)
         gx_ledger_each(ls->ledger, collect_stale, &s);
     }
     for (size_t i = 0; i < s.n_stale; i++) {
-        if (!gx_leases_busy(ls, s.stale[i])) {
+        if (!gx_leases_busy(ls, s.stale[i], NULL)) {
             gx_leases_cache_set(ls, s.stale[i], NULL, 0, NULL);
         }
     }

@@ -5,7 +5,10 @@
  * Updates of one node queue while a round for that node is in flight; the
  * next round takes every queued update at once (a group commit): GET the
  * Lease, apply each update's mutate in order on the cache, PUT once (POST
- * when the Lease does not exist), then tell each update its result.
+ * when the Lease does not exist), then tell each update its result. A
+ * round right behind this process's own write skips the GET: it knows what
+ * that write left, and the watch showed nothing newer (q->known); a write
+ * it missed costs a 409 and the read after all.
  * Another writer's change (409), or a call that failed in a way worth
  * another try (gx_kobj_retryable: a write that may have landed), sends a
  * round back to GET, after a short jittered pause, within the updates'
@@ -52,9 +55,12 @@ struct gx_lease_q {
     char node[256];
     char name[GX_LEASE_NAME_MAX + 1];
     struct lease_ops waiting, round;
-    char rv[64];
+    char rv[64]; /* of the Lease as the round sees it (read, or left by our write) */
     bool exists;
-    bool missed; /* the watch brought this Lease while the round was in flight */
+    bool known;        /* orig and rv are what our last write left: the next round needs no read */
+    bool missed;       /* the watch brought a newer Lease while the round was in flight */
+    bool seen_unknown; /* ... one whose version it could not tell (a relist without it) */
+    char seen_rv[64];  /* the newest version the watch brought while the round was in flight */
     int attempts;
     struct gx_httpc_xfer *xfer;
     /* the pause before a round reads again, or the wait for a deferred update */
@@ -66,6 +72,22 @@ struct gx_lease_q {
 };
 
 static void q_get(struct gx_lease_q *q);
+
+/* @a is a later version than @b (one that cannot be compared counts as later). */
+static bool
+rv_newer(const char *a, const char *b)
+{
+    return strcmp(a, b) != 0 && !gx_rv_older(a, b);
+}
+
+/* Forget what the watch brought during the round: what follows is newer. */
+static void
+seen_reset(struct gx_lease_q *q)
+{
+    q->missed = false;
+    q->seen_unknown = false;
+    q->seen_rv[0] = '\0';
+}
 static void q_kick(struct gx_lease_q *q, bool waited);
 
 static struct gx_lease_q *
@@ -165,12 +187,15 @@ q_end(struct gx_lease_q *q, enum gx_err rc, const char *why)
         op_end(q, TAILQ_FIRST(&q->round), &ended, rc, why);
     }
     q->xfer = NULL;
+    if (q->missed || rc != GX_OK) {
+        q->known = false; /* the next round reads the Lease */
+    }
     if (q->missed && TAILQ_EMPTY(&q->waiting)) {
         /* not queued (ENOMEM): the next resync brings the Lease */
         (void)gx_leases_update(ls, q->node, gx_mono_ms() + (int64_t)ls->cfg->kube_timeout_s * 1000,
                                refresh_mutate, refresh_done, NULL);
     }
-    q->missed = false;
+    seen_reset(q);
     ops_report(&ended); /* may queue updates of this node: the next round takes them */
     q_kick(q, true);
 }
@@ -276,6 +301,34 @@ q_retry(struct gx_lease_q *q, enum gx_err rc, const char *why)
     ops_report(&ended);
 }
 
+/* The watch brought nothing newer than @rv, which our write left. */
+static bool
+q_seen_nothing_newer(const struct gx_lease_q *q, const char *rv)
+{
+    return !q->seen_unknown && (q->seen_rv[0] == '\0' || !rv_newer(q->seen_rv, rv));
+}
+
+/*
+ * Our write of the round landed as version @rv: the next round starts from
+ * what it wrote, unless the watch showed a newer version meanwhile (an
+ * event of this very write is not one).
+ */
+static void
+q_wrote(struct gx_lease_q *q, const char *rv)
+{
+    free(q->orig);
+    q->orig = q->wrote;
+    q->n_orig = q->n_wrote;
+    q->wrote = NULL;
+    q->n_wrote = 0;
+    q->exists = true;
+    (void)snprintf(q->rv, sizeof(q->rv), "%s", rv);
+    if (q_seen_nothing_newer(q, rv)) {
+        seen_reset(q);
+    }
+    q->known = !q->missed;
+}
+
 static void
 put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
@@ -284,11 +337,13 @@ put_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     char rv[64], msg[300], what[240];
 
     q->xfer = NULL;
+    q->known = false; /* until q_wrote knows what this write left */
     if (rc == GX_OK && (status == 200 || status == 201)) {
         struct gx_tenant *t = NULL;
         size_t n = 0;
         if (gx_leases_decode_json(ls, body, len, rv, sizeof(rv), &t, &n, NULL) == GX_OK) {
             gx_leases_cache_set(ls, q->node, q->wrote, q->n_wrote, rv);
+            q_wrote(q, rv);
         }
         free(t);
         q_end(q, GX_OK, "");
@@ -459,7 +514,8 @@ q_get(struct gx_lease_q *q)
     char path[512];
 
     q->attempts++;
-    q->missed = false; /* this read is newer than anything the watch showed so far */
+    q->known = false;
+    seen_reset(q); /* this read is newer than anything the watch showed so far */
     gx_kwrite_lease_path(path, sizeof(path), q->ls->cfg->kube_namespace, q->name);
     q->ls->st->requests++;
     q->xfer = gx_kube_request(q->ls->kube, "GET", path, NULL, 0, NULL, q_timeout(q), get_done, q);
@@ -504,6 +560,9 @@ q_kick(struct gx_lease_q *q, bool waited)
     }
     if (TAILQ_EMPTY(&q->round)) {
         q_end(q, GX_OK, ""); /* reports nothing more; starts the next round */
+    } else if (q->known) {
+        q->attempts++;
+        q_apply(q); /* on what our last write left (q_wrote) */
     } else {
         q_get(q);
     }
@@ -557,15 +616,29 @@ gx_leases_update_after(struct gx_leases *ls, const char *node, int64_t delay_ms,
 }
 
 bool
-gx_leases_busy(struct gx_leases *ls, const char *node)
+gx_leases_busy(struct gx_leases *ls, const char *node, const char *rv)
 {
     struct gx_lease_q *q = q_find(ls, node);
+    bool newer;
 
-    /* deferred updates alone change nothing yet: the watch may refresh the cache */
-    if (q == NULL || (TAILQ_EMPTY(&q->round) && q->xfer == NULL)) {
+    if (q == NULL) {
         return false;
     }
-    q->missed = true;
+    newer = rv == NULL || rv_newer(rv, q->rv);
+    if (newer) {
+        q->known = false; /* another writer's, or our write in flight: the next round reads */
+    }
+    /* deferred updates alone change nothing yet: the watch may refresh the cache */
+    if (TAILQ_EMPTY(&q->round) && q->xfer == NULL) {
+        return false;
+    }
+    if (newer) {
+        q->missed = true;
+        q->seen_unknown |= rv == NULL;
+        if (rv != NULL && (q->seen_rv[0] == '\0' || rv_newer(rv, q->seen_rv))) {
+            (void)snprintf(q->seen_rv, sizeof(q->seen_rv), "%s", rv);
+        }
+    }
     return true;
 }
 

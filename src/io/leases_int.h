@@ -93,11 +93,12 @@ enum gx_err gx_leases_cache_copy(const struct gx_ledger *l, const char *node, st
 
 /**
  * True while a round of @node's updates is in flight: its own result will
- * refresh the cache, and the round is told to read the Lease again when it
- * ends (the watch just showed a write it may predate). Deferred updates
- * that wait for their time do not count: no round works on the cache.
+ * refresh the cache, and when the watch shows version @rv (NULL: unknown)
+ * newer than the round's, the next round reads the Lease again (the write
+ * may postdate the round's picture). Deferred updates that wait for their
+ * time do not count: no round works on the cache.
  */
-bool gx_leases_busy(struct gx_leases *ls, const char *node);
+bool gx_leases_busy(struct gx_leases *ls, const char *node, const char *rv);
 
 /** Drop every queued and running update without calling back (the module is freed). */
 void gx_leases_cancel_all(struct gx_leases *ls);
