@@ -176,6 +176,7 @@ struct fake {
     bool mute_watch;  /* the watch sends nothing: a watch that lags under load */
     char *late;       /* a Lease the watch sends once, as if delayed (heap) */
     int write_ms;     /* each write is answered this late: a slow API server */
+    long list_as_of;  /* > 0: lists answer no Lease, as of this resourceVersion */
     bool late_sent;
     int puts, posts, gets, lists, watches, conflicts;
 };
@@ -313,8 +314,8 @@ handle(void *ctx, int fd, const struct gx_fakehttp_req *r)
         size_t n;
 
         f->lists++;
-        obj = f->exists ? lease_json(f) : NULL;
-        (void)snprintf(rv, sizeof(rv), "%ld", f->rv);
+        obj = f->exists && f->list_as_of == 0 ? lease_json(f) : NULL;
+        (void)snprintf(rv, sizeof(rv), "%ld", f->list_as_of > 0 ? f->list_as_of : f->rv);
         n = (obj ? strlen(obj) : 0) + 128;
         list = malloc(n);
         (void)snprintf(list, n, "{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}",
@@ -824,6 +825,48 @@ Test(leases, the_resync_lists_again)
     env_init(&e, 1);
     cr_assert(run_until(&e, relisted), "a second list after sync_interval_s");
     env_fini(&e);
+}
+
+static bool
+listed_again(struct env *e)
+{
+    return fake_int(e, &e->f->lists) >= 3;
+}
+
+/*
+ * A relist answered late shows the Leases as they were when it was taken:
+ * one this process wrote after that is missing from it and stays in the
+ * cache; one missing from a list newer than the cache's copy was deleted.
+ */
+static void
+relist_without_the_lease(long as_of_after_write, bool kept)
+{
+    struct env e;
+    long wrote;
+
+    env_init(&e, 1); /* a relist every second */
+    cr_assert(run_until(&e, is_synced), "first list");
+    book(&e);
+    cr_assert_eq(e.rc, GX_OK, "%s", e.why);
+    pthread_mutex_lock(&e.f->mu);
+    wrote = e.f->rv;
+    e.f->list_as_of = wrote + as_of_after_write;
+    e.f->lists = 0;
+    pthread_mutex_unlock(&e.f->mu);
+    cr_assert(run_until(&e, listed_again), "two more lists");
+    cr_assert_eq(gx_ledger_find_pod(e.l, "uid-mine") != NULL, kept, "list as of %ld, wrote %ld",
+                 wrote + as_of_after_write, wrote);
+    env_fini(&e);
+}
+
+Test(leases, a_list_older_than_our_write_keeps_its_booking)
+{
+    relist_without_the_lease(-1, true);
+}
+
+Test(leases, a_list_newer_than_our_write_drops_a_deleted_lease)
+{
+    relist_without_the_lease(+1, false);
 }
 
 static bool

@@ -108,6 +108,12 @@ void gx_kube_watch_free(struct gx_kube_watch *w);
 void gx_kube_watch_relist(struct gx_kube_watch *w);
 
 /**
+ * The last resourceVersion @w saw, NULL before its first list; inside a
+ * listed callback, the list's: what the list shows is as of that version.
+ */
+const char *gx_kube_watch_rv(const struct gx_kube_watch *w);
+
+/**
  * Result of gx_kube_request. @body is borrowed for the call; with no answer
  * (@rc not GX_OK) it is the transport's error text, e.g. "Empty reply from
  * server", and @status is 0.

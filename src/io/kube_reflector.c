@@ -824,6 +824,12 @@ gx_kube_watch_relist(struct gx_kube_watch *w)
     }
 }
 
+const char *
+gx_kube_watch_rv(const struct gx_kube_watch *w)
+{
+    return w != NULL ? w->s.rv : NULL;
+}
+
 enum gx_err
 gx_kube_watch_set_fields(struct gx_kube_watch *w, const char *field_selector)
 {
