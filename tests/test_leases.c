@@ -1068,17 +1068,32 @@ many_done(void *ctx, enum gx_err rc, const char *why)
 }
 
 static struct many *g_many;
+static int g_n_many;
 
 static bool
-all_done(struct env *e)
+many_done_all(struct env *e)
 {
     (void)e;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < g_n_many; i++) {
         if (g_many[i].done == 0) {
             return false;
         }
     }
     return true;
+}
+
+/* Queue @n bookings uid-0.. of NODE at once, each @left_ms[i] from its deadline (NULL: 4 s). */
+static void
+book_many(struct env *e, struct many *m, int n, const int64_t *left_ms)
+{
+    g_many = m;
+    g_n_many = n;
+    for (int i = 0; i < n; i++) {
+        m[i] = (struct many){.e = e, .i = i};
+        cr_assert(gx_leases_update(e->ls, NODE, gx_mono_ms() + (left_ms ? left_ms[i] : 4000),
+                                   many_mutate, many_done, &m[i]));
+    }
+    cr_assert(run_until(e, many_done_all), "every update ends");
 }
 
 /*
@@ -1093,12 +1108,7 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
 
     env_init(&e, 3600);
     cr_assert(run_until(&e, is_synced), "first list");
-    g_many = m;
-    for (int i = 0; i < 10; i++) {
-        m[i] = (struct many){.e = &e, .i = i};
-        cr_assert(gx_leases_update(e.ls, NODE, gx_mono_ms() + 4000, many_mutate, many_done, &m[i]));
-    }
-    cr_assert(run_until(&e, all_done), "every update ends");
+    book_many(&e, m, 10, NULL);
     for (int i = 0; i < 10; i++) {
         char uid[16];
 
@@ -1112,24 +1122,21 @@ Test(leases, concurrent_updates_of_one_node_share_a_write)
     env_fini(&e);
 }
 
-static bool
-two_done(struct env *e)
-{
-    (void)e;
-    return g_many[0].done > 0 && g_many[1].done > 0;
-}
-
-/* Queue uid-0, then uid-1 behind its round, and run until both end. */
+/* Queue uid-0, then uid-1 behind its round, after @setup(e->f) (mu held); both are written. */
 static void
-book_two_in_a_row(struct env *e, struct many m[2])
+book_two_in_a_row(struct env *e, bool watch, void (*setup)(struct fake *f))
 {
-    g_many = m;
-    for (int i = 0; i < 2; i++) {
-        m[i] = (struct many){.e = e, .i = i};
-        cr_assert(
-            gx_leases_update(e->ls, NODE, gx_mono_ms() + 4000, many_mutate, many_done, &m[i]));
+    struct many m[2];
+
+    env_init(e, 3600);
+    cr_assert(run_until(e, is_synced), "first list");
+    if (watch) {
+        wait_watch(e);
     }
-    cr_assert(run_until(e, two_done), "both updates end");
+    pthread_mutex_lock(&e->f->mu);
+    setup(e->f);
+    pthread_mutex_unlock(&e->f->mu);
+    book_many(e, m, 2, NULL);
     cr_assert_eq(m[0].rc, GX_OK);
     cr_assert_eq(m[1].rc, GX_OK);
 }
@@ -1152,18 +1159,17 @@ lease_has(struct env *e, const char *uid)
  * while the write's answer is still on its way, is not mistaken for
  * another writer's.
  */
+static void
+slow_writes(struct fake *f)
+{
+    f->write_ms = 200; /* the watch sends the write before its answer */
+}
+
 Test(leases, a_round_behind_our_own_write_does_not_read_the_lease)
 {
     struct env e;
-    struct many m[2];
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    wait_watch(&e);
-    pthread_mutex_lock(&e.f->mu);
-    e.f->write_ms = 200; /* the watch sends the write before its answer */
-    pthread_mutex_unlock(&e.f->mu);
-    book_two_in_a_row(&e, m);
+    book_two_in_a_row(&e, true, slow_writes);
     cr_assert(lease_has(&e, "uid-0") && lease_has(&e, "uid-1"));
     cr_assert_eq(fake_int(&e, &e.f->gets), 1, "one read, for the first round");
     cr_assert_eq(fake_int(&e, &e.f->posts), 1);
@@ -1173,18 +1179,18 @@ Test(leases, a_round_behind_our_own_write_does_not_read_the_lease)
 }
 
 /* Another writer the watch has not shown yet: the round without a read loses once, then reads. */
+static void
+unseen_writer(struct fake *f)
+{
+    f->mute_watch = true;
+    f->lose = 1; /* the first PUT: another replica wrote just before it */
+}
+
 Test(leases, a_write_the_skipped_read_missed_costs_one_conflict)
 {
     struct env e;
-    struct many m[2];
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    pthread_mutex_lock(&e.f->mu);
-    e.f->mute_watch = true;
-    e.f->lose = 1; /* the first PUT: another replica wrote just before it */
-    pthread_mutex_unlock(&e.f->mu);
-    book_two_in_a_row(&e, m);
+    book_two_in_a_row(&e, false, unseen_writer);
     cr_assert_eq(fake_int(&e, &e.f->conflicts), 1);
     cr_assert_eq(fake_int(&e, &e.f->gets), 2, "the first round's read, and the one after the 409");
     cr_assert_eq(fake_int(&e, &e.f->puts), 2);
@@ -1194,35 +1200,22 @@ Test(leases, a_write_the_skipped_read_missed_costs_one_conflict)
 }
 
 /* Another writer the watch shows during our write: the next round reads what it wrote. */
+static void
+seen_writer(struct fake *f)
+{
+    f->write_after = true; /* after our POST, before its answer */
+}
+
 Test(leases, a_round_behind_a_write_the_watch_showed_reads_the_lease)
 {
     struct env e;
-    struct many m[2];
 
-    env_init(&e, 3600);
-    cr_assert(run_until(&e, is_synced), "first list");
-    wait_watch(&e);
-    pthread_mutex_lock(&e.f->mu);
-    e.f->write_after = true; /* after our POST, before its answer */
-    pthread_mutex_unlock(&e.f->mu);
-    book_two_in_a_row(&e, m);
+    book_two_in_a_row(&e, true, seen_writer);
     cr_assert_eq(fake_int(&e, &e.f->conflicts), 0, "read first, so no lost race");
     cr_assert_eq(fake_int(&e, &e.f->gets), 2);
     cr_assert(lease_has(&e, "uid-after"), "the other writer's booking kept");
     cr_assert(lease_has(&e, "uid-1"));
     env_fini(&e);
-}
-
-static bool
-four_done(struct env *e)
-{
-    (void)e;
-    for (int i = 0; i < 4; i++) {
-        if (g_many[i].done == 0) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /*
@@ -1243,15 +1236,9 @@ Test(leases, an_update_near_its_deadline_does_not_fail_its_round)
     e.f->write_ms = 500;
     e.f->mute_watch = true; /* no event during a round: no extra round reads the Lease */
     pthread_mutex_unlock(&e.f->mu);
-    book(&e); /* the Lease exists: each round is GET + PUT */
+    book(&e); /* the Lease exists: the first round reads it, the next goes behind its write */
     cr_assert_eq(e.rc, GX_OK, "%s", e.why);
-    g_many = m;
-    for (int i = 0; i < 4; i++) {
-        m[i] = (struct many){.e = &e, .i = i};
-        cr_assert(
-            gx_leases_update(e.ls, NODE, gx_mono_ms() + left_ms[i], many_mutate, many_done, &m[i]));
-    }
-    cr_assert(run_until(&e, four_done), "every update ends");
+    book_many(&e, m, 4, left_ms);
     cr_assert_eq(m[0].rc, GX_OK, "the first round, alone");
     cr_assert_eq(m[1].rc, GX_ETIMEDOUT, "out of time before the second round");
     cr_assert_eq(m[1].calls, 0, "never applied");
