@@ -14,6 +14,7 @@
 #include "bgwrite.h"
 #include "admit.h"
 #include "kwrite.h"
+#include "leader.h"
 #include "log.h"
 
 /* A managed pod as the watch last showed it. */
@@ -123,13 +124,25 @@ gx_recon_pdb_pod(const struct gx_app *app, const char *uid)
     return ps != NULL && ps->pdb.name != NULL ? &ps->pdb : NULL;
 }
 
+/*
+ * A replica that forwards to a leader leaves the Leases to it: both
+ * reconciling the same nodes only lost compare-and-swaps to each other (the
+ * follower's passes failed 18 times in a two-replica burst, and the
+ * leader's own writes 20 times). It reconciles once it leads.
+ */
+static bool
+reconciles(const struct gx_app *app)
+{
+    return gx_leader_url(app) == NULL;
+}
+
 /* A pod that is gone or finished frees what it holds now, not on the next pass. */
 static void
 release_now(struct gx_app *app, const char *uid)
 {
     const struct gx_ledger_node *held = gx_ledger_find_pod(app->ledger, uid);
 
-    if (held != NULL) {
+    if (held != NULL && reconciles(app)) {
         gx_info("pod gone, releasing its GPUs", "node=%s uid=%s", held->node, uid);
         gx_bg_write(app, GX_BG_RELEASE, held->node, uid);
     }
@@ -385,7 +398,8 @@ reconcile_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (s != NULL && gx_store_synced(&app->recon.pods) && gx_leases_synced(app->leases)) {
+    if (s != NULL && reconciles(app) && gx_store_synced(&app->recon.pods) &&
+        gx_leases_synced(app->leases)) {
         s->app = app;
         s->now = gx_wall_ms();
         gx_ledger_each(app->ledger, scan_node, s);

@@ -3,9 +3,10 @@ leader Lease and answers kube-scheduler's calls; the others forward theirs to it
 decision sees every bind in flight. Checked on the fake API server with two real replicas:
 who leads, that a follower's filter, bind and debug explains are the leader's, that a forwarded call is never
 forwarded again, that a follower answers itself when the leader is gone and takes the Lease a
-lease period later, that a bind in flight when the leader died is finished by the follower
+lease period later, that only the leader reconciles the Leases, that a bind in flight when the leader died is finished by the follower
 (bound and booked once), that a restarted replica follows, that a leader stopping hands the Lease
 back at once, and that a replica that cannot name its own address refuses to start."""
+import copy
 import json
 import os
 import subprocess
@@ -27,16 +28,32 @@ def metric(ext, name, labels=""):
     return metric_value(ext.request("GET", "/metrics")[1].decode(), name + labels)
 
 
-def replica(port=None):
+def replica(port=None, **extra):
     ext = Extender(sys.argv[1], overrides=live_overrides(
         api, **{"replicas.forward": True, "replicas.lease_s": LEASE_S,
-                "server.debug_endpoints": True}))
+                "server.debug_endpoints": True, **extra}))
     if port is not None:
         ext.port = ext.cfg["server"]["port"] = port
     ext.cfg["replicas"]["advertise_url"] = ext.url("")
     ext.write_config(ext.cfg)
     exts.append(ext)
     return ext.start()
+
+
+def plant_orphan(node, like):
+    """A copy of tenant @like in @node's Lease for a pod nobody knows, 10 min old."""
+    lease = copy.deepcopy(api.state()["leases"][f"gpu-extender/gpu-extender-{node}"])
+    ann = lease["metadata"]["annotations"]
+    doc = json.loads(ann["gpu-extender.io/tenants"])
+    orphan = dict(next(t for t in doc["tenants"] if t["uid"] == like))
+    orphan.update(uid="uid-orphan", pod="team-a/orphan", since_ms=orphan["since_ms"] - 600000)
+    doc["tenants"].append(orphan)
+    ann["gpu-extender.io/tenants"] = json.dumps(doc)
+    api.control("POST", "/control/leases", lease)
+
+
+def booked_uids():
+    return [t.get("uid") for t in api.lease_tenants(NODE)]
 
 
 def lease_holder():
@@ -53,7 +70,7 @@ def filter_call(ext, pod, headers=None):
 
 
 try:
-    a = replica()
+    a = replica(**{"ledger.reconcile_interval_s": 3600})  # the leader's pass is an hour away
     c.ok(wait_for(lambda: metric(a, "gpu_extender_leader") == 1, 5),
          "the first replica takes the leader Lease")
     c.eq(lease_holder(), a.url(""), "the Lease names it by its URL")
@@ -76,6 +93,9 @@ try:
     c.eq((st, res), (200, {"Error": ""}), "a bind sent to the follower lands")
     c.eq(metric(a, "gpu_extender_binds_total", '{outcome="bound"}'), 1, "the leader made it")
     c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), 0, "the follower did not")
+    plant_orphan(NODE, "uid-p0")
+    time.sleep(3)  # three of the follower's 1 s reconcile periods
+    c.ok("uid-orphan" in booked_uids(), "a follower reconciles nothing: the orphan stays")
 
     st, _ = filter_call(b, pods[1], headers={"X-Gpu-Extender-Forwarded": "1"})
     c.eq(st, 200, "a call already forwarded is answered where it arrives")
@@ -121,6 +141,8 @@ try:
     c.ok(took and took <= LEASE_S * 1.5 + 0.5,
          f"it takes the Lease a lease period after the last renewal ({took} s)")
     c.eq(lease_holder(), b.url(""), "the Lease names the follower now")
+    c.ok(wait_for(lambda: "uid-orphan" not in booked_uids(), 6),
+         f"leading, it reconciles: the orphan goes ({booked_uids()})")
 
     a2 = replica(port=a.port)
     time.sleep(LEASE_S / 2)
