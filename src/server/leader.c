@@ -25,8 +25,9 @@ struct gx_leader {
     struct gx_httpc_xfer *xfer;
     struct gx_elect e;
     char self[GX_ELECT_ID_MAX];
-    char pin[128]; /* with TLS: the serving key's pin, which every replica shares; else "" */
-    bool led;      /* leading at the last write or read, for the log of a change */
+    char pin[128];  /* with TLS: the serving key's pin, which every replica shares; else "" */
+    bool led;       /* leading at the last write or read, for the log of a change */
+    bool releasing; /* shutting down: hand the Lease back once the call in flight ends */
 };
 
 static int64_t
@@ -80,6 +81,18 @@ note_change(struct gx_leader *ld)
     ld->led = now;
 }
 
+static bool write_lease(struct gx_leader *ld, const char *rv, const char *holder);
+
+/* Write the Lease at the version last seen with no holder: the others take it at once. */
+static void
+hand_back(struct gx_leader *ld)
+{
+    ld->releasing = false;
+    if (write_lease(ld, ld->e.rv, "")) {
+        gx_info("handing the leader lease back", "self=%s", ld->self);
+    }
+}
+
 static void
 write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
@@ -98,6 +111,10 @@ write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         gx_debug("leader lease not written", "rc=%s status=%ld", gx_strerror(rc), status);
     }
     gx_arena_release(&a);
+    if (ld->releasing) {
+        hand_back(ld); /* at the version this renewal left */
+        return;
+    }
     note_change(ld);
     arm(ld);
 }
@@ -147,6 +164,14 @@ read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         return;
     }
     act = gx_elect_observe(&ld->e, ld->self, rv, holder, gx_mono_ms(), lease_ms(ld));
+    if (ld->releasing) {
+        ld->releasing = false;
+        if (act == GX_ELECT_RENEW) {
+            hand_back(ld);
+        }
+        gx_arena_release(&a);
+        return;
+    }
     if (act == GX_ELECT_TAKE) {
         gx_info("taking the leader lease", "holder=%s resource_version=%s unchanged_ms=%lld",
                 ld->e.holder[0] ? ld->e.holder : "-", ld->e.rv[0] ? ld->e.rv : "-",
@@ -307,11 +332,15 @@ gx_leader_release(struct gx_app *app)
     if (ld == NULL || !gx_leader_leading(app)) {
         return;
     }
-    gx_kube_cancel(app->sync.kube, ld->xfer);
-    ld->xfer = NULL;
     (void)evtimer_del(ld->timer);
-    if (write_lease(ld, ld->e.rv, "")) {
-        gx_info("handing the leader lease back", "self=%s", ld->self);
+    /*
+     * A renewal in flight may land and move the resourceVersion: cancelled,
+     * the hand-back then lost its compare-and-swap and the others waited
+     * out the lease (forward_live: half the runs).
+     */
+    ld->releasing = true;
+    if (ld->xfer == NULL) {
+        hand_back(ld);
     }
 }
 
