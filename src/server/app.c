@@ -238,9 +238,12 @@ drain_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     /*
      * Requests already on their way over open keep-alive connections get a
-     * short window to arrive before an idle server counts as drained.
+     * short window to arrive before an idle server counts as drained. The
+     * leader Lease's hand-back, which may wait for a renewal, lands first:
+     * else the other replicas wait out the lease.
      */
-    if ((gx_http_inflight(app->http) == 0 && gx_mono_ms() >= app->drain_quiet_ms) ||
+    if ((gx_http_inflight(app->http) == 0 && gx_mono_ms() >= app->drain_quiet_ms &&
+         !gx_leader_handing_back(app)) ||
         gx_mono_ms() >= app->drain_deadline_ms) {
         gx_info("shutdown complete", "unanswered=%zu", gx_http_inflight(app->http));
         (void)event_base_loopexit(app->base, NULL);

@@ -28,6 +28,7 @@ struct gx_leader {
     char pin[128];  /* with TLS: the serving key's pin, which every replica shares; else "" */
     bool led;       /* leading at the last write or read, for the log of a change */
     bool releasing; /* shutting down: hand the Lease back once the call in flight ends */
+    bool handing;   /* the hand-back is on its way */
 };
 
 static int64_t
@@ -88,7 +89,8 @@ static void
 hand_back(struct gx_leader *ld)
 {
     ld->releasing = false;
-    if (write_lease(ld, ld->e.rv, "")) {
+    ld->handing = write_lease(ld, ld->e.rv, "");
+    if (ld->handing) {
         gx_info("handing the leader lease back", "self=%s", ld->self);
     }
 }
@@ -101,6 +103,7 @@ write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     const char *rv, *holder;
 
     ld->xfer = NULL;
+    ld->handing = false;
     gx_arena_init(&a, 0);
     if (rc == GX_OK && (status == 200 || status == 201) &&
         decode(ld, body, len, &a, &rv, &holder)) {
@@ -342,6 +345,14 @@ gx_leader_release(struct gx_app *app)
     if (ld->xfer == NULL) {
         hand_back(ld);
     }
+}
+
+bool
+gx_leader_handing_back(const struct gx_app *app)
+{
+    const struct gx_leader *ld = app->leader;
+
+    return ld != NULL && (ld->releasing || ld->handing);
 }
 
 void

@@ -37,6 +37,9 @@ bool gx_leader_leading(const struct gx_app *app);
 /** Shutting down: hand the Lease back so another replica leads at once. */
 void gx_leader_release(struct gx_app *app);
 
+/** True while the Lease is being handed back (gx_leader_release): shutdown waits for it. */
+bool gx_leader_handing_back(const struct gx_app *app);
+
 /** Stop (cancels its request); NULL leader is a no-op. */
 void gx_leader_free(struct gx_app *app);
 

@@ -153,6 +153,14 @@ try:
     c.eq(metric(b, "gpu_extender_binds_total", '{outcome="bound"}'), made + 1,
          "which made that one")
 
+    # stopped while a renewal of its Lease is slow: the hand-back waits for it, shutdown for both
+    leader_path = "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases/gpu-extender-leader"
+    sent = len(api.state()["request_log"])
+    api.control("POST", "/control/fault", {"kind": "slow", "delay_s": 1, "count": 1,
+                                           "method": "PUT", "path_prefix": leader_path})
+    c.ok(wait_for(lambda: any(r["method"] == "PUT" and r["path"].startswith(leader_path)
+                              for r in api.state()["request_log"][sent:]), 5),
+         "a renewal of the leader's Lease is on its way")
     t0 = time.time()
     b.stop()
     took = wait_for(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0,
