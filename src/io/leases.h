@@ -4,9 +4,10 @@
  * node in the extender's namespace ("gpu-extender-<node>", label
  * gpu-extender.io/ledger=true) whose annotation gpu-extender.io/tenants
  * holds that node's tenants (gx_ledger_node_encode). Every change is a
- * compare-and-swap: GET the Lease, apply the change to the in-memory ledger
+ * compare-and-swap: GET the Lease (or start from what this process's own
+ * last write left, leases_cas.c), apply the change to the in-memory ledger
  * (which first takes the Lease's tenants as the truth), PUT it back with
- * the resourceVersion read (POST when it does not exist); 409 Conflict
+ * that resourceVersion (POST when it does not exist); 409 Conflict
  * re-reads and retries, a bounded number of times and within a deadline.
  * No time-based locks: any number of replicas can write.
  *
