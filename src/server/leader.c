@@ -29,6 +29,7 @@ struct gx_leader {
     bool led;       /* leading at the last write or read, for the log of a change */
     bool releasing; /* shutting down: hand the Lease back once the call in flight ends */
     bool handing;   /* the hand-back is on its way */
+    bool reread;    /* the hand-back already read the Lease again once */
 };
 
 static int64_t
@@ -83,6 +84,7 @@ note_change(struct gx_leader *ld)
 }
 
 static bool write_lease(struct gx_leader *ld, const char *rv, const char *holder);
+static bool read_lease(struct gx_leader *ld);
 
 /* Write the Lease at the version last seen with no holder: the others take it at once. */
 static void
@@ -95,18 +97,39 @@ hand_back(struct gx_leader *ld)
     }
 }
 
+/*
+ * After the renewal in flight, or the hand-back itself: hand back at the
+ * version the write left. A write that failed may still have landed (a
+ * timeout, a dropped answer) and moved the version, so read it once more.
+ */
+static void
+hand_back_after(struct gx_leader *ld, bool written)
+{
+    if (written && ld->releasing) {
+        hand_back(ld);
+        return;
+    }
+    ld->releasing = false;
+    if (!written && !ld->reread) {
+        ld->reread = true;
+        ld->releasing = read_lease(ld);
+    }
+}
+
 static void
 write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
 {
     struct gx_leader *ld = ctx;
     struct gx_arena a;
     const char *rv, *holder;
+    bool written = false, was_handing = ld->handing;
 
     ld->xfer = NULL;
     ld->handing = false;
     gx_arena_init(&a, 0);
     if (rc == GX_OK && (status == 200 || status == 201) &&
         decode(ld, body, len, &a, &rv, &holder)) {
+        written = true;
         if (strcmp(holder, ld->self) == 0) {
             gx_elect_written(&ld->e, ld->self, rv, gx_mono_ms());
         }
@@ -114,8 +137,8 @@ write_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         gx_debug("leader lease not written", "rc=%s status=%ld", gx_strerror(rc), status);
     }
     gx_arena_release(&a);
-    if (ld->releasing) {
-        hand_back(ld); /* at the version this renewal left */
+    if (ld->releasing || was_handing) {
+        hand_back_after(ld, written);
         return;
     }
     note_change(ld);
@@ -163,7 +186,11 @@ read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
         (status == 200 && !decode(ld, body, len, &a, &rv, &holder))) {
         gx_debug("leader lease not read", "rc=%s status=%ld", gx_strerror(rc), status);
         gx_arena_release(&a);
-        arm(ld);
+        if (ld->releasing) {
+            ld->releasing = false; /* shutting down: the others wait out the lease */
+        } else {
+            arm(ld);
+        }
         return;
     }
     act = gx_elect_observe(&ld->e, ld->self, rv, holder, gx_mono_ms(), lease_ms(ld));
@@ -187,21 +214,28 @@ read_done(void *ctx, enum gx_err rc, long status, const char *body, size_t len)
     gx_arena_release(&a);
 }
 
+static bool
+read_lease(struct gx_leader *ld)
+{
+    char path[512];
+
+    lease_path(ld, true, path, sizeof(path));
+    ld->xfer = gx_kube_request(ld->app->sync.kube, "GET", path, NULL, 0, NULL, lease_ms(ld) / 4,
+                               read_done, ld);
+    return ld->xfer != NULL;
+}
+
 static void
 tick(evutil_socket_t fd, short what, void *arg)
 {
     struct gx_leader *ld = arg;
-    char path[512];
 
     (void)fd;
     (void)what;
     if (ld->xfer != NULL || ld->app->draining) {
         return;
     }
-    lease_path(ld, true, path, sizeof(path));
-    ld->xfer = gx_kube_request(ld->app->sync.kube, "GET", path, NULL, 0, NULL, lease_ms(ld) / 4,
-                               read_done, ld);
-    if (ld->xfer == NULL) {
+    if (!read_lease(ld)) {
         arm(ld);
     }
 }

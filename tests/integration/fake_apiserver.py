@@ -38,7 +38,8 @@ Control API (never needs auth), all JSON:
   POST   /control/fault            {"kind": "gone|drop|slow|500|garbage|truncate|<http code>",
                                     "path_prefix": "/api/v1/nodes", "count": 1, "delay_s": 2,
                                     "watch": true|false (optional: only watches / only non-watches),
-                                    "method": "GET" (optional)}
+                                    "method": "GET" (optional),
+                                    "hold_s": 0.5 (drop/truncate/garbage: wait before answering)}
   DELETE /control/fault            clear pending faults
   POST   /control/compact          forget the event history
   POST   /control/history          {"limit": N} retained event count (applies immediately)
@@ -424,6 +425,7 @@ class Fault:
         self.watch = spec.get("watch")
         self.method = spec.get("method")
         self.rst = bool(spec.get("rst", False))
+        self.hold_s = float(spec.get("hold_s", 0))
 
     def matches(self, method, path, is_watch):
         if self.count <= 0 or not path.startswith(self.path_prefix):
@@ -442,6 +444,7 @@ class Fault:
             "delay_s": self.delay_s,
             "watch": self.watch,
             "method": self.method,
+            "hold_s": self.hold_s,
         }
 
 
@@ -654,6 +657,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_faulty(self, resp, fault):
         """Send resp damaged according to a drop/truncate/garbage fault."""
+        time.sleep(fault.hold_s)  # the write has landed: what a slow answer then lost looks like
         if fault.kind == "garbage":
             self._send(Response(200, b"<html><body>502 Bad Gateway</body></html>\n{not json at all", "application/json"))
         elif fault.kind == "truncate":

@@ -5,7 +5,7 @@ who leads, that a follower's filter, bind and debug explains are the leader's, t
 forwarded again, that a follower answers itself when the leader is gone and takes the Lease a
 lease period later, that only the leader reconciles the Leases, that a bind in flight when the leader died is finished by the follower
 (bound and booked once), that a restarted replica follows, that a leader stopping hands the Lease
-back at once, and that a replica that cannot name its own address refuses to start."""
+back at once (also when its last renewal landed but lost its answer), and that a replica that cannot name its own address refuses to start."""
 import copy
 import json
 import os
@@ -166,6 +166,23 @@ try:
     took = wait_for(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0,
                     LEASE_S * 3)
     c.ok(took and took < LEASE_S, f"a leader stopping hands the Lease back: taken in {took} s")
+
+    # stopped while a renewal that landed lost its answer: the hand-back reads the Lease again
+    b2 = replica()
+    c.ok(wait_for(lambda: metric(b2, "gpu_extender_leader") == 0 and
+                  metric(a2, "gpu_extender_leader") == 1, LEASE_S * 3), "a new replica follows")
+    sent = len(api.state()["request_log"])
+    api.control("POST", "/control/fault", {"kind": "drop", "hold_s": 0.3, "count": 1,
+                                           "method": "PUT", "path_prefix": leader_path})
+    c.ok(wait_for(lambda: any(r["method"] == "PUT" and r["path"].startswith(leader_path)
+                              for r in api.state()["request_log"][sent:]), 5),
+         "a renewal of the leader's Lease lands, its answer held")
+    t0 = time.time()
+    a2.stop()
+    took = wait_for(lambda: metric(b2, "gpu_extender_leader") == 1 and time.time() - t0,
+                    LEASE_S * 3)
+    c.ok(took and took < LEASE_S * 0.75,
+         f"a leader whose last renewal lost its answer hands the Lease back: taken in {took} s")
 
     cfg = dict(a2.cfg)
     cfg["replicas"] = {"forward": True}
