@@ -202,7 +202,9 @@ main(int argc, char **argv)
     struct gx_node_info *nodes = NULL;
     size_t n_nodes = 0, prom_len = 0, nodes_len = 0, page_len = 0, snap_bytes = 0;
     char *prom = NULL, *ntext = NULL, *page = NULL;
-    static double t_full[MAX_RUNS], t_parse[MAX_RUNS], t_snap[MAX_RUNS];
+    static double t_full[MAX_RUNS], t_parse[MAX_RUNS], t_snap[MAX_RUNS], t_cooled[MAX_RUNS];
+    struct gx_snapshot *prev = NULL;
+    size_t cooled = 0;
     size_t heap0 = 0, heap_nodes = 0, heap_store = 0, heap_snap = 0, heap_base = 0;
     double first_full = 0, t_nodes = 0, t_page = 0, t0, pm = 0, t_gaps = 0, t_decide = 0;
     int rc = 1;
@@ -277,28 +279,40 @@ main(int argc, char **argv)
             goto out;
         }
         t_snap[r] = now_ms() - t0;
+        if (prev != NULL) {
+            /* what a rebuild adds while pods wait: the cards that cooled (sync.c) */
+            struct gx_decide_ctx b = {.cfg = cfg, .snap = prev, .now_ms = 1787566531000};
+            struct gx_decide_ctx a = {.cfg = cfg, .snap = snap, .now_ms = 1787566531000};
+            t0 = now_ms();
+            cooled += gx_score_cards_cooled(&b, &a);
+            t_cooled[r] = now_ms() - t0;
+            gx_snapshot_free(prev);
+        }
+        prev = snap;
         snap_bytes = snap->arena.total;
         if (r == 0)
             heap_snap = heap_in_use();
         if (r == runs - 1 &&
             gap_count_ms(cfg, snap, 1787566531000, runs, &t_gaps, &t_decide) != 0) {
             fprintf(stderr, "bench_parse: the share decision did not count the gaps\n");
-            gx_snapshot_free(snap);
             goto out;
         }
-        gx_snapshot_free(snap);
     }
+    gx_snapshot_free(prev);
+    prev = NULL;
     if (json)
         printf("{\"series\":%ld,\"prom_bytes\":%zu,\"runs\":%ld,\"prom_first_ms\":%.2f,"
                "\"prom_parse_map_ms\":%.2f,\"prom_parse_merge_ms\":%.2f,\"nodes\":%zu,"
                "\"nodelist_bytes\":%zu,\"nodelist_decode_ms\":%.2f,\"page_bytes\":%zu,"
                "\"page_load_ms\":%.2f,\"snapshot_build_ms\":%.2f,\"snapshot_bytes\":%zu,"
                "\"heap_nodes_bytes\":%zu,\"heap_store_bytes\":%zu,\"heap_snapshot_bytes\":%zu,"
-               "\"rss_end_bytes\":%zu,\"gap_count_ms\":%.3f,\"share_decision_ms\":%.4f}\n",
+               "\"rss_end_bytes\":%zu,\"gap_count_ms\":%.3f,\"share_decision_ms\":%.4f,"
+               "\"cooled_count_ms\":%.3f}\n",
                series, prom_len, runs, first_full, median(t_parse, (size_t)runs),
                median(t_full, (size_t)runs), n_nodes, nodes_len, t_nodes, page_len, t_page,
                median(t_snap, (size_t)runs), snap_bytes, heap_nodes, heap_store,
-               heap_snap - heap_base, rss_bytes(), t_gaps, t_decide);
+               heap_snap - heap_base, rss_bytes(), t_gaps, t_decide,
+               runs > 1 ? median(t_cooled + 1, (size_t)runs - 1) : 0.0);
     else
         printf("prometheus answer: %ld series, %.1f MiB\n"
                "  parse + map (median of %ld):            %8.2f ms\n"
@@ -308,15 +322,17 @@ main(int argc, char **argv)
                "gx_snapshot_build, %zu nodes (median):    %8.2f ms  (arena %.1f MiB)\n"
                "heap held: decoded nodes %.1f MiB, metric store %.1f MiB, snapshot %.1f MiB\n"
                "fgd gap count, a share on every node (median): %6.3f ms  (one node's share "
-               "decision: %.4f ms)\n",
+               "decision: %.4f ms)\n"
+               "cards that cooled between two snapshots (median): %6.3f ms\n",
                series, (double)prom_len / 1048576.0, runs, median(t_parse, (size_t)runs),
                median(t_full, (size_t)runs), first_full, n_nodes, (double)nodes_len / 1048576.0,
                t_nodes, (double)page_len / 1048576.0, t_page, n_nodes, median(t_snap, (size_t)runs),
                (double)snap_bytes / 1048576.0, (double)heap_nodes / 1048576.0,
                (double)heap_store / 1048576.0, (double)(heap_snap - heap_base) / 1048576.0, t_gaps,
-               t_decide);
+               t_decide, runs > 1 ? median(t_cooled + 1, (size_t)runs - 1) : 0.0);
     rc = 0;
 out:
+    gx_snapshot_free(prev);
     gx_mstore_free(ms);
     gx_arena_release(&na);
     free(prom);

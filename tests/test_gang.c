@@ -560,7 +560,7 @@ Test(gang_two, a_bound_members_card_is_refused_and_the_reason_says_why)
     cr_assert(!v.keep);
     cr_assert_eq(v.reason, GX_REASON_GANG_APART, "%s", gx_reason_text(v.reason));
     cr_assert_str_eq(gx_reason_text(v.reason), "GPU held by another member of the gang");
-    cr_assert(gx_reason_booked(v.reason), "a member that goes lets it in: requeued on a release");
+    cr_assert(gx_reason_lifts(v.reason), "a member that goes lets it in: requeued on a release");
     cr_assert_null(member_filter("m4", "trainer", apart, T0 + 1), "m3's entry holds the last one");
     gx_score_node(&t.a.ctx, &other, &t.nodes[1], &v);
     cr_assert(v.keep, "another gang's members may share those cards");

@@ -2,8 +2,8 @@
 /*
  * test_requeue.c - the pokes (requeue.c) against a fake API server
  * (gx_fakehttp) that records the pod PATCHes: a pod waiting for capacity is
- * patched once a booking goes, not while the ledger only grows, and not
- * once it is bound.
+ * patched once a booking goes or a busy card cools, not while the ledger
+ * only grows, and not once it is bound.
  */
 #include "gx_test.h"
 
@@ -179,5 +179,22 @@ Test(requeue, a_bound_waiter_is_not_poked)
     cr_assert_eq(gx_ledger_release(e.app.ledger, "uid-a"), 1);
     run_for(&e, 1500);
     cr_assert_eq(pokes(&e), 0);
+    env_fini(&e);
+}
+
+Test(requeue, a_card_that_cools_pokes_the_waiter)
+{
+    struct env e;
+
+    env_init(&e);
+    cr_assert_not(gx_requeue_waiting(&e.app));
+    wait_for_capacity(&e);
+    cr_assert(gx_requeue_waiting(&e.app), "sync counts cooled cards only while a pod waits");
+    run_for(&e, 1200);
+    cr_assert_eq(pokes(&e), 0);
+    gx_requeue_cooled(&e.app, 1); /* a rebuild found a busy card cooled */
+    run_for(&e, 1500);
+    cr_assert_eq(pokes(&e), 1, "no booking went, but a card cooled");
+    cr_assert_not(gx_requeue_waiting(&e.app));
     env_fini(&e);
 }

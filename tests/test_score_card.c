@@ -171,3 +171,47 @@ Test(score_card, freshness_edge_is_the_same_for_every_reader)
     }
     world_free(&w);
 }
+
+/* @w's node as a one-node snapshot in @snap, and @w's context deciding on it. */
+static void
+world_snapshot(struct world *w, struct gx_snapshot *snap)
+{
+    memset(snap, 0, sizeof(*snap));
+    snap->nodes = &w->node;
+    snap->n_nodes = 1;
+    cr_assert_eq(gx_snapshot_index(snap), GX_OK);
+    w->ctx.snap = snap;
+}
+
+Test(score_card, cooled_counts_the_cards_busy_before_and_not_after)
+{
+    struct world b, a, other;
+    struct gx_snapshot sb, sa, so;
+
+    world_init(&b, "gpu-4", 4);
+    world_init(&a, "gpu-4", 4);
+    world_init(&other, "gpu-5", 4);
+    world_snapshot(&b, &sb);
+    world_snapshot(&a, &sa);
+    world_snapshot(&other, &so);
+    b.cards[0].v[GX_SIG_UTIL] = 99; /* cools */
+    b.cards[1].v[GX_SIG_UTIL] = 99; /* stays busy */
+    a.cards[1].v[GX_SIG_UTIL] = 95;
+    a.cards[2].v[GX_SIG_UTIL] = 99; /* heats: not a card that cooled */
+    cr_assert_eq(gx_score_cards_cooled(&b.ctx, &a.ctx), 1);
+    cr_assert_eq(gx_score_cards_cooled(&a.ctx, &b.ctx), 1, "card 2, the other way round");
+    b.cards[3].v[GX_SIG_UTIL] = 99;
+    a.cards[3].v[GX_SIG_TEMP] = 95;
+    cr_assert_eq(gx_score_cards_cooled(&b.ctx, &a.ctx), 2, "cool but hot now: not busy");
+    b.cards[3].at_ms[GX_SIG_UTIL] = NOW - 61000;
+    cr_assert_eq(gx_score_cards_cooled(&b.ctx, &a.ctx), 1, "a stale sample was never busy");
+    cr_assert_eq(gx_score_cards_cooled(&b.ctx, &other.ctx), 0, "another node matches nothing");
+    a.cards[0].index = 7;
+    cr_assert_eq(gx_score_cards_cooled(&b.ctx, &a.ctx), 0, "cards match by index");
+    gx_nameidx_release(&sb.names);
+    gx_nameidx_release(&sa.names);
+    gx_nameidx_release(&so.names);
+    world_free(&b);
+    world_free(&a);
+    world_free(&other);
+}

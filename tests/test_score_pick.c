@@ -107,7 +107,8 @@ Test(score_pick, a_share_no_empty_card_could_hold_never_fits)
     cr_assert_not(v.keep);
     cr_assert_eq(v.reason, GX_REASON_NEVER_FITS, "%s", gx_reason_text(v.reason));
     cr_assert(gx_reason_unresolvable(v.reason));
-    cr_assert_not(gx_reason_booked(v.reason), "no booking that goes would let it in");
+    cr_assert_not(gx_reason_lifts(v.reason),
+                  "no booking that goes, no card that cools would let it in");
     v = decide(&w, req_shared(1, 24564 - 512 + 1, -1));
     cr_assert_eq(v.reason, GX_REASON_NEVER_FITS, "%s", gx_reason_text(v.reason));
     /* at the edge it fits an empty, idle card (one whose 300 MiB measured in use leave room) */

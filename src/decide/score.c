@@ -83,11 +83,12 @@ gx_reason_unlisted(enum gx_reason r)
 }
 
 bool
-gx_reason_booked(enum gx_reason r)
+gx_reason_lifts(enum gx_reason r)
 {
     /* a gang's reasons too: a member that goes frees its card, or its NUMA node's */
     return r == GX_REASON_NO_SLOT || r == GX_REASON_NO_MEMORY || r == GX_REASON_TOO_FEW_GPUS ||
-           r == GX_REASON_QUOTA || r == GX_REASON_GANG_APART || r == GX_REASON_GANG_NUMA;
+           r == GX_REASON_QUOTA || r == GX_REASON_GANG_APART || r == GX_REASON_GANG_NUMA ||
+           r == GX_REASON_BUSY;
 }
 
 bool

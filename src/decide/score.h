@@ -55,8 +55,12 @@ bool gx_reason_unresolvable(enum gx_reason r);
  */
 bool gx_reason_unlisted(enum gx_reason r);
 
-/** True when bookings in the ledger cause @r: a booking that goes may lift it. */
-bool gx_reason_booked(enum gx_reason r);
+/**
+ * True when @r lifts on a change the extender sees: a booking that goes
+ * (the ledger) or a busy card that cools (the metrics). A pod refused
+ * everywhere for such reasons waits for that change (server/requeue.h).
+ */
+bool gx_reason_lifts(enum gx_reason r);
 
 #define GX_MAX_PICK 16
 
@@ -238,6 +242,12 @@ enum gx_card_state {
 /** State of @card of @node under the rule filter applies. Cannot fail. */
 enum gx_card_state gx_score_card_state(const struct gx_decide_ctx *ctx, const struct gx_node *node,
                                        const struct gx_card *card);
+
+/**
+ * Cards BUSY under @before (its snapshot at its now_ms) that are not under
+ * @after: matched by node name and card index; ledgers are not read.
+ */
+size_t gx_score_cards_cooled(const struct gx_decide_ctx *before, const struct gx_decide_ctx *after);
 
 /** "ok", "hot", "xid", "busy", "stale" or "claimed". Static. */
 const char *gx_card_state_text(enum gx_card_state s);

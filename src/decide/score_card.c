@@ -183,6 +183,41 @@ gx_score_card_state(const struct gx_decide_ctx *ctx, const struct gx_node *node,
     return card_state(&d, card, card_fresh(&d, card), true);
 }
 
+/* @card's namesake (same index) on @node, or NULL. */
+static const struct gx_card *
+card_at(const struct gx_node *node, int index)
+{
+    for (size_t i = 0; i < gx_score_node_cards(node); i++) {
+        if (node->cards[i].index == index) {
+            return &node->cards[i];
+        }
+    }
+    return NULL;
+}
+
+size_t
+gx_score_cards_cooled(const struct gx_decide_ctx *before, const struct gx_decide_ctx *after)
+{
+    struct gx_score_dctx b, a;
+    size_t n = 0;
+
+    for (size_t i = 0; i < after->snap->n_nodes; i++) {
+        const struct gx_node *an = &after->snap->nodes[i];
+        const struct gx_node *bn = gx_snapshot_find(before->snap, an->name, strlen(an->name));
+        if (bn == NULL) {
+            continue;
+        }
+        gx_score_dctx_init(&b, before, bn);
+        gx_score_dctx_init(&a, after, an);
+        for (size_t c = 0; c < gx_score_node_cards(an); c++) {
+            const struct gx_card *ac = &an->cards[c], *bc = card_at(bn, ac->index);
+            n += bc != NULL && card_state(&b, bc, card_fresh(&b, bc), true) == GX_CARD_BUSY &&
+                 card_state(&a, ac, card_fresh(&a, ac), true) != GX_CARD_BUSY;
+        }
+    }
+    return n;
+}
+
 const char *
 gx_card_state_text(enum gx_card_state s)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* requeue.c - poke pods refused for capacity once the ledger frees some (see requeue.h). */
+/* requeue.c - poke pods refused for capacity once the ledger frees some or a card cools (see
+ * requeue.h). */
 #include "requeue.h"
 
 #include <event2/event.h>
@@ -82,18 +83,25 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
     struct gx_waiter w[POKES_PER_TICK];
     int64_t tenants = 0, now = gx_wall_ms();
     size_t n = 0;
+    bool freed, cooled;
 
     (void)fd;
     (void)what;
     gx_ledger_totals(app->ledger, NULL, &tenants);
-    /* fewer tenants than a second ago: a booking went, so capacity freed somewhere */
-    if (tenants < app->requeue.tenants && app->sync.kube != NULL) {
+    /* fewer tenants than a second ago (a booking went), or a busy card cooled */
+    freed = tenants < app->requeue.tenants;
+    cooled = app->requeue.cooled != app->requeue.cooled_seen;
+    if ((freed || cooled) && app->sync.kube != NULL) {
         n = gx_waiters_take(app->requeue.waiters, now, WAIT_TTL_MS, w, POKES_PER_TICK);
     }
     if (n > 0) {
-        gx_info("ledger freed capacity, requeueing pods refused for it", "pods=%zu waiting=%zu", n,
-                gx_waiters_count(app->requeue.waiters));
+        gx_info("capacity freed, requeueing pods refused for it", "pods=%zu waiting=%zu cause=%s",
+                n, gx_waiters_count(app->requeue.waiters),
+                freed && cooled ? "booking,cooled"
+                : freed         ? "booking"
+                                : "cooled");
     }
+    app->requeue.cooled_seen = app->requeue.cooled;
     for (size_t i = 0; i < n; i++) {
         poke(app, &w[i], now);
     }
@@ -135,6 +143,18 @@ void
 gx_requeue_wait(struct gx_app *app, const struct gx_pod *pod)
 {
     gx_waiters_add(app->requeue.waiters, pod->uid, pod->namespace, pod->name, gx_wall_ms());
+}
+
+bool
+gx_requeue_waiting(const struct gx_app *app)
+{
+    return app->requeue.waiters != NULL && gx_waiters_count(app->requeue.waiters) > 0;
+}
+
+void
+gx_requeue_cooled(struct gx_app *app, size_t n)
+{
+    app->requeue.cooled += n;
 }
 
 void

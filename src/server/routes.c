@@ -213,7 +213,7 @@ filter_now(struct gx_app *app, struct gx_http_req *r)
     struct gx_admit_held held;
     struct gx_gang_call gang;
     struct gx_buf out;
-    size_t len, kept = 0, booked = 0;
+    size_t len, kept = 0, lifts = 0;
     const char *body = gx_http_body(r, &len);
     struct bad_request bad = {0};
     int64_t now_ms;
@@ -270,7 +270,7 @@ filter_now(struct gx_app *app, struct gx_http_req *r)
         fv[i].unresolvable = !v.keep && gx_reason_unresolvable(v.reason);
         fv[i].unlisted = !v.keep && !bad.bad && gx_reason_unlisted(v.reason);
         kept += v.keep;
-        booked += !v.keep && gx_reason_booked(v.reason);
+        lifts += !v.keep && gx_reason_lifts(v.reason);
         if (v.keep) {
             app->metrics.nodes_kept++;
         } else {
@@ -280,8 +280,8 @@ filter_now(struct gx_app *app, struct gx_http_req *r)
             log_decision(r, "filter", &args.pod, &args.nodes[i], &v);
         }
     }
-    /* no node fits, and a booking that goes would let one: wait for it (requeue.h) */
-    if (!bad.bad && app->leases != NULL && kept == 0 && booked > 0) {
+    /* no node fits, and a booking that goes or a card that cools would let one (requeue.h) */
+    if (!bad.bad && app->leases != NULL && kept == 0 && lifts > 0) {
         gx_requeue_wait(app, &args.pod);
     }
     gx_buf_init(&out, (size_t)1 << 30);

@@ -86,7 +86,9 @@ struct gx_waiters;
 struct gx_requeue {
     struct gx_waiters *waiters;
     struct event *timer;
-    int64_t tenants; /* ledger tenants at the last tick */
+    int64_t tenants;      /* ledger tenants at the last tick */
+    uint64_t cooled;      /* busy cards that cooled, counted at snapshot rebuilds */
+    uint64_t cooled_seen; /* ... at the last tick */
     LIST_HEAD(gx_pokes, gx_poke) pokes;
 };
 

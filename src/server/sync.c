@@ -17,6 +17,8 @@
 #include "pdb.h"
 #include "podsum.h"
 #include "promsrc.h"
+#include "requeue.h"
+#include "score.h"
 
 #define FILE_CAP (256u << 20)
 #define PAGE_WINDOW ((size_t)2 << 20)
@@ -134,6 +136,19 @@ claim_of(void *ctx, const char *node, const char *uuid)
     return gx_dra_claim_of(ctx, uuid);
 }
 
+/* Busy cards of @old that @snap shows cooled, for the pods waiting on them (requeue.h). */
+static void
+count_cooled(struct gx_app *app, const struct gx_snapshot *old, const struct gx_snapshot *snap)
+{
+    struct gx_decide_ctx before = {.cfg = app->cfg, .snap = old};
+    struct gx_decide_ctx after = {.cfg = app->cfg, .snap = snap, .now_ms = snap->built_ms};
+
+    if (old != NULL && gx_requeue_waiting(app)) {
+        before.now_ms = old->built_ms;
+        gx_requeue_cooled(app, gx_score_cards_cooled(&before, &after));
+    }
+}
+
 enum gx_err
 gx_sync_rebuild(struct gx_app *app)
 {
@@ -162,6 +177,7 @@ gx_sync_rebuild(struct gx_app *app)
     snap->generation = ++s->generation;
     snap->nodes_ms = app->metrics.up[s->kube ? GX_UP_KUBERNETES : GX_UP_FILES].last_success_ms;
     snap->metrics_ms = app->metrics.up[s->prom ? GX_UP_PROMETHEUS : GX_UP_FILES].last_success_ms;
+    count_cooled(app, s->snap, snap);
     gx_snapshot_free(s->snap);
     s->snap = snap;
     s->snap_has_api_nodes = synced;
