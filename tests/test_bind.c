@@ -25,7 +25,7 @@
 #include "httpc.h"
 #include "kube.h"
 #include "podreq.h"
-#include "gx_fakehttp.h"
+#include "gx_fakekube.h"
 #include "seen.h"
 #include "service.h"
 #include "sync.h"
@@ -352,30 +352,17 @@ env_init(struct env *e, bool seen)
     struct gx_app *a = &e->app;
     struct gx_http_opts o = {.address = "127.0.0.1", .max_body = 1 << 20, .conn_timeout_s = 10};
     struct gx_why why = {{0}};
-    char url[64];
 
     memset(e, 0, sizeof(*e));
-    unsetenv("http_proxy");
-    unsetenv("HTTP_PROXY");
     pthread_mutex_init(&e->f.mu, NULL);
     e->f.rv = 100;
     e->srv = gx_fakehttp_start(handle, &e->f);
-    cr_assert_eq(gx_config_default(&a->cfg), GX_OK);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->srv));
-    free(a->cfg->kube_url);
-    a->cfg->kube_url = gx_strndup(url, strlen(url));
-    a->cfg->kube_enabled = true;
+    gx_fakekube_app(a, e->srv);
     a->cfg->bind_deadline_ms = 1000;
     a->cfg->ledger_sync_s = 3600;
-    gx_metrics_init(&a->metrics);
     LIST_INIT(&a->binds);
     LIST_INIT(&a->bgs);
-    a->base = event_base_new();
     cr_assert_eq(gx_gate_init(&a->bind_gate, a->base), GX_OK);
-    a->sync.httpc = gx_httpc_new(a->base);
-    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics.up[GX_UP_KUBERNETES],
-                               NULL, a, &why);
-    cr_assert_not_null(a->sync.kube, "%s", why.text);
     snap_init(e);
     a->sync.snap = &e->snap;
     a->ledger = gx_ledger_new();
@@ -405,14 +392,11 @@ env_fini(struct env *e)
     gx_leases_free(a->leases);
     gx_bg_clear(a);
     gx_http_free(e->http);
-    gx_kube_free(a->sync.kube);
-    gx_httpc_free(a->sync.httpc);
-    gx_fakehttp_stop(e->srv);
     gx_seen_free(a->seen);
     gx_ledger_free(a->ledger);
     gx_nameidx_release(&e->snap.names);
-    gx_config_free(a->cfg);
-    event_base_free(a->base);
+    gx_fakekube_app_free(a);
+    gx_fakehttp_stop(e->srv);
     free(e->f.tenants);
     pthread_mutex_destroy(&e->f.mu);
 }

@@ -14,11 +14,8 @@
 #include <string.h>
 
 #include "config.h"
-#include "gx_fakehttp.h"
-#include "httpc.h"
-#include "kube.h"
+#include "gx_fakekube.h"
 #include "leader.h"
-#include "service.h"
 
 GX_SUITE(leader);
 
@@ -131,96 +128,80 @@ env_init(struct env *e, const char *holder, long rv)
 {
     struct gx_app *a = &e->app;
     struct gx_why why = {{0}};
-    char url[64];
 
     memset(e, 0, sizeof(*e));
-    unsetenv("http_proxy");
-    unsetenv("HTTP_PROXY");
     pthread_mutex_init(&e->f.mu, NULL);
     e->f.exists = holder != NULL;
     e->f.rv = rv;
     (void)snprintf(e->f.holder, sizeof(e->f.holder), "%s", holder != NULL ? holder : "");
     e->srv = gx_fakehttp_start(handle, &e->f);
-    cr_assert_eq(gx_config_default(&a->cfg), GX_OK);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->srv));
-    free(a->cfg->kube_url);
-    a->cfg->kube_url = gx_strndup(url, strlen(url));
-    a->cfg->kube_enabled = true;
+    gx_fakekube_app(a, e->srv);
     a->cfg->replicas_forward = true;
     a->cfg->replicas_lease_s = 2; /* reads every 500 ms, as forward_live's replicas */
     a->cfg->replicas_advertise_url = gx_strndup(SELF, strlen(SELF));
-    gx_metrics_init(&a->metrics);
-    a->base = event_base_new();
-    a->sync.httpc = gx_httpc_new(a->base);
-    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics.up[GX_UP_KUBERNETES],
-                               NULL, a, &why);
-    cr_assert_not_null(a->sync.kube, "%s", why.text);
     cr_assert_eq(gx_leader_start(a, &why), GX_OK, "%s", why.text);
 }
 
 static void
 env_fini(struct env *e)
 {
-    struct gx_app *a = &e->app;
-
-    gx_leader_free(a);
-    gx_kube_free(a->sync.kube);
-    gx_httpc_free(a->sync.httpc);
+    gx_leader_free(&e->app);
+    gx_fakekube_app_free(&e->app);
     gx_fakehttp_stop(e->srv);
-    gx_config_free(a->cfg);
-    event_base_free(a->base);
     pthread_mutex_destroy(&e->f.mu);
 }
 
-/* Run the loop until @cond holds or the deadline passes; returns @cond. */
 static bool
-run_until(struct env *e, bool (*cond)(struct env *e))
+run_until(struct env *e, bool (*cond)(void *e))
 {
-    int64_t end = gx_mono_ms() + DEADLINE_MS;
-
-    while (!cond(e) && gx_mono_ms() < end) {
-        struct timeval tv = {0, 10000};
-        (void)event_base_loopexit(e->app.base, &tv);
-        (void)event_base_dispatch(e->app.base);
-    }
-    return cond(e);
+    return gx_fakekube_run_until(&e->app, cond, e, DEADLINE_MS);
 }
 
 static bool
-leading(struct env *e)
+leading(void *arg)
 {
+    struct env *e = arg;
+
     return gx_leader_leading(&e->app);
 }
 
 static bool
-handed_back(struct env *e)
+handed_back(void *arg)
 {
+    struct env *e = arg;
+
     return !gx_leader_handing_back(&e->app);
 }
 
-static bool
-read_once(struct env *e)
+/* The fake's count @n, read under its lock. */
+static int
+calls(struct env *e, const int *n)
 {
-    int gets;
+    int v;
 
     pthread_mutex_lock(&e->f.mu);
-    gets = e->f.gets;
+    v = *n;
     pthread_mutex_unlock(&e->f.mu);
-    return gets > 0;
+    return v;
+}
+
+static bool
+read_once(void *arg)
+{
+    struct env *e = arg;
+
+    return calls(e, &e->f.gets) > 0;
 }
 
 static int puts_before;
 
 /* A PUT came after puts_before (it is being answered now, or its answer lost). */
 static bool
-put_came(struct env *e)
+put_came(void *arg)
 {
-    int puts;
+    struct env *e = arg;
 
-    pthread_mutex_lock(&e->f.mu);
-    puts = e->f.puts;
-    pthread_mutex_unlock(&e->f.mu);
-    return puts > puts_before;
+    return calls(e, &e->f.puts) > puts_before;
 }
 
 /* Lead, then release while the next renewal is on its way; the Lease after the hand-back. */

@@ -11,13 +11,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "config.h"
-#include "gx_fakehttp.h"
-#include "httpc.h"
-#include "kube.h"
+#include "gx_fakekube.h"
 #include "ledger.h"
 #include "requeue.h"
-#include "service.h"
 
 GX_SUITE(requeue);
 
@@ -59,43 +55,22 @@ struct env {
 static void
 env_init(struct env *e)
 {
-    struct gx_app *a = &e->app;
-    struct gx_why why = {{0}};
-    char url[64];
-
     memset(e, 0, sizeof(*e));
-    unsetenv("http_proxy");
-    unsetenv("HTTP_PROXY");
     pthread_mutex_init(&e->f.mu, NULL);
     e->srv = gx_fakehttp_start(handle, &e->f);
-    cr_assert_eq(gx_config_default(&a->cfg), GX_OK);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", gx_fakehttp_port(e->srv));
-    free(a->cfg->kube_url);
-    a->cfg->kube_url = gx_strndup(url, strlen(url));
-    a->cfg->kube_enabled = true;
-    gx_metrics_init(&a->metrics);
-    a->base = event_base_new();
-    a->sync.httpc = gx_httpc_new(a->base);
-    a->sync.kube = gx_kube_new(a->base, a->sync.httpc, a->cfg, &a->metrics.up[GX_UP_KUBERNETES],
-                               NULL, a, &why);
-    cr_assert_not_null(a->sync.kube, "%s", why.text);
-    a->ledger = gx_ledger_new();
-    cr_assert_not_null(a->ledger);
-    cr_assert_eq(gx_requeue_start(a), GX_OK);
+    gx_fakekube_app(&e->app, e->srv);
+    e->app.ledger = gx_ledger_new();
+    cr_assert_not_null(e->app.ledger);
+    cr_assert_eq(gx_requeue_start(&e->app), GX_OK);
 }
 
 static void
 env_fini(struct env *e)
 {
-    struct gx_app *a = &e->app;
-
-    gx_requeue_stop(a);
-    gx_kube_free(a->sync.kube);
-    gx_httpc_free(a->sync.httpc);
+    gx_requeue_stop(&e->app);
+    gx_ledger_free(e->app.ledger);
+    gx_fakekube_app_free(&e->app);
     gx_fakehttp_stop(e->srv);
-    gx_ledger_free(a->ledger);
-    gx_config_free(a->cfg);
-    event_base_free(a->base);
     pthread_mutex_destroy(&e->f.mu);
 }
 

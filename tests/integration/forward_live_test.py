@@ -69,6 +69,24 @@ def filter_call(ext, pod, headers=None):
     return st, body
 
 
+LEADER_PATH = "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases/gpu-extender-leader"
+
+
+def stop_during_renewal(leader, follower, fault):
+    """Stop @leader while the fake holds the next renewal of its Lease with @fault: the seconds
+    until @follower leads (None: not within three lease periods)."""
+    sent = len(api.state()["request_log"])
+    api.control("POST", "/control/fault", {**fault, "count": 1, "method": "PUT",
+                                           "path_prefix": LEADER_PATH})
+    c.ok(wait_for(lambda: any(r["method"] == "PUT" and r["path"].startswith(LEADER_PATH)
+                              for r in api.state()["request_log"][sent:]), 5),
+         f"a renewal of the leader's Lease is on its way ({fault['kind']})")
+    t0 = time.time()
+    leader.stop()
+    return wait_for(lambda: metric(follower, "gpu_extender_leader") == 1 and time.time() - t0,
+                    LEASE_S * 3)
+
+
 try:
     a = replica(**{"ledger.reconcile_interval_s": 3600})  # the leader's pass is an hour away
     c.ok(wait_for(lambda: metric(a, "gpu_extender_leader") == 1, 5),
@@ -154,33 +172,14 @@ try:
          "which made that one")
 
     # stopped while a renewal of its Lease is slow: the hand-back waits for it, shutdown for both
-    leader_path = "/apis/coordination.k8s.io/v1/namespaces/gpu-extender/leases/gpu-extender-leader"
-    sent = len(api.state()["request_log"])
-    api.control("POST", "/control/fault", {"kind": "slow", "delay_s": 1, "count": 1,
-                                           "method": "PUT", "path_prefix": leader_path})
-    c.ok(wait_for(lambda: any(r["method"] == "PUT" and r["path"].startswith(leader_path)
-                              for r in api.state()["request_log"][sent:]), 5),
-         "a renewal of the leader's Lease is on its way")
-    t0 = time.time()
-    b.stop()
-    took = wait_for(lambda: metric(a2, "gpu_extender_leader") == 1 and time.time() - t0,
-                    LEASE_S * 3)
+    took = stop_during_renewal(b, a2, {"kind": "slow", "delay_s": 1})
     c.ok(took and took < LEASE_S, f"a leader stopping hands the Lease back: taken in {took} s")
 
     # stopped while a renewal that landed lost its answer: the hand-back reads the Lease again
     b2 = replica()
     c.ok(wait_for(lambda: metric(b2, "gpu_extender_leader") == 0 and
                   metric(a2, "gpu_extender_leader") == 1, LEASE_S * 3), "a new replica follows")
-    sent = len(api.state()["request_log"])
-    api.control("POST", "/control/fault", {"kind": "drop", "hold_s": 0.3, "count": 1,
-                                           "method": "PUT", "path_prefix": leader_path})
-    c.ok(wait_for(lambda: any(r["method"] == "PUT" and r["path"].startswith(leader_path)
-                              for r in api.state()["request_log"][sent:]), 5),
-         "a renewal of the leader's Lease lands, its answer held")
-    t0 = time.time()
-    a2.stop()
-    took = wait_for(lambda: metric(b2, "gpu_extender_leader") == 1 and time.time() - t0,
-                    LEASE_S * 3)
+    took = stop_during_renewal(a2, b2, {"kind": "drop", "hold_s": 0.3})
     c.ok(took and took < LEASE_S * 0.75,
          f"a leader whose last renewal lost its answer hands the Lease back: taken in {took} s")
 
