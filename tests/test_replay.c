@@ -255,3 +255,36 @@ Test(replay, live_place_and_leave_give_everything_back)
     gx_sim_live_free(l);
     gx_config_free(cfg);
 }
+
+Test(replay, a_busy_card_that_cools_brings_its_waiters_back)
+{
+    static const int whole[] = {1000, 2000, 4000};
+    static const int64_t dur[] = {600, 3600, 7200};
+    const struct gx_simgen g = {.n_nodes = N_NODES,
+                                .n_pods = N_PODS,
+                                .seed = 4242,
+                                .milli = whole,
+                                .n_milli = GX_ARRAY_LEN(whole),
+                                .dur = dur,
+                                .n_dur = GX_ARRAY_LEN(dur),
+                                .one_model = true};
+    struct gx_sim_trace t = gx_simgen_trace(&g, nodes, pods);
+    struct gx_config *cfg = gx_simgen_config("{}");
+    struct gx_replay_opts o;
+    struct gx_replay_result on, off;
+    struct gx_why why = {{0}};
+
+    gx_replay_opts_default(&o, cfg);
+    cr_assert(o.poke_cooled, "the extender pokes: the replay models it by default");
+    o.load = 1.2; /* whole GPUs wait, and a freed card shows its tenant's last sample */
+    cr_assert_eq(gx_replay_run(&o, &t, 7, &on, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(on.order_errs + on.ledger_errs + on.ledger_left, 0);
+    cr_assert_gt(on.cooled_placed, 0, "a pod refused on a busy card placed once it cooled");
+    o.poke_cooled = false;
+    cr_assert_eq(gx_replay_run(&o, &t, 7, &off, &why), GX_OK, "%s", why.text);
+    cr_assert_eq(off.order_errs + off.ledger_errs + off.ledger_left, 0);
+    cr_assert_eq(off.cooled_placed, 0);
+    cr_assert_lt(on.pending_mean_s, off.pending_mean_s, "%.1f s against %.1f s", on.pending_mean_s,
+                 off.pending_mean_s);
+    gx_config_free(cfg);
+}

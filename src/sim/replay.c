@@ -30,8 +30,10 @@
  * the waiting pods the freed node now passes the filters for (kube-
  * scheduler's queueing hint on a pod deletion: no other node changed since
  * their failed cycle, so a cycle that cannot use this node fails again),
- * and every pod is retried flush_s after its last attempt (metrics change
- * without events; podMaxInUnschedulablePodsDuration, 5 min).
+ * a sample that shows a busy card cooled does the same for that card's
+ * node (the extender pokes the pods it refused, server/requeue.h), and
+ * every pod is retried flush_s after its last attempt
+ * (podMaxInUnschedulablePodsDuration, 5 min).
  */
 #include "replay.h"
 
@@ -40,6 +42,7 @@
 #include <string.h>
 
 #include "ledger.h"
+#include "score.h"
 #include "snapshot.h"
 
 /* Samples kept per card: the 5-minute deriv window plus the lag. */
@@ -77,6 +80,7 @@ struct rstate {
     uint16_t *tenants;   /* per card, at the current sample */
     float (*ring)[RING]; /* per card: true utilization % of the last samples */
     bool *ever_over;     /* per card */
+    bool *cooled;        /* per node: a busy card cooled at the sample just shown */
     int64_t grid;        /* samples taken */
     int64_t n_measured;  /* samples after the warm-up */
     int64_t seen_grid;   /* the sample the snapshot shows, -1 none */
@@ -94,6 +98,7 @@ gx_replay_opts_default(struct gx_replay_opts *o, const struct gx_config *cfg)
     o->warmup_s = 3600;
     o->sample_s = 30;
     o->lag_s = 30;
+    o->poke_cooled = true;
     o->flush_s = 300;
     o->ramp_frac = 0.3;
 }
@@ -276,6 +281,11 @@ show_metrics(struct rstate *st, int64_t t)
 {
     int64_t g = (t - st->o->lag_s) / st->o->sample_s;
     double xm = (TREND_SAMPLES - 1) / 2.0, sxx = 0.0;
+    struct gx_decide_ctx ctx = {.cfg = st->o->sim.cfg,
+                                .snap = st->snap,
+                                .ledger = gx_sim_live_ledger(st->live),
+                                .now_ms = GX_SIM_NOW_MS};
+    bool waiting = st->o->poke_cooled && st->n_wait > 0; /* else the states need not be read */
 
     if (t < st->o->lag_s || g >= st->grid || g == st->seen_grid) {
         return;
@@ -286,9 +296,11 @@ show_metrics(struct rstate *st, int64_t t)
     }
     for (size_t i = 0; i < st->snap->n_nodes; i++) {
         struct gx_node *node = &st->snap->nodes[i];
+        st->cooled[i] = false;
         for (size_t c = 0; c < node->n_cards; c++) {
             const float *ring = st->ring[st->card_base[i] + c];
             struct gx_card *card = &node->cards[c];
+            bool busy = waiting && gx_score_card_state(&ctx, node, card) == GX_CARD_BUSY;
             card->v[GX_SIG_UTIL] = ring[g % RING];
             card->at_ms[GX_SIG_UTIL] = GX_SIM_NOW_MS - st->o->lag_s * 1000;
             if (st->o->trend && g >= TREND_SAMPLES - 1) {
@@ -299,6 +311,7 @@ show_metrics(struct rstate *st, int64_t t)
                 card->v[GX_SIG_UTIL_TREND] = sxy / sxx / (double)st->o->sample_s;
                 card->at_ms[GX_SIG_UTIL_TREND] = card->at_ms[GX_SIG_UTIL];
             }
+            st->cooled[i] |= busy && gx_score_card_state(&ctx, node, card) != GX_CARD_BUSY;
         }
     }
 }
@@ -332,11 +345,14 @@ attempt(struct rstate *st, size_t k, int64_t t)
     return true;
 }
 
-/* Retry the waiting pods in FIFO order: all (@node < 0) or those @node passes in-tree. */
-static void
+/*
+ * Retry the waiting pods in FIFO order: all (@node < 0) or those @node
+ * passes in-tree. Returns how many were placed.
+ */
+static size_t
 retry(struct rstate *st, int64_t t, long node, bool due_only)
 {
-    size_t keep = 0;
+    size_t keep = 0, n = st->n_wait;
 
     for (size_t j = 0; j < st->n_wait; j++) {
         size_t k = st->wait[j];
@@ -347,6 +363,21 @@ retry(struct rstate *st, int64_t t, long node, bool due_only)
         }
     }
     st->n_wait = keep;
+    return n - keep;
+}
+
+/* The sample @t shows: the nodes where a busy card cooled get their waiters back. */
+static void
+show_and_poke(struct rstate *st, int64_t t)
+{
+    int64_t seen = st->seen_grid;
+
+    show_metrics(st, t);
+    for (size_t i = 0; seen != st->seen_grid && st->n_wait > 0 && i < st->snap->n_nodes; i++) {
+        if (st->cooled[i]) {
+            st->res->cooled_placed += retry(st, t, (long)i, false);
+        }
+    }
 }
 
 /* The earliest departure leaves at @t. */
@@ -422,6 +453,7 @@ run_events(struct rstate *st)
 
         if (ts < h && ts <= ta && ts <= td) {
             sample(st, ts);
+            show_and_poke(st, ts);
             retry(st, ts, -1, true);
         } else if (td != INT64_MAX && td <= ta && (td < ts || ts >= h)) {
             long node = st->pods[st->heap[0]].at.node;
@@ -507,11 +539,13 @@ alloc_state(struct rstate *st)
     st->ring = calloc(st->n_cards + 1, sizeof(*st->ring));
     st->ever_over = calloc(st->n_cards + 1, sizeof(*st->ever_over));
     st->tenants = calloc(st->n_cards + 1, sizeof(*st->tenants));
+    st->cooled = calloc(n ? n : 1, sizeof(*st->cooled));
     st->running = calloc(np, sizeof(size_t));
     st->heap = calloc(np, sizeof(size_t));
     st->wait = calloc(np, sizeof(size_t));
     if (st->card_base == NULL || st->demand == NULL || st->ring == NULL || st->ever_over == NULL ||
-        st->tenants == NULL || st->running == NULL || st->heap == NULL || st->wait == NULL) {
+        st->tenants == NULL || st->cooled == NULL || st->running == NULL || st->heap == NULL ||
+        st->wait == NULL) {
         return GX_ENOMEM;
     }
     return GX_OK;
@@ -530,6 +564,7 @@ free_state(struct rstate *st)
     free(st->ring);
     free(st->ever_over);
     free(st->tenants);
+    free(st->cooled);
 }
 
 enum gx_err
@@ -579,9 +614,11 @@ gx_replay_mean(const struct gx_replay_result *r, size_t n, struct gx_replay_resu
         mean->ledger_errs += r[i].ledger_errs;
         mean->ledger_left += r[i].ledger_left;
         mean->order_errs += r[i].order_errs;
+        mean->cooled_placed += r[i].cooled_placed;
     }
     mean->arrived /= n ? n : 1;
     mean->placed /= n ? n : 1;
     mean->never_placed /= n ? n : 1;
     mean->over_cards /= n ? n : 1;
+    mean->cooled_placed /= n ? n : 1;
 }

@@ -26,11 +26,12 @@ struct gx_replay_opts {
     int64_t flush_s;        /* an unschedulable pod is retried after this at the latest */
     double ramp_frac;       /* share of pods whose utilization ramps up after start */
     bool trend;             /* feed the utilization slope (deriv over 5 min) to the snapshot */
+    bool poke_cooled;       /* a busy card that cools retries the waiters (server/requeue.h) */
 };
 
 /**
  * Defaults: load 1.0, 2 h measured over the second hour, samples every
- * 30 s seen 30 s late, flush 300 s, 30 % ramps.
+ * 30 s seen 30 s late, flush 300 s, 30 % ramps, cooled cards poke.
  */
 void gx_replay_opts_default(struct gx_replay_opts *o, const struct gx_config *cfg);
 
@@ -47,7 +48,8 @@ struct gx_replay_result {
     double util_pct;            /* time-mean true utilization of all cards */
     int64_t ledger_errs;        /* ledger refusals (must stay 0) */
     size_t ledger_left;         /* tenants in the ledger after every pod left (must be 0) */
-    size_t order_errs; /* a pod placed before it arrived or left before placed (must be 0) */
+    size_t order_errs;    /* a pod placed before it arrived or left before placed (must be 0) */
+    size_t cooled_placed; /* pods placed by a retry a cooled card brought (all arrivals) */
 };
 
 /** Run one seed. GX_EINVAL with @why for a trace without times or GPUs; GX_ENOMEM. */

@@ -575,13 +575,12 @@ print_setup(const struct cli *c, const char *config, const struct gx_sim_opts *o
 static void
 print_replay_line(const char *policy, const char *what, const struct gx_replay_result *r)
 {
-    (void)printf("replay %s %s: %zu arrived, pending mean %.1f s p95 %.1f s, %zu never placed; "
-                 "hot %.0f card-min (%.0f shared), over-admitted %.0f card-min on %zu cards; alloc "
-                 "%.2f%% util "
-                 "%.2f%%%s\n",
+    (void)printf("replay %s %s: %zu arrived, pending mean %.1f s p95 %.1f s, %zu never placed, "
+                 "%zu placed when a card cooled; hot %.0f card-min (%.0f shared), over-admitted "
+                 "%.0f card-min on %zu cards; alloc %.2f%% util %.2f%%%s\n",
                  policy, what, r->arrived, r->pending_mean_s, r->pending_p95_s, r->never_placed,
-                 r->hot_card_min, r->hot_shared_card_min, r->over_card_min, r->over_cards,
-                 r->alloc_pct, r->util_pct,
+                 r->cooled_placed, r->hot_card_min, r->hot_shared_card_min, r->over_card_min,
+                 r->over_cards, r->alloc_pct, r->util_pct,
                  r->ledger_errs || r->ledger_left || r->order_errs ? " (INVARIANT BROKEN)" : "");
 }
 
