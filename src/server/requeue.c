@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* requeue.c - poke pods refused for capacity once the ledger frees some or a card cools (see
- * requeue.h). */
+/* requeue.c - poke the pods refused for capacity once some frees (see requeue.h). */
 #include "requeue.h"
 
 #include <event2/event.h>
