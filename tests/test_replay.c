@@ -133,7 +133,9 @@ Test(replay, demand_within_shares_never_over_admits_under_the_ledger)
     gx_config_free(cfg);
 }
 
-Test(replay, a_card_hot_with_two_tenants_counts_as_shared)
+/* Whole GPUs only (1, 2, 4 cards), 10 min .. 2 h: cards run hot with one tenant. */
+static struct gx_sim_trace
+whole_gpu_trace(void)
 {
     static const int whole[] = {1000, 2000, 4000};
     static const int64_t dur[] = {600, 3600, 7200};
@@ -145,7 +147,13 @@ Test(replay, a_card_hot_with_two_tenants_counts_as_shared)
                                 .dur = dur,
                                 .n_dur = GX_ARRAY_LEN(dur),
                                 .one_model = true};
-    struct gx_sim_trace t = gx_simgen_trace(&g, nodes, pods);
+
+    return gx_simgen_trace(&g, nodes, pods);
+}
+
+Test(replay, a_card_hot_with_two_tenants_counts_as_shared)
+{
+    struct gx_sim_trace t = whole_gpu_trace();
     struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result r, cnt;
@@ -258,17 +266,7 @@ Test(replay, live_place_and_leave_give_everything_back)
 
 Test(replay, a_busy_card_that_cools_brings_its_waiters_back)
 {
-    static const int whole[] = {1000, 2000, 4000};
-    static const int64_t dur[] = {600, 3600, 7200};
-    const struct gx_simgen g = {.n_nodes = N_NODES,
-                                .n_pods = N_PODS,
-                                .seed = 4242,
-                                .milli = whole,
-                                .n_milli = GX_ARRAY_LEN(whole),
-                                .dur = dur,
-                                .n_dur = GX_ARRAY_LEN(dur),
-                                .one_model = true};
-    struct gx_sim_trace t = gx_simgen_trace(&g, nodes, pods);
+    struct gx_sim_trace t = whole_gpu_trace();
     struct gx_config *cfg = gx_simgen_config("{}");
     struct gx_replay_opts o;
     struct gx_replay_result on, off;
