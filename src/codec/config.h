@@ -177,7 +177,7 @@ struct gx_config {
     int ledger_reconcile_s; /* release tenants of gone pods, expire reservations, 10 */
     int ledger_cas_retries; /* attempts of one Lease compare-and-swap, 8 */
     int bind_deadline_ms;   /* a bind answers within this, 4000 (< httpTimeout) */
-    int binds_in_flight;    /* most binds talking to the API server at once, 64 (gate.h) */
+    int binds_in_flight;    /* most binds talking to the API server at once, 16 (gate.h) */
 
     /* replicas: one leads (a Lease), the others forward kube-scheduler's calls to it (elect.h) */
     bool replicas_forward;

@@ -215,7 +215,7 @@ const struct gx_kspec gx_config_table[] = {
     INT("ledger.reconcile_interval_s", ledger_reconcile_s, 1, 3600, 10, 0),
     INT("ledger.cas_retries", ledger_cas_retries, 1, 20, 8, 0),
     INT("ledger.bind_deadline_ms", bind_deadline_ms, 500, 30000, 4000, 0),
-    INT("ledger.binds_in_flight", binds_in_flight, 1, 100000, 64, 0),
+    INT("ledger.binds_in_flight", binds_in_flight, 1, 100000, 16, 0),
 
     {.path = "replicas.forward", .type = GX_K_BOOL, .off = OFF(replicas_forward), .def = 0,
      .flags = GX_KF_RESTART},
