@@ -4,8 +4,6 @@ cluster event, and a metrics round is none (node heartbeats change nothing it sc
 extender pokes the pod (annotation gpu-extender.io/requeued-at) once a sample shows a busy card
 cooled, so the pod binds within seconds instead of after the scheduler's 5-minute flush
 (podMaxInUnschedulablePodsDuration)."""
-import os
-import re
 import sys
 import time
 
@@ -20,25 +18,13 @@ chk = Checks("e2e_busy")
 c = rig(sys.argv[1])
 
 
-def set_util(util):
-    """Every card of the fixture nodes' dcgm-exporter pages at @util %."""
-    for n in ("a", "b", "c"):
-        path = os.path.join(c.path("dcgm"), f"node-{n}.txt")
-        with open(path) as f:
-            text = f.read()
-        text = re.sub(r"^(DCGM_FI_DEV_GPU_UTIL\{[^}]*\}) \S+$", rf"\g<1> {util}", text, flags=re.M)
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
-
-
 def refused_busy():
     return any(reason == "FailedScheduling" and "GPU utilization above limit" in (msg or "")
                for reason, msg in events(c, "busy-1"))
 
 
 try:
-    set_util(99)
+    c.set_dcgm("DCGM_FI_DEV_GPU_UTIL", 99)  # every card of the fixture pages
     time.sleep(5)  # scraped, queried and in the snapshot
     # a whole card, where the extender picks it (gpu-node-c's time-sliced replicas are the
     # device plugin's to place, and the busy rule does not pick among them)
@@ -51,7 +37,7 @@ try:
     chk.ok(ANN + "requeued-at" not in p["metadata"].get("annotations", {}),
            "not poked while no card cooled")
     t0 = time.time()
-    set_util(5)
+    c.set_dcgm("DCGM_FI_DEV_GPU_UTIL", 5)
     got = wait_bound(c, ["busy-1"], timeout=120)
     took = time.time() - t0
     log(f"bound {took:.1f} s after the cards cooled")

@@ -11,6 +11,7 @@ import base64
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from gxtest import read_port, wait_for  # noqa: E402 - one poll loop, one port file rule
 
 DEMO_NODES = os.path.join(ROOT, "config", "demo", "nodes.json")
+DCGM_NODES = ("a", "b", "c")  # the demo nodes with dcgm-exporter pages (config/demo)
 # The install the tests run unless they name files of another: the GPU-pods-only overlay (only
 # pods that request a GPU resource reach the extender, LeastAllocated beside its score), which
 # most tests are written against. e2e_all_pods runs the default install, manifests/ itself.
@@ -410,7 +412,7 @@ class Cluster:
     def _prometheus(self):
         pages = self.path("dcgm")
         os.makedirs(pages, exist_ok=True)
-        for node in ("a", "b", "c"):
+        for node in DCGM_NODES:
             shutil.copy(os.path.join(ROOT, "config", "demo", f"dcgm-gpu-node-{node}.prom"),
                         os.path.join(pages, f"node-{node}.txt"))
         eport, pport = free_port(), free_port()
@@ -420,7 +422,7 @@ class Cluster:
                                      "--bind", "127.0.0.1", "--directory", pages])
         jobs = [{"job_name": f"dcgm-node-{n}", "scrape_interval": "1s", "scrape_timeout": "900ms",
                  "metrics_path": f"/node-{n}.txt",
-                 "static_configs": [{"targets": [f"127.0.0.1:{eport}"]}]} for n in ("a", "b", "c")]
+                 "static_configs": [{"targets": [f"127.0.0.1:{eport}"]}]} for n in DCGM_NODES]
         with open(self.path("prometheus.yml"), "w") as f:
             yaml.safe_dump({"global": {"scrape_interval": "1s"}, "scrape_configs": jobs}, f)
         self.prom_url = f"http://127.0.0.1:{pport}"
@@ -434,6 +436,18 @@ class Cluster:
             with urllib.request.urlopen(url, timeout=2) as r:
                 return len(json.loads(r.read())["data"]["result"]) >= 12
         wait_for(series, 90, "Prometheus scraping the 12 fixture GPUs", must=True)
+
+    def set_dcgm(self, metric, value):
+        """Every series @metric of the served dcgm-exporter pages at @value (next scrape)."""
+        for n in DCGM_NODES:
+            path = os.path.join(self.path("dcgm"), f"node-{n}.txt")
+            with open(path) as f:
+                text = f.read()
+            text = re.sub(rf"^({re.escape(metric)}\{{[^}}]*\}}) \S+$", rf"\g<1> {value}", text,
+                          flags=re.M)
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(path + ".tmp", path)  # never a half-written page for a scrape
 
     # ----- gpu-extender ------------------------------------------------------------------------
     def extender_spec(self, name):
